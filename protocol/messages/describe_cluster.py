@@ -1,0 +1,24 @@
+"""DescribeCluster: the declaration of every supported version."""
+
+from protocol.schema import api
+
+DESCRIBE_CLUSTER = api(60, "DescribeCluster", "0-1", flexible="0+",
+request="""
+    include_cluster_authorized_operations bool
+    endpoint_type                        int8                           1+ =1
+""",
+response="""
+    throttle_time_ms                     int32
+    error_code                           int16
+    error_message                        string?                        =null
+    endpoint_type                        int8                           1+ =1
+    cluster_id                           string
+    controller_id                        int32                          =-1
+    brokers                              [DescribeClusterBroker]
+      broker_id                          int32
+      host                               string
+      port                               int32
+      rack                               string?                        =null
+    cluster_authorized_operations        int32                          =-2147483648
+""")
+

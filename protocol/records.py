@@ -1,0 +1,295 @@
+"""RecordBatch v2 (magic 2): header access without decoding records.
+
+Layout of the 61-byte header (offsets in bytes)::
+
+    0 base_offset int64        12 partition_leader_epoch int32   16 magic int8
+    8 batch_length int32       17 crc uint32 (CRC32C of bytes 21..end)
+    21 attributes int16        23 last_offset_delta int32        27 base_timestamp int64
+    35 max_timestamp int64     43 producer_id int64              51 producer_epoch int16
+    53 base_sequence int32     57 records_count int32
+
+``base_offset`` and ``partition_leader_epoch`` lie outside the CRC, so the
+broker patches them in place without recomputing it. Records themselves are
+decoded only where the broker truly needs them (control records, the CLI).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import crc32c
+
+from protocol.types import BufferReader, encode_uvarint, encode_varint, read_uvarint
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12            # base_offset + batch_length: bytes before the length counts
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08    # 1 = LogAppendTime
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+class InvalidBatch(Exception):
+    """A batch that cannot be appended; ``error`` names the Kafka error code to answer."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @classmethod
+    def parse(cls, data, offset: int = 0) -> "BatchHeader":
+        return cls(*_HEADER.unpack_from(data, offset))
+
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % 0x80000000
+
+
+def split_batches(data) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each complete batch in ``data``, stopping at the first torn one.
+
+    Checks framing only (length and magic), not CRCs; callers that need the
+    CRC call ``verify_crc``.
+    """
+    pos, end = 0, len(data)
+    while end - pos >= HEADER_SIZE:
+        _, length = _OFFSET_AND_LENGTH.unpack_from(data, pos)
+        if length < HEADER_SIZE - LOG_OVERHEAD or pos + LOG_OVERHEAD + length > end:
+            return
+        if data[pos + MAGIC_OFFSET] != 2:
+            return
+        yield pos, BatchHeader.parse(data, pos)
+        pos += LOG_OVERHEAD + length
+
+
+def crc_of(data, position: int, size: int) -> int:
+    return crc32c.crc32c(data[position + ATTRIBUTES_OFFSET:position + size])
+
+
+def verify_crc(data, position: int, header: BatchHeader) -> bool:
+    return crc_of(data, position, header.size) == header.crc
+
+
+def validate_produce_records(records, max_message_bytes: int) -> BatchHeader:
+    """Validate the records of one partition of a Produce request: exactly one v2 batch.
+
+    Raises InvalidBatch with the Kafka error to answer. The batch bytes are
+    not copied; the header is returned for the append path.
+    """
+    size = len(records)
+    if size < LOG_OVERHEAD + 5:
+        raise InvalidBatch("CORRUPT_MESSAGE", f"records of {size} bytes hold no batch")
+    magic = records[MAGIC_OFFSET]
+    if magic != 2:
+        raise InvalidBatch("UNSUPPORTED_FOR_MESSAGE_FORMAT",
+                           f"record batch magic {magic}: only magic 2 is accepted")
+    if size < HEADER_SIZE:
+        raise InvalidBatch("CORRUPT_MESSAGE", "batch shorter than its header")
+    header = BatchHeader.parse(records, 0)
+    if header.size != size:
+        if header.size < HEADER_SIZE or header.size > size:
+            raise InvalidBatch("CORRUPT_MESSAGE", f"batch length {header.batch_length} does not fit {size} bytes")
+        raise InvalidBatch("INVALID_RECORD", "a produce request carries exactly one batch per partition")
+    if size > max_message_bytes:
+        raise InvalidBatch("MESSAGE_TOO_LARGE", f"batch of {size} bytes exceeds message.max.bytes {max_message_bytes}")
+    if crc_of(records, 0, size) != header.crc:
+        raise InvalidBatch("CORRUPT_MESSAGE", "record batch CRC mismatch")
+    if header.records_count <= 0 or header.last_offset_delta < 0:
+        raise InvalidBatch("INVALID_RECORD", "batch has no records")
+    if header.is_control:
+        raise InvalidBatch("INVALID_RECORD", "clients may not produce control batches")
+    return header
+
+
+def patch_base_offset(buf: bytearray | memoryview, position: int, base_offset: int, leader_epoch: int) -> None:
+    """Assign the batch its offsets: both fields lie outside the CRC."""
+    _BASE_OFFSET.pack_into(buf, position, base_offset)
+    _LEADER_EPOCH.pack_into(buf, position + 12, leader_epoch)
+
+
+# ---------------------------------------------------------------- records inside a batch
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+
+
+def _read_varint(reader: BufferReader) -> int:
+    v = read_uvarint(reader)
+    return (v >> 1) ^ -(v & 1)
+
+
+def _read_nullable(reader: BufferReader) -> bytes | None:
+    n = _read_varint(reader)
+    return None if n < 0 else reader.read(n)
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    if codec == 0:
+        return data
+    if codec == 1:
+        import gzip
+        return gzip.decompress(data)
+    if codec == 2:
+        import cramjam
+        # Java clients frame snappy the xerial way; librdkafka may send it raw.
+        if data[:8] == b"\x82SNAPPY\x00":
+            return _xerial_snappy_decompress(data)
+        return bytes(cramjam.snappy.decompress_raw(data))
+    if codec == 3:
+        import cramjam
+        return bytes(cramjam.lz4.decompress(data))
+    if codec == 4:
+        import cramjam
+        return bytes(cramjam.zstd.decompress(data))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    if codec == 0:
+        return data
+    import cramjam
+    if codec == 1:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == 2:
+        return bytes(cramjam.snappy.compress_raw(data))
+    if codec == 3:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == 4:
+        return bytes(cramjam.zstd.compress(data))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def _xerial_snappy_decompress(data: bytes) -> bytes:
+    import cramjam
+    out, pos = bytearray(), 16
+    while pos < len(data):
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
+        pos += n
+    return bytes(out)
+
+
+def iter_records(data, position: int = 0) -> Iterator[Record]:
+    """Decode every record of the batch at ``position`` (decompressing if needed)."""
+    header = BatchHeader.parse(data, position)
+    body = bytes(data[position + HEADER_SIZE:position + header.size])
+    body = decompress(header.compression, body)
+    reader = BufferReader(body)
+    for _ in range(header.records_count):
+        length = _read_varint(reader)
+        start = reader.tell()
+        reader.read(1)  # record attributes, unused
+        ts_delta = _read_varint(reader)
+        offset_delta = _read_varint(reader)
+        key = _read_nullable(reader)
+        value = _read_nullable(reader)
+        headers = []
+        for _ in range(_read_varint(reader)):
+            hkey = _read_nullable(reader)
+            headers.append(((hkey or b"").decode(), _read_nullable(reader)))
+        reader.seek(start + length)
+        yield Record(header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value, headers)
+
+
+def _encode_nullable(data: bytes | None) -> bytes:
+    if data is None:
+        return encode_varint(-1)
+    return encode_varint(len(data)) + data
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                  headers: Iterable[tuple[str, bytes | None]] = ()) -> bytes:
+    headers = list(headers)
+    body = bytearray(b"\x00")
+    body += encode_varint(timestamp_delta) + encode_varint(offset_delta)
+    body += _encode_nullable(key) + _encode_nullable(value)
+    body += encode_varint(len(headers))
+    for hkey, hvalue in headers:
+        body += _encode_nullable(hkey.encode()) + _encode_nullable(hvalue)
+    return encode_varint(len(body)) + bytes(body)
+
+
+def build_batch(records: list[tuple[bytes | None, bytes | None, list]], *, base_offset: int = 0,
+                timestamp_ms: int | None = None, compression: int = 0, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1, transactional: bool = False,
+                control: bool = False, partition_leader_epoch: int = -1) -> bytes:
+    """Encode a v2 batch of (key, value, headers) records, with its CRC."""
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    body = b"".join(encode_record(i, 0, k, v, h) for i, (k, v, h) in enumerate(records))
+    body = compress(compression, body)
+    attributes = compression | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    header = bytearray(_HEADER.pack(base_offset, length, partition_leader_epoch, 2, 0, attributes,
+                                    len(records) - 1, ts, ts, producer_id, producer_epoch,
+                                    base_sequence, len(records)))
+    batch = header + body
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(bytes(batch[ATTRIBUTES_OFFSET:])))
+    return bytes(batch)

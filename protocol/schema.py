@@ -1,0 +1,318 @@
+"""The compact schema notation and the construct structs built from it.
+
+One declaration per API covers all its supported versions. A message body is
+an indented list of fields, one a line::
+
+    name  type  [versions]  [@tag]  [=default]
+
+* ``type``: ``int8 int16 uint16 int32 uint32 int64 float64 bool uuid string
+  bytes records``; ``[]int32`` for an array of primitives; ``[Name]`` for an
+  array of structs and ``Name`` for a struct, whose fields follow indented.
+  A ``?`` suffix makes it nullable in all its versions, ``?3+`` in some.
+* ``versions``: ``3+``, ``0-4`` or ``5``; absent means every version.
+* ``@N``: a tagged field with tag N (only in flexible versions).
+* ``=default``: the value when absent (``-1``, ``null``, ``0x7fffffff``...).
+
+``struct_for(api_key, version, is_request)`` builds and caches one construct
+per (api, version, direction). Decoded messages are ``Message`` dicts with
+attribute access; fields absent from a version hold their defaults.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from construct import Construct, Container, StreamError
+
+from protocol import types as t
+
+MAX_VERSION = 0x7FFF
+_MISSING = object()
+_PRIMITIVES = {
+    "int8": t.INT8, "int16": t.INT16, "uint16": t.UINT16, "int32": t.INT32,
+    "uint32": t.UINT32, "int64": t.INT64, "float64": t.FLOAT64, "bool": t.BOOL, "uuid": t.UUID,
+}
+_ZERO = {"int8": 0, "int16": 0, "uint16": 0, "int32": 0, "uint32": 0, "int64": 0,
+         "float64": 0.0, "bool": False, "uuid": bytes(16), "string": "", "bytes": b"", "records": None}
+
+
+class Message(dict):
+    """A decoded message or struct: a dict whose keys are also attributes."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+@dataclass(frozen=True)
+class Versions:
+    low: int
+    high: int
+
+    @classmethod
+    def parse(cls, spec: str | None) -> "Versions":
+        if not spec:
+            return cls(0, MAX_VERSION)
+        if spec.endswith("+"):
+            return cls(int(spec[:-1]), MAX_VERSION)
+        if "-" in spec:
+            low, high = spec.split("-")
+            return cls(int(low), int(high))
+        return cls(int(spec), int(spec))
+
+    def __contains__(self, version: int) -> bool:
+        return self.low <= version <= self.high
+
+
+@dataclass
+class Field:
+    name: str
+    type: str                  # primitive name, "[]prim", "[Name]" or "Name"
+    versions: Versions
+    nullable: Versions | None
+    tag: int | None
+    default: Any
+    fields: list["Field"] = field(default_factory=list)
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[")
+
+    @property
+    def element(self) -> str:
+        return self.type[2:] if self.type.startswith("[]") else self.type.strip("[]")
+
+    @property
+    def is_struct(self) -> bool:
+        return bool(self.fields)
+
+
+@dataclass
+class Api:
+    key: int
+    name: str
+    versions: Versions
+    flexible: Versions | None
+    request: list[Field]
+    response: list[Field]
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible is not None and version in self.flexible
+
+
+REGISTRY: dict[int, Api] = {}
+
+
+def api(key: int, name: str, versions: str, *, flexible: str | None, request: str, response: str) -> Api:
+    """Declare an API; the declaration is registered by its key."""
+    declared = Api(key, name, Versions.parse(versions),
+                   Versions.parse(flexible) if flexible else None,
+                   parse_fields(request), parse_fields(response))
+    REGISTRY[key] = declared
+    return declared
+
+
+def _parse_default(raw: str, type_: str) -> Any:
+    if raw == "null":
+        return None
+    if type_ == "bool":
+        return raw == "true"
+    if type_ in ("string",):
+        return raw
+    if type_ == "float64":
+        return float(raw)
+    return int(raw, 0)
+
+
+def parse_fields(text: str) -> list[Field]:
+    """Parse an indented field list into a tree of Fields."""
+    root: list[Field] = []
+    stack: list[tuple[int, list[Field]]] = [(-1, root)]
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        tokens = line.split()
+        if len(tokens) < 2:
+            raise ValueError(f"line {lineno}: need a name and a type: {line!r}")
+        name, type_ = tokens[0], tokens[1]
+        nullable = None
+        if "?" in type_:
+            type_, _, nspec = type_.partition("?")
+            nullable = nspec
+        versions, tag, default = Versions.parse(None), None, _MISSING
+        for tok in tokens[2:]:
+            if tok.startswith("@"):
+                tag = int(tok[1:])
+            elif tok.startswith("="):
+                default = tok[1:]
+            else:
+                versions = Versions.parse(tok)
+        nullable_versions = None
+        if nullable is not None:
+            nullable_versions = Versions.parse(nullable) if nullable else versions
+        while stack[-1][0] >= indent:
+            stack.pop()
+        f = Field(name, type_, versions, nullable_versions, tag, None)
+        if default is not _MISSING:
+            f.default = _parse_default(default, f.element)
+        elif f.is_array:
+            f.default = []
+        else:
+            f.default = _ZERO.get(type_)
+        stack[-1][1].append(f)
+        stack.append((indent, f.fields))
+    return root
+
+
+class KStruct(Construct):
+    """A Kafka struct for one version: its fields in order, then (flexible) tagged fields.
+
+    Building fills a missing key with the field's default; a nullable field set
+    to None is written as null. Unknown tagged fields are skipped when parsing.
+    """
+
+    def __init__(self, fields: list[tuple[str, Construct, Any, bool]],
+                 tagged: dict[int, tuple[str, Construct, Any]], flexible: bool,
+                 absent: dict[str, Any]) -> None:
+        super().__init__()
+        self.fields = fields
+        self.tagged = tagged
+        self.flexible = flexible
+        self.absent = absent
+
+    def _parse(self, stream, context, path):
+        result = Message(self.absent)
+        for name, sub, _default, _nullable in self.fields:
+            result[name] = sub._parse(stream, context, path)
+        if self.flexible:
+            for _ in range(t.read_uvarint(stream)):
+                tag = t.read_uvarint(stream)
+                size = t.read_uvarint(stream)
+                known = self.tagged.get(tag)
+                if known is None:
+                    stream.read(size)
+                else:
+                    result[known[0]] = known[1]._parse(stream, context, path)
+        return result
+
+    def _build(self, obj, stream, context, path):
+        get = obj.get
+        for name, sub, default, nullable in self.fields:
+            value = get(name, _MISSING)
+            if value is _MISSING or (value is None and not nullable):
+                value = default
+            sub._build(value, stream, context, path)
+        if self.flexible:
+            present = []
+            for tag, (name, sub, default) in self.tagged.items():
+                value = get(name, _MISSING)
+                if value is _MISSING or value is None or value == default:
+                    continue
+                buf = io.BytesIO()
+                sub._build(value, buf, context, path)
+                present.append((tag, buf.getvalue()))
+            stream.write(t.encode_uvarint(len(present)))
+            for tag, data in present:
+                stream.write(t.encode_uvarint(tag))
+                stream.write(t.encode_uvarint(len(data)))
+                stream.write(data)
+        return obj
+
+
+def _field_construct(f: Field, version: int, flexible: bool) -> Construct:
+    nullable = f.nullable is not None and version in f.nullable
+    if f.is_array:
+        element = f.element
+        if f.is_struct:
+            sub = build_struct(f.fields, version, flexible)
+        else:
+            sub = _scalar(element, flexible, False)
+        return t.KArray(sub, flexible, nullable)
+    if f.is_struct:
+        return build_struct(f.fields, version, flexible)
+    return _scalar(f.type, flexible, nullable)
+
+
+def _scalar(type_: str, flexible: bool, nullable: bool) -> Construct:
+    if type_ in _PRIMITIVES:
+        return _PRIMITIVES[type_]
+    if type_ == "string":
+        return t.KString(flexible, nullable)
+    if type_ == "bytes":
+        return t.KBytes(flexible, nullable)
+    if type_ == "records":
+        return t.KRecords(flexible, nullable)
+    raise ValueError(f"unknown type {type_}")
+
+
+def _absent_value(f: Field) -> Any:
+    if f.is_struct and not f.is_array:
+        return None
+    return list(f.default) if isinstance(f.default, list) else f.default
+
+
+def build_struct(fields: list[Field], version: int, flexible: bool) -> KStruct:
+    """The construct of a field list at one version (tagged fields only when flexible)."""
+    regular, tagged, absent = [], {}, {}
+    for f in fields:
+        if version not in f.versions:
+            absent[f.name] = _absent_value(f)
+            continue
+        sub = _field_construct(f, version, flexible)
+        nullable = f.nullable is not None and version in f.nullable
+        if f.tag is not None:
+            if flexible:
+                tagged[f.tag] = (f.name, sub, f.default)
+            absent[f.name] = _absent_value(f)
+        else:
+            regular.append((f.name, sub, f.default, nullable))
+    return KStruct(regular, dict(sorted(tagged.items())), flexible, absent)
+
+
+@functools.lru_cache(maxsize=None)
+def struct_for(api_key: int, version: int, is_request: bool) -> KStruct:
+    declared = REGISTRY[api_key]
+    if version not in declared.versions:
+        raise ValueError(f"{declared.name} v{version} is not supported")
+    fields = declared.request if is_request else declared.response
+    return build_struct(fields, version, declared.is_flexible(version))
+
+
+def _context(regions: list | None = None) -> Container:
+    ctx = Container(_parsing=regions is None, _building=regions is not None, _sizing=False)
+    ctx._params = Container(regions=regions if regions is not None else [])
+    return ctx
+
+
+def decode(struct: KStruct, reader: t.BufferReader) -> Message:
+    """Parse one message body; raises StreamError on malformed or trailing-short input."""
+    return struct._parse(reader, _context(), "")
+
+
+def encode(struct: KStruct, obj: dict, out: io.BytesIO | None = None) -> tuple[io.BytesIO, list]:
+    """Build a message body into ``out``; returns it and the FileRegions left to send."""
+    out = out if out is not None else io.BytesIO()
+    regions: list = []
+    struct._build(obj, out, _context(regions), "")
+    return out, regions
+
+
+def walk(fields: list[Field], prefix: str = "") -> Iterator[tuple[str, Field]]:
+    for f in fields:
+        yield prefix + f.name, f
+        yield from walk(f.fields, prefix + f.name + ".")
+
+
+__all__ = ["Api", "Field", "KStruct", "Message", "REGISTRY", "Versions", "api", "decode",
+           "encode", "parse_fields", "struct_for", "walk", "StreamError"]

@@ -1,0 +1,302 @@
+"""Kafka's primitive wire types as construct classes.
+
+Every class here is a pure function of bytes: no I/O beyond the stream it is
+handed. Streams are either ``io.BytesIO`` (building) or ``BufferReader``
+(parsing a received frame without copying large fields).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any
+
+from construct import Construct, FormatField, StreamError, stream_read, stream_write
+
+__all__ = [
+    "BufferReader", "FileRegion", "INT8", "INT16", "UINT16", "INT32", "UINT32", "INT64",
+    "FLOAT64", "BOOL", "UUID", "UVARINT", "VARINT", "KString", "KBytes", "KRecords",
+    "KArray", "read_uvarint", "write_uvarint", "encode_uvarint", "encode_varint",
+]
+
+INT8 = FormatField(">", "b")
+INT16 = FormatField(">", "h")
+UINT16 = FormatField(">", "H")
+INT32 = FormatField(">", "l")
+UINT32 = FormatField(">", "L")
+INT64 = FormatField(">", "q")
+FLOAT64 = FormatField(">", "d")
+_S_INT16 = struct.Struct(">h")
+_S_INT32 = struct.Struct(">i")
+
+
+class BufferReader:
+    """A read-only stream over one received frame.
+
+    ``view(n)`` hands out a zero-copy ``memoryview`` slice: record batches are
+    read this way so that produce payloads are never copied while decoding.
+    """
+
+    __slots__ = ("_mv", "_pos", "_end")
+
+    def __init__(self, data: bytes | bytearray | memoryview, pos: int = 0) -> None:
+        self._mv = memoryview(data)
+        self._pos = pos
+        self._end = len(self._mv)
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            n = self._end - self._pos
+        start = self._pos
+        self._pos = min(start + n, self._end)
+        return self._mv[start:self._pos].tobytes()
+
+    def view(self, n: int) -> memoryview:
+        start = self._pos
+        if start + n > self._end:
+            raise StreamError(f"wanted {n} bytes, only {self._end - start} left")
+        self._pos = start + n
+        return self._mv[start:self._pos]
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = pos if whence == 0 else (self._pos + pos if whence == 1 else self._end + pos)
+        return self._pos
+
+    def remaining(self) -> int:
+        return self._end - self._pos
+
+
+class FileRegion:
+    """Bytes of a log file to be sent as they are: ``length`` bytes of ``file`` at ``position``.
+
+    Building a message that holds a FileRegion writes only its length prefix and
+    records where the region goes (``context._params.regions``); the connection
+    then sends the file bytes itself, without copying them through Python where
+    the platform allows.
+    """
+
+    __slots__ = ("file", "position", "length")
+
+    def __init__(self, file: Any, position: int, length: int) -> None:
+        self.file = file
+        self.position = position
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self) -> bytes:
+        return read_region(self.file, self.position, self.length)
+
+
+def read_region(file: Any, position: int, length: int) -> bytes:
+    return os.pread(file.fileno(), length, position)
+
+
+def read_uvarint(stream) -> int:
+    shift = result = 0
+    while True:
+        b = stream.read(1)
+        if not b:
+            raise StreamError("truncated varint")
+        byte = b[0]
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result
+        shift += 7
+        if shift > 63:
+            raise StreamError("varint too long")
+
+
+def encode_uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """Zig-zag signed varint (64-bit), as used inside records."""
+    return encode_uvarint((value << 1) ^ (value >> 63))
+
+
+def write_uvarint(stream, value: int) -> None:
+    stream.write(encode_uvarint(value))
+
+
+class _UVarInt(Construct):
+    def _parse(self, stream, context, path):
+        return read_uvarint(stream)
+
+    def _build(self, obj, stream, context, path):
+        stream.write(encode_uvarint(obj))
+        return obj
+
+
+class _VarInt(Construct):
+    def _parse(self, stream, context, path):
+        v = read_uvarint(stream)
+        return (v >> 1) ^ -(v & 1)
+
+    def _build(self, obj, stream, context, path):
+        stream.write(encode_varint(obj))
+        return obj
+
+
+class _Bool(Construct):
+    def _parse(self, stream, context, path):
+        return stream_read(stream, 1, path) != b"\x00"
+
+    def _build(self, obj, stream, context, path):
+        stream.write(b"\x01" if obj else b"\x00")
+        return obj
+
+
+class _Uuid(Construct):
+    """16 raw bytes; the all-zero uuid is Kafka's 'no id'."""
+
+    def _parse(self, stream, context, path):
+        return stream_read(stream, 16, path)
+
+    def _build(self, obj, stream, context, path):
+        data = bytes(obj) if obj else bytes(16)
+        if len(data) != 16:
+            raise StreamError("uuid must be 16 bytes")
+        stream.write(data)
+        return obj
+
+
+UVARINT = _UVarInt()
+VARINT = _VarInt()
+BOOL = _Bool()
+UUID = _Uuid()
+
+
+def _read_length(stream, compact: bool, wide: bool) -> int:
+    """Length prefix: -1 means null. Compact lengths are stored plus one."""
+    if compact:
+        return read_uvarint(stream) - 1
+    if wide:
+        return _S_INT32.unpack(stream_read(stream, 4, "length"))[0]
+    return _S_INT16.unpack(stream_read(stream, 2, "length"))[0]
+
+
+def _write_length(stream, n: int, compact: bool, wide: bool) -> None:
+    if compact:
+        stream.write(encode_uvarint(n + 1))
+    elif wide:
+        stream.write(_S_INT32.pack(n))
+    else:
+        stream.write(_S_INT16.pack(n))
+
+
+class KString(Construct):
+    """STRING / COMPACT_STRING, optionally NULLABLE."""
+
+    def __init__(self, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.compact, self.nullable = compact, nullable
+
+    def _parse(self, stream, context, path):
+        n = _read_length(stream, self.compact, False)
+        if n < 0:
+            if not self.nullable:
+                raise StreamError(f"null in non-nullable string {path}")
+            return None
+        return stream_read(stream, n, path).decode("utf-8")
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise StreamError(f"null in non-nullable string {path}")
+            _write_length(stream, -1, self.compact, False)
+            return obj
+        data = obj.encode("utf-8")
+        _write_length(stream, len(data), self.compact, False)
+        stream.write(data)
+        return obj
+
+
+class KBytes(Construct):
+    """BYTES / COMPACT_BYTES, optionally NULLABLE; parses to a zero-copy view where it can."""
+
+    def __init__(self, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.compact, self.nullable = compact, nullable
+
+    def _parse(self, stream, context, path):
+        n = _read_length(stream, self.compact, True)
+        if n < 0:
+            if not self.nullable:
+                raise StreamError(f"null in non-nullable bytes {path}")
+            return None
+        if isinstance(stream, BufferReader):
+            return stream.view(n)
+        return stream_read(stream, n, path)
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise StreamError(f"null in non-nullable bytes {path}")
+            _write_length(stream, -1, self.compact, True)
+            return obj
+        _write_length(stream, len(obj), self.compact, True)
+        stream.write(obj)
+        return obj
+
+
+class KRecords(KBytes):
+    """RECORDS: like bytes, but a FileRegion is left for the connection to send."""
+
+    def _build(self, obj, stream, context, path):
+        if isinstance(obj, FileRegion):
+            _write_length(stream, obj.length, self.compact, True)
+            context._params.regions.append((stream.tell(), obj))
+            return obj
+        if isinstance(obj, list):  # several regions and byte chunks back to back
+            _write_length(stream, sum(len(part) for part in obj), self.compact, True)
+            for part in obj:
+                if isinstance(part, FileRegion):
+                    context._params.regions.append((stream.tell(), part))
+                else:
+                    stream.write(part)
+            return obj
+        return super()._build(obj, stream, context, path)
+
+
+class KArray(Construct):
+    """ARRAY / COMPACT_ARRAY of one element construct; -1 (compact: 0) is null."""
+
+    def __init__(self, element: Construct, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.element, self.compact, self.nullable = element, compact, nullable
+
+    def _parse(self, stream, context, path):
+        n = _read_length(stream, self.compact, True)
+        if n < 0:
+            if not self.nullable:
+                raise StreamError(f"null in non-nullable array {path}")
+            return None
+        if isinstance(stream, BufferReader) and n > stream.remaining():
+            raise StreamError(f"array of {n} longer than the frame {path}")
+        parse = self.element._parse
+        return [parse(stream, context, path) for _ in range(n)]
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise StreamError(f"null in non-nullable array {path}")
+            _write_length(stream, -1, self.compact, True)
+            return obj
+        _write_length(stream, len(obj), self.compact, True)
+        build = self.element._build
+        for item in obj:
+            build(item, stream, context, path)
+        return obj

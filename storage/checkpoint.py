@@ -1,0 +1,46 @@
+"""Kafka's offset checkpoint files: a version line, a count line, then ``topic partition offset`` lines.
+
+Written atomically (temporary file, fsync, rename), so a crash leaves either
+the old or the new file, never a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+
+VERSION = 0
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
+    lines = [str(VERSION), str(len(offsets))]
+    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
+    write_atomically(path, ("\n".join(lines) + "\n").encode())
+
+
+def read_checkpoint(path: str) -> dict[tuple[str, int], int]:
+    """The offsets in a checkpoint file; a missing or malformed file reads as empty."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        if int(lines[0]) != VERSION:
+            return {}
+        count = int(lines[1])
+        result = {}
+        for line in lines[2:2 + count]:
+            topic, partition, offset = line.rsplit(" ", 2)
+            result[(topic, int(partition))] = int(offset)
+        return result
+    except (IndexError, ValueError):
+        return {}

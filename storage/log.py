@@ -1,0 +1,374 @@
+"""Log: the segmented, durable log of one partition.
+
+Invariants:
+* segments are ordered by base offset and do not overlap; only the last
+  (active) one is appended to;
+* ``log_end_offset`` is the offset the next appended record gets;
+  ``log_start_offset`` <= every readable offset < ``log_end_offset``;
+* ``high_watermark`` <= ``log_end_offset``: the replica manager moves it
+  (on a single broker it follows every append); readers outside replication
+  see nothing at or above it;
+* an append's bytes reach the file descriptor before the call returns, so
+  every acknowledged record survives a ``kill -9`` (the page cache survives).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from dataclasses import dataclass
+
+import structlog
+
+from protocol.records import BatchHeader, InvalidBatch, patch_base_offset
+from storage.log_config import LogConfig
+from storage.producer_state import ProducerStateManager
+from storage.segment import LOG_SUFFIX, LogSegment
+
+log = structlog.get_logger("storage.log")
+_HEAD_PATCH_SIZE = 16  # base_offset(8) + batch_length(4) + partition_leader_epoch(4)
+
+
+@dataclass(slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    log_append_time: int       # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(slots=True)
+class FetchSlice:
+    """Bytes of a log file that answer a fetch: ``length`` bytes of ``segment`` at ``position``."""
+
+    segment: LogSegment
+    position: int
+    length: int
+
+    def fileno(self) -> int:
+        return self.segment.fd
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class Log:
+    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, *,
+                 recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
+                 clock=time.time) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.producer_state = ProducerStateManager()
+        self.segments: list[LogSegment] = []
+        self._pending_deletes: list[tuple[float, LogSegment]] = []
+        self.unflushed_messages = 0
+        self.last_flush_ms = self._now_ms()
+        os.makedirs(directory, exist_ok=True)
+        self._load(recovery_point, log_start_offset)
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    # ------------------------------------------------------------------ loading and recovery
+    def _load(self, recovery_point: int, log_start_offset: int) -> None:
+        for stray in glob.glob(os.path.join(self.directory, "*.tmp")):
+            os.unlink(stray)
+        bases = sorted(int(os.path.basename(p)[:-len(LOG_SUFFIX)])
+                       for p in glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX)))
+        for base in bases:
+            self.segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes))
+        if not self.segments:
+            self.segments.append(LogSegment(self.directory, log_start_offset, self.config.index_interval_bytes))
+        headers: list[BatchHeader] = []
+        recovered_bytes_cut = 0
+        for i, segment in enumerate(self.segments):
+            next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+            needs_recovery = (segment.indexes_missing or next_base is None or next_base > recovery_point
+                              or not segment.offset_index.is_sane(segment.size))
+            if needs_recovery:
+                before = segment.size
+                batches = segment.recover()
+                recovered_bytes_cut += before - segment.size
+                if before != segment.size:
+                    log.warning("log_tail_truncated", topic=self.topic, partition=self.partition,
+                                segment=segment.base_offset, bytes=before - segment.size)
+                    # Everything after a corrupt batch is unreadable: drop later segments.
+                    for later in self.segments[i + 1:]:
+                        later.delete()
+                    del self.segments[i + 1:]
+                    headers.extend(h for _, h in batches)
+                    break
+            else:
+                batches = list(segment.iter_headers(0))
+            headers.extend(h for _, h in batches)
+        last = headers[-1].next_offset if headers else self.segments[-1].base_offset
+        self.log_end_offset = max(last, self.segments[-1].base_offset)
+        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        self.producer_state.truncate_and_reload(headers)
+        if recovered_bytes_cut:
+            self.recovery_point = self.log_end_offset
+
+    # ------------------------------------------------------------------ appending
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    def _maybe_roll(self, incoming: int, now_ms: int) -> LogSegment:
+        segment = self.active_segment
+        if segment.size == 0:
+            return segment
+        too_big = segment.size + incoming > self.config.segment_bytes
+        first = segment.first_batch_timestamp if segment.first_batch_timestamp is not None else segment.created_ms
+        too_old = now_ms - segment.created_ms > self.config.segment_ms and now_ms - first > self.config.segment_ms
+        index_full = len(segment.offset_index) * 8 >= self.config.segment_index_bytes
+        if too_big or too_old or index_full:
+            return self.roll(now_ms)
+        return segment
+
+    def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset."""
+        if self.active_segment.size == 0:
+            return self.active_segment
+        self.active_segment.flush()
+        segment = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes,
+                             created_ms=now_ms)
+        self.segments.append(segment)
+        log.info("segment_rolled", topic=self.topic, partition=self.partition, base_offset=segment.base_offset)
+        return segment
+
+    def append_as_leader(self, records: memoryview | bytes, header: BatchHeader, leader_epoch: int) -> AppendInfo:
+        """Append one validated batch, assigning its offsets; checks idempotent producer state first.
+
+        ``records`` stays untouched: the 16 bytes that change (base offset,
+        length, leader epoch) are written from a fresh buffer and the rest of
+        the batch straight from the received frame.
+        """
+        if header.has_producer_id:
+            duplicate = self.producer_state.check(header)
+            if duplicate is not None:
+                return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1,
+                                  self.log_start_offset, duplicate=True)
+        now_ms = self._now_ms()
+        segment = self._maybe_roll(len(records), now_ms)
+        first_offset = self.log_end_offset
+        head = bytearray(records[:_HEAD_PATCH_SIZE])
+        patch_base_offset(head, 0, first_offset, leader_epoch)
+        last_offset = first_offset + header.last_offset_delta
+        append_time = -1
+        if self.config.message_timestamp_type == "LogAppendTime":
+            append_time = now_ms
+            buffers = [_with_log_append_time(head, records, now_ms)]
+            max_ts = now_ms
+        else:
+            buffers = [head, records[_HEAD_PATCH_SIZE:]]
+            max_ts = header.max_timestamp
+        segment.append(last_offset, max_ts, buffers)
+        self.log_end_offset = last_offset + 1
+        if header.has_producer_id:
+            self.producer_state.update(header, first_offset)
+        self._after_append(header.records_count, now_ms)
+        return AppendInfo(first_offset, last_offset, append_time, self.log_start_offset)
+
+    def append_as_follower(self, data: memoryview | bytes) -> int:
+        """Append batches that already carry their offsets (replication); returns the new log end offset."""
+        from protocol.records import split_batches, verify_crc
+
+        now_ms = self._now_ms()
+        for position, header in split_batches(data):
+            if header.base_offset < self.log_end_offset:
+                continue
+            if not verify_crc(data, position, header):
+                raise InvalidBatch("CORRUPT_MESSAGE", "replicated batch CRC mismatch")
+            segment = self._maybe_roll(header.size, now_ms)
+            segment.append(header.last_offset, header.max_timestamp, [data[position:position + header.size]])
+            self.log_end_offset = header.next_offset
+            if header.has_producer_id:
+                self.producer_state.update(header, header.base_offset)
+            self._after_append(header.records_count, now_ms)
+        return self.log_end_offset
+
+    def _after_append(self, count: int, now_ms: int) -> None:
+        self.unflushed_messages += count
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync the segments written since the last flush and advance the recovery point."""
+        for i, segment in enumerate(self.segments):
+            segment_end = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset
+            if segment_end > self.recovery_point or segment is self.active_segment:
+                segment.flush()
+        self.recovery_point = self.log_end_offset
+        self.unflushed_messages = 0
+        self.last_flush_ms = self._now_ms()
+
+    def maybe_flush_by_time(self) -> None:
+        if self.unflushed_messages and self._now_ms() - self.last_flush_ms >= self.config.flush_ms:
+            self.flush()
+
+    # ------------------------------------------------------------------ reading
+    def _segment_for(self, offset: int) -> int:
+        lo, hi = 0, len(self.segments) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.segments[mid].base_offset <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchSlice | None:
+        """The bytes for a fetch at ``offset``, not past ``max_offset`` (HW, LSO or log end).
+
+        Raises OffsetOutOfRange when ``offset`` is outside [log start, log end].
+        """
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRange(offset, self.log_start_offset, self.log_end_offset)
+        if offset >= max_offset:
+            return None
+        i = self._segment_for(offset)
+        while i < len(self.segments):
+            segment = self.segments[i]
+            if max_offset >= self.log_end_offset or max_offset >= (
+                    self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset):
+                max_position = segment.size
+            else:
+                max_position = segment.position_of(max_offset)
+            found = segment.read(offset, max_bytes, max_position, min_one_batch)
+            if found is not None:
+                return FetchSlice(segment, found[0], found[1])
+            i += 1
+        return None
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``."""
+        for segment in self.segments:
+            if segment.max_timestamp < timestamp and segment is not self.active_segment:
+                continue
+            found = segment.offset_for_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        best = None
+        for segment in self.segments:
+            if segment.size and (best is None or segment.max_timestamp > best[1]):
+                found = segment.max_timestamp_offset()
+                if found and (best is None or found[1] > best[1]):
+                    best = found
+        return best
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self) -> int:
+        """Apply time and size retention (delete policy); returns the number of segments deleted.
+
+        The active segment is never deleted while it holds data, and no segment
+        above the high watermark is.
+        """
+        if "delete" not in self.config.cleanup_policy:
+            return 0
+        now_ms = self._now_ms()
+        deletable: list[LogSegment] = []
+        total = self.size_in_bytes
+        for i, segment in enumerate(self.segments[:-1]):
+            next_base = self.segments[i + 1].base_offset
+            if next_base > self.high_watermark:
+                break
+            expired = 0 <= self.config.retention_ms < now_ms - segment.largest_timestamp()
+            oversized = 0 <= self.config.retention_bytes <= total - segment.size
+            if not (expired or oversized):
+                break
+            deletable.append(segment)
+            total -= segment.size
+        for segment in deletable:
+            self._delete_segment(segment, reason="retention")
+        if deletable:
+            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self._close_deleted(now_ms)
+        return len(deletable)
+
+    def _delete_segment(self, segment: LogSegment, reason: str) -> None:
+        """Unlink now, close later: a fetch response may still be sending from the open file."""
+        self.segments.remove(segment)
+        for path in (segment.path, segment.offset_index.path, segment.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, segment))
+        log.info("segment_deleted", topic=self.topic, partition=self.partition,
+                 base_offset=segment.base_offset, reason=reason)
+
+    def _close_deleted(self, now_ms: int) -> None:
+        keep = []
+        for due, segment in self._pending_deletes:
+            if due <= now_ms:
+                segment.close()
+            else:
+                keep.append((due, segment))
+        self._pending_deletes = keep
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every record at or above ``offset`` (replication divergence)."""
+        if offset >= self.log_end_offset:
+            return
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+        self.active_segment.truncate_to(offset)
+        self.log_end_offset = max(offset, self.active_segment.base_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.producer_state.truncate_and_reload(
+            h for s in self.segments for _, h in s.iter_headers(0))
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.flush()
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.close()
+
+    def delete(self) -> None:
+        import shutil
+
+        for segment in self.segments:
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class OffsetOutOfRange(Exception):
+    def __init__(self, offset: int, start: int, end: int) -> None:
+        super().__init__(f"offset {offset} is outside [{start}, {end}]")
+        self.offset, self.start, self.end = offset, start, end
+
+
+def _with_log_append_time(head: bytearray, records, now_ms: int) -> bytes:
+    """The batch with max_timestamp set and the LogAppendTime attribute: the CRC is recomputed."""
+    import struct
+
+    import crc32c
+
+    from protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, TIMESTAMP_TYPE_BIT
+
+    batch = bytearray(head) + records[_HEAD_PATCH_SIZE:]
+    attributes = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_BIT
+    struct.pack_into(">h", batch, ATTRIBUTES_OFFSET, attributes)
+    struct.pack_into(">q", batch, 35, now_ms)
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(bytes(batch[ATTRIBUTES_OFFSET:])))
+    return bytes(batch)

@@ -1,0 +1,111 @@
+"""Per-topic log settings, with Kafka's topic-level names and their broker-level defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+# topic config name -> (LogConfig attribute, parser)
+TOPIC_CONFIGS = {
+    "segment.bytes": ("segment_bytes", int),
+    "segment.ms": ("segment_ms", int),
+    "segment.index.bytes": ("segment_index_bytes", int),
+    "index.interval.bytes": ("index_interval_bytes", int),
+    "retention.ms": ("retention_ms", int),
+    "retention.bytes": ("retention_bytes", int),
+    "flush.messages": ("flush_messages", int),
+    "flush.ms": ("flush_ms", int),
+    "max.message.bytes": ("max_message_bytes", int),
+    "cleanup.policy": ("cleanup_policy", str),
+    "message.timestamp.type": ("message_timestamp_type", str),
+    "min.insync.replicas": ("min_insync_replicas", int),
+    "delete.retention.ms": ("delete_retention_ms", int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
+    "file.delete.delay.ms": ("file_delete_delay_ms", int),
+    "compression.type": ("compression_type", str),
+    "unclean.leader.election.enable": ("unclean_leader_election_enable", lambda v: str(v).lower() == "true"),
+}
+
+# topic config name -> broker config name that supplies its default
+BROKER_SYNONYMS = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "segment.index.bytes": "log.index.size.max.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "max.message.bytes": "message.max.bytes",
+    "cleanup.policy": "log.cleanup.policy",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "min.insync.replicas": "min.insync.replicas",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "compression.type": "compression.type",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    max_message_bytes: int = 1048588
+    cleanup_policy: str = "delete"
+    message_timestamp_type: str = "CreateTime"
+    min_insync_replicas: int = 1
+    delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
+    file_delete_delay_ms: int = 60000
+    compression_type: str = "producer"
+    unclean_leader_election_enable: bool = False
+
+    def with_overrides(self, overrides: dict[str, str]) -> "LogConfig":
+        """This config with topic-level overrides applied; raises ValueError on a bad value or name."""
+        changes = {}
+        for name, value in overrides.items():
+            if name not in TOPIC_CONFIGS:
+                raise ValueError(f"unknown topic config {name}")
+            attr, parse = TOPIC_CONFIGS[name]
+            changes[attr] = parse(value)
+        return replace(self, **changes)
+
+    def value_of(self, name: str) -> str:
+        value = getattr(self, TOPIC_CONFIGS[name][0])
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def validate_topic_config(name: str, value: str | None) -> str | None:
+    """An error message for an invalid (name, value), else None."""
+    if name not in TOPIC_CONFIGS:
+        return f"Unknown topic config name: {name}"
+    if value is None:
+        return None
+    attr, parse = TOPIC_CONFIGS[name]
+    try:
+        parsed = parse(value)
+    except ValueError:
+        return f"Invalid value {value} for configuration {name}"
+    if name == "cleanup.policy" and not set(value.replace(" ", "").split(",")) <= {"delete", "compact"}:
+        return f"Invalid value {value} for configuration {name}"
+    if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
+        return f"Invalid value {value} for configuration {name}"
+    if name == "compression.type" and value not in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
+        return f"Invalid value {value} for configuration {name}"
+    if isinstance(parsed, int) and name in ("segment.bytes",) and parsed < 14:
+        return f"Invalid value {value} for configuration {name}: must be at least 14"
+    if isinstance(parsed, int) and name in ("max.message.bytes", "min.insync.replicas", "segment.ms") and parsed < 1:
+        return f"Invalid value {value} for configuration {name}"
+    return None
+
+
+CONFIG_NAMES = [f.name for f in fields(LogConfig)]

@@ -1,0 +1,216 @@
+"""LogSegment: one ``<base offset>.log`` file of record batches and its indexes.
+
+Invariants:
+* ``.log`` holds whole v2 batches back to back, offsets ascending; the first
+  batch's base offset is >= ``base_offset`` (the file's name).
+* Every byte appended was written to the file descriptor before ``append``
+  returned: a crash of the process (not of the machine) loses nothing appended.
+* ``size`` is the file's length once recovery has run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from protocol.records import HEADER_SIZE, BatchHeader, iter_records, verify_crc
+
+LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    def __init__(self, directory: str, base_offset: int, index_interval_bytes: int = 4096,
+                 created_ms: int | None = None) -> None:
+        from storage.index import OffsetIndex, TimeIndex
+
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        stem = os.path.join(directory, segment_name(base_offset))
+        self.path = stem + LOG_SUFFIX
+        indexes_existed = os.path.exists(stem + INDEX_SUFFIX) and os.path.exists(stem + TIME_INDEX_SUFFIX)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.offset_index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
+        self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset)
+        self.size = os.fstat(self.fd).st_size
+        self.indexes_missing = not indexes_existed and self.size > 0
+        self.bytes_since_index_entry = 0
+        self.max_timestamp = self.time_index.max_timestamp
+        self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
+        self.first_batch_timestamp: int | None = None
+
+    # ------------------------------------------------------------------ writing
+    def append(self, last_offset: int, max_timestamp: int, buffers: list) -> None:
+        """Append one batch's bytes (``buffers`` are written back to back with writev)."""
+        position = self.size
+        written = os.writev(self.fd, buffers)
+        length = sum(len(b) for b in buffers)
+        if written != length:  # a short write to a regular file means the disk is full
+            os.ftruncate(self.fd, position)
+            raise OSError(f"short write to {self.path}: {written} of {length} bytes")
+        self.size += length
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = max_timestamp
+        if self.bytes_since_index_entry > self.index_interval_bytes or position == 0:
+            self.offset_index.append(last_offset, position)
+            self.bytes_since_index_entry = 0
+        self.bytes_since_index_entry += length
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.time_index.append(max_timestamp, last_offset)
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    # ------------------------------------------------------------------ reading
+    def header_at(self, position: int) -> BatchHeader | None:
+        data = os.pread(self.fd, HEADER_SIZE, position)
+        if len(data) < HEADER_SIZE:
+            return None
+        header = BatchHeader.parse(data)
+        if header.magic != 2 or header.batch_length < HEADER_SIZE - 12 or position + header.size > self.size:
+            return None
+        return header
+
+    def iter_headers(self, position: int = 0):
+        """(position, header) of each batch from ``position`` to the first torn one."""
+        while position < self.size:
+            header = self.header_at(position)
+            if header is None:
+                return
+            yield position, header
+            position += header.size
+
+    def find_batch(self, offset: int, start_position: int | None = None) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= ``offset``, scanning from the index."""
+        if start_position is None:
+            _, start_position = self.offset_index.lookup(offset)
+        for position, header in self.iter_headers(start_position):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def read(self, offset: int, max_bytes: int, max_position: int, min_one_batch: bool) -> tuple[int, int] | None:
+        """(position, length) of bytes to send for a fetch at ``offset``.
+
+        As Kafka does, the slice may end inside a batch (clients drop a partial
+        trailing batch), except that with ``min_one_batch`` the first batch is
+        returned whole even when it exceeds ``max_bytes`` (KIP-74).
+        """
+        found = self.find_batch(offset)
+        if found is None:
+            return None
+        position, header = found
+        if position >= max_position:
+            return None
+        limit = max(max_bytes, header.size) if min_one_batch else max_bytes
+        length = min(max_position - position, limit)
+        return (position, length) if length > 0 else None
+
+    def position_of(self, offset: int) -> int:
+        """File position of the batch holding ``offset``, or the segment's size if past its end."""
+        found = self.find_batch(offset)
+        return self.size if found is None else found[0]
+
+    def offset_for_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``, at or past ``start_offset``."""
+        scan_from = max(self.time_index.lookup(timestamp), start_offset)
+        _, position = self.offset_index.lookup(scan_from)
+        for pos, header in self.iter_headers(position):
+            if header.last_offset < start_offset or header.max_timestamp < timestamp:
+                continue
+            data = os.pread(self.fd, header.size, pos)
+            for record in iter_records(data):
+                if record.offset >= start_offset and record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp in this segment."""
+        best = None
+        for pos, header in self.iter_headers(0):
+            if best is None or header.max_timestamp > best[1]:
+                best = (pos, header.max_timestamp, header)
+        if best is None:
+            return None
+        pos, ts, header = best
+        for record in iter_records(os.pread(self.fd, header.size, pos)):
+            if record.timestamp == ts:
+                return record.offset, ts
+        return header.last_offset, ts
+
+    # ------------------------------------------------------------------ recovery
+    def recover(self) -> list[tuple[int, BatchHeader]]:
+        """Validate every batch (framing and CRC), rebuild both indexes, cut off a torn or corrupt tail.
+
+        Returns the valid batches' (position, header) in order.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp = -1
+        self.bytes_since_index_entry = 0
+        valid: list[tuple[int, BatchHeader]] = []
+        end = 0
+        for position, header in self.iter_headers(0):
+            data = os.pread(self.fd, header.size, position)
+            if not verify_crc(data, 0, header):
+                break
+            if self.bytes_since_index_entry > self.index_interval_bytes or position == 0:
+                self.offset_index.append(header.last_offset, position)
+                self.bytes_since_index_entry = 0
+            self.bytes_since_index_entry += header.size
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.time_index.append(header.max_timestamp, header.last_offset)
+            valid.append((position, header))
+            end = position + header.size
+        if end != self.size:
+            os.ftruncate(self.fd, end)
+            self.size = end
+        if valid:
+            self.first_batch_timestamp = valid[0][1].max_timestamp
+        self.indexes_missing = False
+        return valid
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose base offset is >= ``offset``."""
+        position = self.size
+        for pos, header in self.iter_headers(self.offset_index.lookup(offset)[1]):
+            if header.base_offset >= offset:
+                position = pos
+                break
+        os.ftruncate(self.fd, position)
+        self.size = position
+        self.offset_index.truncate_to_offset(offset)
+        self.time_index.truncate_to_offset(offset)
+        self.max_timestamp = self.time_index.max_timestamp
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.fstat(self.fd).st_mtime * 1000)
+
+    def largest_timestamp(self) -> int:
+        """For time retention: the largest record timestamp, else the file's modification time."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        self.offset_index.delete()
+        self.time_index.delete()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,138 @@
+"""Log: offsets, reads, idempotent dedup, crash recovery and retention on real files."""
+
+import os
+
+import pytest
+
+from protocol.records import BatchHeader, InvalidBatch, build_batch, iter_records, validate_produce_records
+from storage.log import Log, OffsetOutOfRange
+from storage.log_config import LogConfig
+
+
+def append(log, values, **kw):
+    data = build_batch([(None, v, []) for v in values], **kw)
+    header = validate_produce_records(memoryview(data), 1 << 20)
+    return log.append_as_leader(memoryview(data), header, leader_epoch=0)
+
+
+def read_values(log, offset=0, max_bytes=1 << 20):
+    sl = log.read(offset, max_bytes, log.log_end_offset, True)
+    if sl is None:
+        return []
+    data = os.pread(sl.segment.fd, sl.length, sl.position)
+    out, pos = [], 0
+    while pos < len(data):
+        h = BatchHeader.parse(data, pos)
+        out += [(r.offset, r.value) for r in iter_records(data, pos)]
+        pos += h.size
+    return out
+
+
+def test_appends_get_consecutive_offsets_and_read_back(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    assert append(log, [b"a", b"b"]).first_offset == 0
+    info = append(log, [b"c"])
+    assert (info.first_offset, info.last_offset) == (2, 2)
+    assert log.log_end_offset == 3
+    assert read_values(log) == [(0, b"a"), (1, b"b"), (2, b"c")]
+    assert read_values(log, 2) == [(2, b"c")]
+
+
+def test_read_outside_the_log_is_out_of_range(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    append(log, [b"a"])
+    with pytest.raises(OffsetOutOfRange):
+        log.read(5, 100, log.log_end_offset, True)
+    assert log.read(1, 100, log.log_end_offset, True) is None
+
+
+def test_segments_roll_by_size_and_reads_cross_them(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_bytes=200))
+    for i in range(10):
+        append(log, [b"x" * 50 + bytes([i])])
+    assert len(log.segments) == 10
+    assert sorted(os.listdir(tmp_path / "t-0"))[0] == "00000000000000000000.index"
+    assert [o for o, _ in read_values(log, 7)][:1] == [7]
+
+
+def test_idempotent_retry_is_acknowledged_with_original_offsets(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    append(log, [b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0)
+    dup = append(log, [b"a", b"b"], producer_id=7, producer_epoch=0, base_sequence=0)
+    assert dup.duplicate and dup.first_offset == 0 and log.log_end_offset == 2
+    with pytest.raises(InvalidBatch) as gap:
+        append(log, [b"c"], producer_id=7, producer_epoch=0, base_sequence=5)
+    assert gap.value.error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    append(log, [b"c"], producer_id=7, producer_epoch=1, base_sequence=0)
+    with pytest.raises(InvalidBatch) as stale:
+        append(log, [b"d"], producer_id=7, producer_epoch=0, base_sequence=3)
+    assert stale.value.error == "INVALID_PRODUCER_EPOCH"
+
+
+def test_producer_state_is_rebuilt_from_the_log(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    append(log, [b"a"], producer_id=9, producer_epoch=2, base_sequence=0)
+    log.close()
+    reopened = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    assert append(reopened, [b"a"], producer_id=9, producer_epoch=2, base_sequence=0).duplicate
+    with pytest.raises(InvalidBatch):
+        append(reopened, [b"b"], producer_id=9, producer_epoch=2, base_sequence=2)
+
+
+def test_recovery_truncates_a_torn_tail_and_rebuilds_indexes(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log(str(d), "t", 0, LogConfig())
+    for i in range(5):
+        append(log, [bytes([i]) * 10])
+    size = log.active_segment.size
+    log.close()
+    path = d / "00000000000000000000.log"
+    with open(path, "r+b") as f:
+        f.truncate(size - 7)          # a torn last batch
+    os.unlink(d / "00000000000000000000.index")
+    recovered = Log(str(d), "t", 0, LogConfig())
+    assert recovered.log_end_offset == 4
+    assert [o for o, _ in read_values(recovered)] == [0, 1, 2, 3]
+    assert append(recovered, [b"z"]).first_offset == 4
+
+
+def test_recovery_cuts_at_a_corrupt_batch(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log(str(d), "t", 0, LogConfig())
+    for i in range(3):
+        append(log, [bytes([i]) * 10])
+    second = log.active_segment.find_batch(1)[0]
+    log.close()
+    with open(d / "00000000000000000000.log", "r+b") as f:
+        f.seek(second + 70)
+        f.write(b"\xff")
+    assert Log(str(d), "t", 0, LogConfig()).log_end_offset == 1
+
+
+def test_size_retention_deletes_old_segments_and_advances_log_start(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_bytes=200, retention_bytes=300, file_delete_delay_ms=0))
+    for i in range(10):
+        append(log, [b"x" * 60])
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() > 0
+    assert log.log_start_offset == log.segments[0].base_offset > 0
+    assert log.size_in_bytes - log.segments[0].size < 300
+
+
+def test_time_retention_uses_record_timestamps(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_bytes=150, retention_ms=1000))
+    append(log, [b"old" * 20], timestamp_ms=1000)
+    append(log, [b"new" * 20])
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() == 1
+    assert log.log_start_offset == 1
+
+
+def test_offset_for_timestamp(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    for i, ts in enumerate([1000, 2000, 3000]):
+        append(log, [b"v"], timestamp_ms=ts)
+    assert log.offset_for_timestamp(1500) == (1, 2000)
+    assert log.offset_for_timestamp(3000) == (2, 3000)
+    assert log.offset_for_timestamp(3001) is None
+    assert log.max_timestamp_offset() == (2, 3000)

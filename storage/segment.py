@@ -43,6 +43,9 @@ class LogSegment:
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         self.first_batch_timestamp: int | None = None
 
+    def fileno(self) -> int:
+        return self.fd
+
     # ------------------------------------------------------------------ writing
     def append(self, last_offset: int, max_timestamp: int, buffers: list) -> None:
         """Append one batch's bytes (``buffers`` are written back to back with writev)."""

@@ -1,0 +1,1 @@
+"""The kbroker server: listeners, connections, request handlers, replica manager and purgatory."""

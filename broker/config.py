@@ -1,0 +1,225 @@
+"""Broker configuration with Kafka's key names and defaults.
+
+Sources, later ones winning: a ``server.properties``-style file, then
+``KBROKER_*`` environment variables (``KBROKER_LOG_DIRS`` -> ``log.dirs``),
+then ``--override key=value`` flags. Unknown keys warn; invalid values fail
+start-up with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import structlog
+
+from storage.log_config import BROKER_SYNONYMS, LogConfig
+
+log = structlog.get_logger("broker.config")
+LONG_MAX = (1 << 63) - 1
+
+
+def _bool(v: str) -> bool:
+    if str(v).lower() not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return str(v).lower() == "true"
+
+
+def _list(v: str) -> list[str]:
+    return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+def _opt_int(v):
+    return None if v in (None, "", "null") else int(v)
+
+
+# name -> (parser, default); None defaults mean "derived" or "unset"
+DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "broker.id": (int, 0),
+    "node.id": (_opt_int, None),
+    "listeners": (_list, "PLAINTEXT://127.0.0.1:9092"),
+    "advertised.listeners": (_list, None),
+    "log.dirs": (_list, None),
+    "log.dir": (_list, "/tmp/kafka-logs"),
+    "num.partitions": (int, 1),
+    "default.replication.factor": (int, 1),
+    "auto.create.topics.enable": (_bool, True),
+    "delete.topic.enable": (_bool, True),
+    "log.segment.bytes": (int, 1073741824),
+    "log.roll.ms": (_opt_int, None),
+    "log.roll.hours": (int, 168),
+    "log.retention.ms": (_opt_int, None),
+    "log.retention.minutes": (_opt_int, None),
+    "log.retention.hours": (int, 168),
+    "log.retention.bytes": (int, -1),
+    "log.retention.check.interval.ms": (int, 300000),
+    "log.flush.interval.messages": (int, LONG_MAX),
+    "log.flush.interval.ms": (_opt_int, None),
+    "log.flush.scheduler.interval.ms": (int, LONG_MAX),
+    "log.flush.offset.checkpoint.interval.ms": (int, 60000),
+    "log.index.interval.bytes": (int, 4096),
+    "log.index.size.max.bytes": (int, 10485760),
+    "log.cleanup.policy": (str, "delete"),
+    "log.message.timestamp.type": (str, "CreateTime"),
+    "log.cleaner.delete.retention.ms": (int, 86400000),
+    "log.cleaner.min.cleanable.ratio": (float, 0.5),
+    "log.segment.delete.delay.ms": (int, 60000),
+    "message.max.bytes": (int, 1048588),
+    "min.insync.replicas": (int, 1),
+    "compression.type": (str, "producer"),
+    "unclean.leader.election.enable": (_bool, False),
+    "socket.request.max.bytes": (int, 104857600),
+    "queued.max.requests": (int, 500),
+    "connections.max.idle.ms": (int, 600000),
+    "cluster.id": (str, None),
+    "zookeeper.connect": (str, None),
+    "offsets.topic.num.partitions": (int, 50),
+    "offsets.topic.replication.factor": (int, 3),
+    "transaction.state.log.num.partitions": (int, 50),
+    "transaction.state.log.replication.factor": (int, 3),
+    "transaction.state.log.min.isr": (int, 2),
+    "transaction.max.timeout.ms": (int, 900000),
+    "transactional.id.expiration.ms": (int, 604800000),
+    "producer.id.expiration.ms": (int, 86400000),
+    "group.initial.rebalance.delay.ms": (int, 3000),
+    "group.min.session.timeout.ms": (int, 6000),
+    "group.max.session.timeout.ms": (int, 1800000),
+    "replica.lag.time.max.ms": (int, 30000),
+    "kbroker.fetch.sendfile": (_bool, True),
+}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class BrokerConfig:
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, properties_path: str | None = None, overrides: list[str] | None = None,
+             environ: dict[str, str] | None = None) -> "BrokerConfig":
+        raw: dict[str, str] = {}
+        if properties_path:
+            raw.update(read_properties(properties_path))
+        for key, value in (os.environ if environ is None else environ).items():
+            if key.startswith("KBROKER_"):
+                raw[key[len("KBROKER_"):].lower().replace("_", ".")] = value
+        for item in overrides or []:
+            if "=" not in item:
+                raise ConfigError(f"--override expects key=value, got {item!r}")
+            key, value = item.split("=", 1)
+            raw[key.strip()] = value.strip()
+        return cls.from_dict(raw)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> "BrokerConfig":
+        values = {}
+        for key, value in raw.items():
+            if key not in DEFINITIONS:
+                log.warning("unknown_config", key=key)
+                values[key] = value
+                continue
+            parser = DEFINITIONS[key][0]
+            try:
+                values[key] = parser(value) if value is not None else None
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"invalid value {value!r} for configuration {key}: {exc}") from None
+        return cls(values)
+
+    def get(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        return DEFINITIONS[key][1] if key in DEFINITIONS else None
+
+    def __getitem__(self, key: str) -> Any:
+        return self.get(key)
+
+    def is_set(self, key: str) -> bool:
+        return self.values.get(key) is not None
+
+    # --------------------------------------------------------------- derived
+    @property
+    def broker_id(self) -> int:
+        node = self.get("node.id")
+        return node if node is not None else self.get("broker.id")
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return self.get("log.dirs") or self.get("log.dir")
+
+    @property
+    def retention_ms(self) -> int:
+        if self.is_set("log.retention.ms"):
+            return self.get("log.retention.ms")
+        if self.is_set("log.retention.minutes"):
+            return self.get("log.retention.minutes") * 60000
+        return self.get("log.retention.hours") * 3600000
+
+    @property
+    def roll_ms(self) -> int:
+        if self.is_set("log.roll.ms"):
+            return self.get("log.roll.ms")
+        return self.get("log.roll.hours") * 3600000
+
+    @property
+    def flush_ms(self) -> int:
+        if self.is_set("log.flush.interval.ms"):
+            return self.get("log.flush.interval.ms")
+        return self.get("log.flush.scheduler.interval.ms")
+
+    def broker_value(self, broker_key: str) -> Any:
+        """A broker-level value as a topic config would see it (derived keys resolved)."""
+        if broker_key == "log.retention.ms":
+            return self.retention_ms
+        if broker_key == "log.roll.ms":
+            return self.roll_ms
+        if broker_key == "log.flush.interval.ms":
+            return self.flush_ms
+        return self.get(broker_key)
+
+    def log_config(self) -> LogConfig:
+        """The broker-wide defaults of every topic config."""
+        overrides = {topic_key: str(self.broker_value(broker_key)).lower()
+                     if isinstance(self.broker_value(broker_key), bool) else str(self.broker_value(broker_key))
+                     for topic_key, broker_key in BROKER_SYNONYMS.items()}
+        return LogConfig().with_overrides(overrides)
+
+    @property
+    def listeners(self) -> list[tuple[str, str, int]]:
+        return [parse_listener(x) for x in self.get("listeners")]
+
+    @property
+    def advertised_listeners(self) -> list[tuple[str, str, int]]:
+        configured = self.get("advertised.listeners")
+        return [parse_listener(x) for x in configured] if configured else self.listeners
+
+
+def parse_listener(spec: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` -> (name, host, port); an empty host means all interfaces."""
+    if "://" not in spec:
+        raise ConfigError(f"listener {spec!r} is not NAME://host:port")
+    name, rest = spec.split("://", 1)
+    host, _, port = rest.rpartition(":")
+    try:
+        return name, host.strip("[]"), int(port)
+    except ValueError:
+        raise ConfigError(f"listener {spec!r} has no valid port") from None
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Java properties, the subset Kafka's files use: ``key=value`` or ``key: value``, # and ! comments."""
+    result = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            for sep in ("=", ":"):
+                if sep in line:
+                    key, value = line.split(sep, 1)
+                    result[key.strip()] = value.strip()
+                    break
+    return result

@@ -1,0 +1,194 @@
+"""One client connection: framing, dispatch, in-order responses, backpressure.
+
+Invariants:
+* a frame is ``int32 size`` + ``size`` bytes; the size is checked against
+  ``socket.request.max.bytes`` before anything is allocated;
+* requests take effect in the order they arrive: a handler's state change
+  (an append, say) happens before the next request is decoded. Only the
+  waiting overlaps: a handler may return a future (it parked in a purgatory);
+* responses leave in request order, each written with ``drain()`` so a slow
+  reader slows the broker's writes to it, never its memory;
+* anything malformed closes this connection only: it is logged, and every
+  other client is served as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import struct
+
+import structlog
+from construct import ConstructError
+
+from broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from broker.registry import HANDLERS, api_versions_list
+from protocol import schema
+from protocol.errors import ErrorCode
+from protocol.headers import API_VERSIONS_KEY, decode_request_header, peek_header, response_header
+from protocol.types import BufferReader, FileRegion, read_region
+
+_SIZE = struct.Struct(">i")
+MAX_QUEUED_RESPONSES = 64
+log = structlog.get_logger("broker.connection")
+
+
+class CloseConnection(Exception):
+    """This connection must be closed (the reason is logged where it is raised)."""
+
+
+class Connection:
+    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.log = log.bind(peer=self.peer)
+        self.max_request_bytes = broker.config["socket.request.max.bytes"]
+        self.responses: asyncio.Queue = asyncio.Queue(MAX_QUEUED_RESPONSES)
+        self.sendfile = broker.config["kbroker.fetch.sendfile"]
+        sock = writer.get_extra_info("socket")
+        self.socket_fd = sock.fileno() if sock is not None else -1
+
+    async def run(self) -> None:
+        responder = asyncio.create_task(self._write_responses())
+        try:
+            while not responder.done():
+                try:
+                    size_bytes = await self.reader.readexactly(4)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                (size,) = _SIZE.unpack(size_bytes)
+                if size < 0 or size > self.max_request_bytes:
+                    self.log.warning("request_too_large", size=size, limit=self.max_request_bytes)
+                    break
+                try:
+                    frame = await self.reader.readexactly(size)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                try:
+                    await self._dispatch(frame)
+                except CloseConnection:
+                    break
+        finally:
+            await self.responses.put(None)
+            try:
+                await asyncio.wait_for(responder, timeout=30)
+            except (asyncio.TimeoutError, ConnectionError):
+                responder.cancel()
+            self.writer.close()
+
+    async def _dispatch(self, frame: bytes) -> None:
+        try:
+            api_key, api_version, correlation_id = peek_header(frame)
+        except ConstructError:
+            self.log.warning("malformed_request_header", size=len(frame))
+            raise CloseConnection from None
+        handler = HANDLERS.get(api_key)
+        if handler is None:
+            self.log.warning("unknown_api_key", api_key=api_key, correlation_id=correlation_id)
+            raise CloseConnection
+        if not handler.supports(api_version):
+            if api_key == API_VERSIONS_KEY:  # KIP-511: answer with a v0 body naming what we support
+                self.log.info("unsupported_api_versions_version", api_version=api_version)
+                body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_versions_list()}
+                await self.responses.put((correlation_id, api_key, 0, body))
+                return
+            self.log.warning("unsupported_version", api=handler.name, api_version=api_version)
+            raise CloseConnection
+        declared = schema.REGISTRY[api_key]
+        flexible = declared.is_flexible(api_version)
+        reader = BufferReader(frame)
+        try:
+            header = decode_request_header(reader, flexible)
+            request = schema.decode(schema.struct_for(api_key, api_version, True), reader)
+        except (ConstructError, UnicodeDecodeError, ValueError, IndexError) as exc:
+            self.log.warning("malformed_request", api=handler.name, api_version=api_version, error=str(exc))
+            raise CloseConnection from None
+        ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id,
+                             self.log.bind(api=handler.name, correlation_id=correlation_id,
+                                           client_id=header.client_id), self.peer)
+        try:
+            result = handler.handle(ctx, request)
+            if asyncio.iscoroutine(result):
+                result = await result
+        except CloseConnection:
+            raise
+        except Exception:
+            ctx.log.exception("handler_failed")
+            raise CloseConnection from None
+        if result is NO_RESPONSE:
+            return
+        if result is CLOSE_CONNECTION:
+            raise CloseConnection
+        await self.responses.put((correlation_id, api_key, api_version, result))
+
+    async def _write_responses(self) -> None:
+        while True:
+            item = await self.responses.get()
+            if item is None:
+                return
+            correlation_id, api_key, api_version, result = item
+            if isinstance(result, asyncio.Future):
+                try:
+                    result = await result
+                except Exception:
+                    self.log.exception("delayed_operation_failed", api_key=api_key)
+                    self.writer.close()
+                    return
+            try:
+                await self._send(correlation_id, api_key, api_version, result)
+            except (ConnectionError, OSError):
+                return
+
+    async def _send(self, correlation_id: int, api_key: int, api_version: int, body: dict) -> None:
+        declared = schema.REGISTRY[api_key]
+        out = io.BytesIO()
+        out.write(b"\0\0\0\0")
+        out.write(response_header(correlation_id, api_key, declared.is_flexible(api_version)))
+        _, regions = schema.encode(schema.struct_for(api_key, api_version, False), body, out)
+        buf = out.getbuffer()
+        size = len(buf) - 4 + sum(region.length for _, region in regions)
+        _SIZE.pack_into(buf, 0, size)
+        start = 0
+        for position, region in regions:
+            self.writer.write(buf[start:position])
+            start = position
+            await self._send_region(region)
+        self.writer.write(buf[start:])
+        del buf
+        await self.writer.drain()
+
+    async def _send_region(self, region: FileRegion) -> None:
+        """Send a log file region: with sendfile once the transport's buffer is empty, else read it."""
+        sent = 0
+        transport = self.writer.transport
+        if self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024:
+            await self.writer.drain()
+            if transport.get_write_buffer_size() == 0:
+                try:
+                    while sent < region.length:
+                        n = os.sendfile(self.socket_fd, region.file.fileno(), region.position + sent,
+                                        region.length - sent)
+                        if n == 0:
+                            break
+                        sent += n
+                except (BlockingIOError, InterruptedError):
+                    pass
+        if sent < region.length:
+            self.writer.write(read_region(region.file, region.position + sent, region.length - sent))
+
+
+async def serve_connection(broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    conn = Connection(broker, reader, writer)
+    broker.connections.add(conn)
+    try:
+        await conn.run()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        conn.log.exception("connection_failed")
+    finally:
+        broker.connections.discard(conn)

@@ -1,0 +1,1 @@
+"""One module per API: validate, reshape, call the replica manager or metadata; never touch files."""

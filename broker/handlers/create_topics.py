@@ -1,0 +1,84 @@
+"""CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
+
+from broker.handlers.describe_configs import topic_config_entries
+from broker.metadata import topic_name_error
+from protocol.errors import ErrorCode
+from protocol.messages.create_topics import CREATE_TOPICS as API
+from storage.log_config import validate_topic_config
+
+
+def _collides(name: str, existing) -> str | None:
+    """Kafka forbids topics whose names differ only in '.' versus '_' (metric names would clash)."""
+    normalized = name.replace(".", "_")
+    for other in existing:
+        if other != name and other.replace(".", "_") == normalized:
+            return other
+    return None
+
+
+def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
+    broker = ctx.broker
+    name = topic.name
+    partitions = topic.num_partitions
+    replication = topic.replication_factor
+    if name in seen:
+        return ErrorCode.INVALID_REQUEST, f"Create topics request from client contains a duplicate topic {name}", 0, 0
+    invalid = topic_name_error(name)
+    if invalid:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid, 0, 0
+    if name in broker.metadata.topics:
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", 0, 0
+    other = _collides(name, broker.metadata.topics)
+    if other:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}", 0, 0
+    if topic.assignments:
+        if partitions != -1 or replication != -1:
+            return (ErrorCode.INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set.", 0, 0)
+        for a in topic.assignments:
+            if any(b != broker.broker_id for b in a.broker_ids) or not a.broker_ids:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker in assignment {a.broker_ids}", 0, 0
+        partitions = len(topic.assignments)
+        replication = len(topic.assignments[0].broker_ids)
+    if partitions == -1:
+        partitions = broker.config["num.partitions"]
+    if replication == -1:
+        replication = broker.config["default.replication.factor"]
+    if partitions <= 0:
+        return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", 0, 0
+    if replication <= 0:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.", 0, 0
+    if replication > 1:
+        return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {replication} larger than available brokers: 1.", 0, 0)
+    for c in topic.configs:
+        problem = validate_topic_config(c.name, c.value)
+        if problem:
+            return ErrorCode.INVALID_CONFIG, problem, 0, 0
+    return ErrorCode.NONE, None, partitions, replication
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    results = []
+    seen: set = set()
+    names = [t.name for t in request.topics]
+    for topic in request.topics:
+        error, message, partitions, replication = _validate(ctx, topic, seen if names.count(topic.name) > 1 else set())
+        seen.add(topic.name)
+        if error != ErrorCode.NONE:
+            ctx.log.info("create_topic_rejected", topic=topic.name, error=error.name, reason=message)
+            results.append({"name": topic.name, "error_code": error, "error_message": message,
+                            "num_partitions": -1, "replication_factor": -1, "configs": None})
+            continue
+        configs = {c.name: c.value for c in topic.configs if c.value is not None}
+        topic_id = bytes(16)
+        if not request.validate_only:
+            topic_id = broker.create_topic(topic.name, partitions, replication, configs).topic_id
+        entries = topic_config_entries(broker, broker.default_log_config.with_overrides(configs), configs)
+        results.append({"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
+                        "num_partitions": partitions, "replication_factor": replication,
+                        "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+                                     "config_source": e["config_source"], "is_sensitive": False}
+                                    for e in entries]})
+    return {"throttle_time_ms": 0, "topics": results}

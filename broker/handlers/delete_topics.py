@@ -1,0 +1,31 @@
+"""DeleteTopics: by name (v1-v5) or by name or id (v6)."""
+
+from protocol.errors import ErrorCode
+from protocol.messages.delete_topics import DELETE_TOPICS as API
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, bytes(16)) for name in request.topic_names]
+    by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
+    responses = []
+    for name, topic_id in wanted:
+        error, message = ErrorCode.NONE, None
+        if name is None:
+            name = by_id.get(topic_id)
+            if name is None:
+                responses.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID})
+                continue
+        meta = broker.metadata.topics.get(name)
+        if not broker.config["delete.topic.enable"]:
+            error, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
+        elif meta is None:
+            error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        else:
+            topic_id = meta.topic_id
+            broker.delete_topic(name)
+        responses.append({"name": name, "topic_id": topic_id, "error_code": error, "error_message": message})
+    return {"throttle_time_ms": 0, "responses": responses}

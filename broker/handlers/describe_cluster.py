@@ -1,0 +1,20 @@
+"""DescribeCluster: this broker, the cluster id and the controller."""
+
+from broker.handlers.metadata import NO_OPERATIONS
+from protocol.errors import ErrorCode
+from protocol.messages.describe_cluster import DESCRIBE_CLUSTER as API
+
+BROKERS_ENDPOINT = 1
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
+        return {"error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message": "only broker endpoints",
+                "endpoint_type": request.endpoint_type, "cluster_id": broker.cluster_id, "controller_id": -1,
+                "brokers": []}
+    _, host, port = broker.endpoints[0]
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": BROKERS_ENDPOINT,
+            "cluster_id": broker.cluster_id, "controller_id": broker.broker_id,
+            "brokers": [{"broker_id": broker.broker_id, "host": host, "port": port, "rack": None}],
+            "cluster_authorized_operations": NO_OPERATIONS}

@@ -1,0 +1,58 @@
+"""Fetch: read partitions up to the high watermark; long-poll in the purgatory for ``min_bytes``.
+
+Fetch sessions are not kept (KIP-227 allows it): every response carries
+session id 0, so clients send full fetch requests.
+"""
+
+from broker.replica_manager import DelayedFetch, FetchPartitionRequest
+from protocol.errors import ErrorCode
+from protocol.messages.fetch import FETCH as API
+
+
+def _response(results, error=ErrorCode.NONE) -> dict:
+    topics: list[dict] = []
+    for r in results:
+        if not topics or topics[-1]["topic"] != r.topic:
+            topics.append({"topic": r.topic, "partitions": []})
+        topics[-1]["partitions"].append({
+            "partition_index": r.partition, "error_code": r.error, "high_watermark": r.high_watermark,
+            "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
+            "aborted_transactions": None, "preferred_read_replica": -1,
+            "records": r.records if r.records is not None else b"",
+        })
+    return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": topics}
+
+
+def handle(ctx, request):
+    rm = ctx.broker.replica_manager
+    if request.session_id != 0:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
+                "responses": []}
+    requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes)
+                for t in request.topics for p in t.partitions]
+    max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
+    results = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
+                       max_bytes=max_bytes)
+    available = sum(r.records.length for r in results if r.records is not None)
+    has_error = any(r.error != ErrorCode.NONE for r in results)
+    if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
+        return _response(results)
+    op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
+                      max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms)
+    rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
+    return _wrap(op.future)
+
+
+def _wrap(future):
+    import asyncio
+
+    wrapped = asyncio.get_running_loop().create_future()
+
+    def done(f):
+        if f.exception() is not None:
+            wrapped.set_exception(f.exception())
+        else:
+            wrapped.set_result(_response(f.result()))
+
+    future.add_done_callback(done)
+    return wrapped

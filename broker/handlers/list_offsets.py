@@ -1,0 +1,44 @@
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a timestamp."""
+
+from protocol.errors import ErrorCode
+from protocol.messages.list_offsets import LIST_OFFSETS as API
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+def _lookup(partition, timestamp: int, isolation_level: int) -> dict:
+    plog = partition.log
+    readable_end = plog.high_watermark
+    if timestamp == EARLIEST:
+        return {"timestamp": -1, "offset": plog.log_start_offset}
+    if timestamp == LATEST:
+        return {"timestamp": -1, "offset": readable_end}
+    if timestamp == MAX_TIMESTAMP:
+        found = plog.max_timestamp_offset()
+    else:
+        found = plog.offset_for_timestamp(timestamp)
+    if found is None or found[0] >= readable_end:
+        return {"timestamp": -1, "offset": -1}
+    return {"timestamp": found[1], "offset": found[0]}
+
+
+def handle(ctx, request):
+    rm = ctx.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            partition = rm.get(topic.name, p.partition_index)
+            if partition is None:
+                partitions.append({"partition_index": p.partition_index,
+                                   "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
+                partitions.append({"partition_index": p.partition_index,
+                                   "error_code": ErrorCode.UNSUPPORTED_VERSION})
+                continue
+            answer = _lookup(partition, p.timestamp, request.isolation_level)
+            partitions.append({"partition_index": p.partition_index, "error_code": 0,
+                               "leader_epoch": partition.leader_epoch, **answer})
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}

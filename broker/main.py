@@ -1,0 +1,51 @@
+"""Run a broker until SIGTERM or SIGINT, on uvloop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+import structlog
+
+from broker.config import BrokerConfig, ConfigError
+from broker.server import Broker
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(format="%(message)s", stream=sys.stderr, level=getattr(logging, level.upper(), logging.INFO))
+    structlog.configure(
+        processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso"), structlog.processors.format_exc_info,
+                    structlog.dev.ConsoleRenderer(colors=False)],
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper(), logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+async def run_broker(config: BrokerConfig) -> None:
+    broker = Broker(config)
+    await broker.start()
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    # Tests and scripts started with port 0 learn the port from this line.
+    print(f"kbroker listening on {broker.endpoints[0][1]}:{broker.port}", flush=True)
+    await stopping.wait()
+    await broker.stop()
+
+
+def serve(properties: str | None, overrides: list[str], log_level: str = "INFO") -> int:
+    configure_logging(log_level)
+    try:
+        config = BrokerConfig.load(properties, overrides)
+    except (ConfigError, OSError) as exc:
+        print(f"kbroker: {exc}", file=sys.stderr)
+        return 2
+    import uvloop
+
+    uvloop.run(run_broker(config))
+    return 0

@@ -1,0 +1,114 @@
+"""Cluster metadata of a single broker: topics, their ids, partition counts and config overrides.
+
+``LocalMetadataStore`` persists it as JSON in the first log dir (written
+atomically), with Kafka's ``meta.properties`` beside it naming the cluster id
+and broker id. A ZooKeeper-backed store for clusters sits behind the same
+interface later. ``MetadataCache`` answers Metadata, DescribeCluster and the
+admin handlers from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from storage.checkpoint import write_atomically
+
+MAX_TOPIC_NAME = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+STORE_FILE = "kbroker-metadata.json"
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name (Kafka's Topic.validate), or None."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_TOPIC_NAME:
+        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, topic name: {name}"
+    if not _LEGAL_TOPIC.match(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
+    return None
+
+
+@dataclass
+class TopicMetadata:
+    name: str
+    topic_id: bytes
+    partitions: int
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def to_json(self) -> dict:
+        return {"id": self.topic_id.hex(), "partitions": self.partitions,
+                "replication_factor": self.replication_factor, "configs": self.configs}
+
+    @classmethod
+    def from_json(cls, name: str, data: dict) -> "TopicMetadata":
+        return cls(name, bytes.fromhex(data["id"]), data["partitions"], data.get("replication_factor", 1),
+                   dict(data.get("configs", {})))
+
+
+class LocalMetadataStore:
+    """Topics persisted in one JSON file; every change rewrites it atomically."""
+
+    def __init__(self, directory: str, broker_id: int, cluster_id: str | None = None) -> None:
+        self.directory = directory
+        self.path = os.path.join(directory, STORE_FILE)
+        self.topics: dict[str, TopicMetadata] = {}
+        self.cluster_id = cluster_id or ""
+        self.broker_id = broker_id
+        os.makedirs(directory, exist_ok=True)
+        self._load()
+
+    def _load(self) -> None:
+        meta = os.path.join(self.directory, "meta.properties")
+        if os.path.exists(meta):
+            for line in open(meta, encoding="utf-8"):
+                if line.startswith("cluster.id="):
+                    self.cluster_id = self.cluster_id or line.split("=", 1)[1].strip()
+        if not self.cluster_id:
+            self.cluster_id = _new_cluster_id()
+        write_atomically(meta, f"version=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n".encode())
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+            self.topics = {name: TopicMetadata.from_json(name, t) for name, t in data.get("topics", {}).items()}
+
+    def save(self) -> None:
+        data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}}
+        write_atomically(self.path, json.dumps(data, indent=1).encode())
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
+        topic = TopicMetadata(name, uuid.uuid4().bytes, partitions, replication_factor, dict(configs))
+        self.topics[name] = topic
+        self.save()
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        self.topics.pop(name, None)
+        self.save()
+
+    def set_partitions(self, name: str, count: int) -> None:
+        self.topics[name].partitions = count
+        self.save()
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.save()
+
+
+def _new_cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,99 @@
+"""Purgatory: requests that must wait (acks=all produce, long-poll fetch) park here.
+
+A DelayedOperation is completed exactly once: by ``try_complete`` succeeding
+when an event it watches fires (an append, a high-watermark move), or by its
+timer expiring. Nothing polls; the timers are the event loop's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Hashable
+
+
+class DelayedOperation:
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self.future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.completed = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._watched: list[tuple["Purgatory", Hashable]] = []
+
+    def try_complete(self) -> bool:
+        """Complete if the condition holds (call ``force_complete``); return whether it did."""
+        raise NotImplementedError
+
+    def on_complete(self) -> Any:
+        """The response, computed at completion time."""
+        raise NotImplementedError
+
+    def on_expiration(self) -> None:
+        pass
+
+    def force_complete(self) -> bool:
+        if self.completed:
+            return False
+        self.completed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for purgatory, key in self._watched:
+            purgatory._unwatch(key, self)
+        self._watched = []
+        try:
+            result = self.on_complete()
+        except Exception as exc:  # the waiting request fails, not the broker
+            if not self.future.done():
+                self.future.set_exception(exc)
+            return True
+        if not self.future.done():
+            self.future.set_result(result)
+        return True
+
+    def _expire(self) -> None:
+        if not self.completed:
+            self.on_expiration()
+            self.force_complete()
+
+
+class Purgatory:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.watchers: dict[Hashable, list[DelayedOperation]] = {}
+
+    def try_complete_else_watch(self, op: DelayedOperation, keys: list[Hashable]) -> bool:
+        if op.try_complete():
+            return True
+        for key in keys:
+            self.watchers.setdefault(key, []).append(op)
+            op._watched.append((self, key))
+        # The condition may have become true between the check and the watch.
+        if op.try_complete():
+            return True
+        op._timer = asyncio.get_running_loop().call_later(op.timeout_ms / 1000, op._expire)
+        return False
+
+    def _unwatch(self, key: Hashable, op: DelayedOperation) -> None:
+        ops = self.watchers.get(key)
+        if ops is not None:
+            try:
+                ops.remove(op)
+            except ValueError:
+                pass
+            if not ops:
+                del self.watchers[key]
+
+    def check_and_complete(self, key: Hashable) -> int:
+        """Try every operation watching ``key``; completed ones leave every watch list."""
+        ops = self.watchers.get(key)
+        if not ops:
+            return 0
+        return sum(1 for op in list(ops) if not op.completed and op.try_complete())
+
+    def watched(self) -> int:
+        return sum(len(v) for v in self.watchers.values())
+
+    def shutdown(self) -> None:
+        for ops in list(self.watchers.values()):
+            for op in ops:
+                op.force_complete()
+        self.watchers.clear()

@@ -1,0 +1,210 @@
+"""ReplicaManager: every local partition, the append and fetch paths, and their purgatories.
+
+Invariants:
+* a partition's high watermark never exceeds the log end offset of any ISR
+  member; on a single broker the ISR is this broker, so every append moves it;
+* an append returns only after the bytes reached the log's file descriptor;
+  acks=all additionally waits (DelayedProduce) until the high watermark has
+  passed the appended offsets;
+* fetch reads stop at the high watermark (consumers) or log end (followers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import structlog
+
+from broker.purgatory import DelayedOperation, Purgatory
+from protocol.errors import ErrorCode
+from protocol.records import InvalidBatch, validate_produce_records
+from protocol.types import FileRegion
+from storage.log import AppendInfo, Log, OffsetOutOfRange
+from storage.log_config import LogConfig
+from storage.log_manager import LogManager
+
+log = structlog.get_logger("broker.replica_manager")
+CONSUMER_REPLICA_ID = -1
+
+
+@dataclass
+class Partition:
+    topic: str
+    index: int
+    log: Log
+    leader_id: int
+    leader_epoch: int = 0
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Single broker: the ISR is this broker, so the HW follows its log end offset."""
+        new_hw = self.log.log_end_offset
+        if new_hw > self.log.high_watermark:
+            self.log.high_watermark = new_hw
+            return True
+        return False
+
+
+@dataclass
+class PartitionResult:
+    error: ErrorCode = ErrorCode.NONE
+    info: AppendInfo | None = None
+    message: str | None = None
+
+
+@dataclass
+class FetchPartitionRequest:
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+
+
+@dataclass
+class FetchPartitionResult:
+    topic: str
+    partition: int
+    error: ErrorCode = ErrorCode.NONE
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: FileRegion | None = None
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, log_manager: LogManager) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.produce_purgatory = Purgatory("produce")
+        self.fetch_purgatory = Purgatory("fetch")
+
+    # ------------------------------------------------------------------ partitions
+    def make_leader(self, topic: str, index: int, config: LogConfig) -> Partition:
+        tp = (topic, index)
+        existing = self.partitions.get(tp)
+        if existing is not None:
+            return existing
+        partition_log = self.log_manager.get_or_create(topic, index, config)
+        partition = Partition(topic, index, partition_log, self.broker_id, 0, [self.broker_id], [self.broker_id])
+        partition.maybe_increment_high_watermark()
+        self.partitions[tp] = partition
+        return partition
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def remove_topic(self, topic: str) -> None:
+        for tp in [tp for tp in self.partitions if tp[0] == topic]:
+            self.partitions.pop(tp)
+            self.log_manager.delete(*tp)
+            self.fetch_purgatory.check_and_complete(tp)
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        for (t, _), partition in self.partitions.items():
+            if t == topic:
+                partition.log.config = config
+
+    # ------------------------------------------------------------------ produce
+    def append_records(self, topic: str, index: int, records, required_acks: int) -> PartitionResult:
+        """Validate and append one partition's batch. Errors come back as Kafka error codes."""
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if records is None:
+            return PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
+        config = partition.log.config
+        if required_acks == -1 and len(partition.isr) < config.min_insync_replicas:
+            return PartitionResult(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                   message=f"ISR {len(partition.isr)} < min.insync.replicas {config.min_insync_replicas}")
+        try:
+            header = validate_produce_records(records, config.max_message_bytes)
+            info = partition.log.append_as_leader(records, header, partition.leader_epoch)
+        except InvalidBatch as exc:
+            log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))
+            return PartitionResult(ErrorCode[exc.error], message=str(exc))
+        if not info.duplicate:
+            partition.maybe_increment_high_watermark()
+            self.fetch_purgatory.check_and_complete((topic, index))
+        return PartitionResult(info=info)
+
+    # ------------------------------------------------------------------ fetch
+    def read(self, request: FetchPartitionRequest, replica_id: int, isolation_level: int,
+             min_one_batch: bool) -> FetchPartitionResult:
+        partition = self.partitions.get((request.topic, request.partition))
+        result = FetchPartitionResult(request.topic, request.partition)
+        if partition is None:
+            result.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return result
+        plog = partition.log
+        result.high_watermark = plog.high_watermark
+        result.last_stable_offset = plog.high_watermark
+        result.log_start_offset = plog.log_start_offset
+        max_offset = plog.log_end_offset if replica_id >= 0 else plog.high_watermark
+        try:
+            found = plog.read(request.fetch_offset, request.max_bytes, max_offset, min_one_batch)
+        except OffsetOutOfRange:
+            result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+            return result
+        if found is not None:
+            result.records = FileRegion(found.segment, found.position, found.length)
+        return result
+
+    def fetch(self, requests: list[FetchPartitionRequest], *, replica_id: int, isolation_level: int,
+              max_bytes: int) -> list[FetchPartitionResult]:
+        """Read every requested partition within the response's ``max_bytes`` (the first batch always fits)."""
+        results = []
+        remaining = max_bytes
+        for req in requests:
+            limited = FetchPartitionRequest(req.topic, req.partition, req.fetch_offset,
+                                            max(0, min(req.max_bytes, remaining)))
+            result = self.read(limited, replica_id, isolation_level, min_one_batch=not any(
+                r.records is not None for r in results))
+            if result.records is not None:
+                remaining -= result.records.length
+            results.append(result)
+        return results
+
+    def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for ``min_bytes`` of data, or for ``max_wait_ms`` to pass."""
+
+    def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
+                 isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int) -> None:
+        super().__init__(timeout_ms)
+        self.manager = manager
+        self.requests = requests
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.max_bytes = max_bytes
+        self.min_bytes = min_bytes
+
+    def try_complete(self) -> bool:
+        accumulated = 0
+        for req in self.requests:
+            partition = self.manager.get(req.topic, req.partition)
+            if partition is None:
+                return self.force_complete()  # the topic went away: answer with the error now
+            plog = partition.log
+            bound = plog.log_end_offset if self.replica_id >= 0 else plog.high_watermark
+            if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
+                return self.force_complete()
+            if req.fetch_offset < bound:
+                found = plog.read(req.fetch_offset, req.max_bytes, bound, True)
+                accumulated += found.length if found is not None else 0
+            if accumulated >= self.min_bytes:
+                return self.force_complete()
+        return False
+
+    def on_complete(self):
+        return self.manager.fetch(self.requests, replica_id=self.replica_id,
+                                  isolation_level=self.isolation_level, max_bytes=self.max_bytes)

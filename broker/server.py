@@ -1,0 +1,135 @@
+"""The broker process: components, listeners, periodic maintenance and graceful shutdown.
+
+Start-up: load every partition log (recovering after an unclean stop), make
+this broker the leader of every partition it hosts, then listen. SIGTERM:
+stop accepting, let in-flight requests finish, flush logs and checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from broker.config import BrokerConfig
+from broker.connection import serve_connection
+from broker.metadata import LocalMetadataStore, TopicMetadata
+from broker.producer_ids import ProducerIdManager
+from broker.replica_manager import ReplicaManager
+from storage.log_config import LogConfig
+from storage.log_manager import LogManager
+
+log = structlog.get_logger("broker.server")
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, clock=time.time) -> None:
+        self.config = config
+        self.clock = clock
+        self.broker_id = config.broker_id
+        self.default_log_config = config.log_config()
+        self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, config["cluster.id"])
+        self.log_manager = LogManager(config.log_dirs, clock=clock)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        self.connections: set = set()
+        self.servers: list[asyncio.AbstractServer] = []
+        self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
+        self._tasks: list[asyncio.Task] = []
+        self._stopped = asyncio.Event()
+
+    @property
+    def cluster_id(self) -> str:
+        return self.metadata.cluster_id
+
+    def topic_config(self, topic: str) -> LogConfig:
+        meta = self.metadata.topics.get(topic)
+        return self.default_log_config.with_overrides(meta.configs if meta else {})
+
+    # ------------------------------------------------------------------ topics
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str]) -> TopicMetadata:
+        topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
+        config = self.topic_config(name)
+        for index in range(partitions):
+            self.replica_manager.make_leader(name, index, config)
+        log.info("topic_created", topic=name, partitions=partitions, configs=configs)
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        self.metadata.delete_topic(name)
+        self.replica_manager.remove_topic(name)
+        log.info("topic_deleted", topic=name)
+
+    def add_partitions(self, name: str, count: int) -> None:
+        config = self.topic_config(name)
+        for index in range(self.metadata.topics[name].partitions, count):
+            self.replica_manager.make_leader(name, index, config)
+        self.metadata.set_partitions(name, count)
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.metadata.set_configs(name, configs)
+        self.replica_manager.update_config(name, self.topic_config(name))
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        started = time.monotonic()
+        self.log_manager.load_all(self.topic_config)
+        for name, topic in self.metadata.topics.items():
+            config = self.topic_config(name)
+            for index in range(topic.partitions):
+                self.replica_manager.make_leader(name, index, config)
+        for (topic, index) in list(self.log_manager.logs):
+            if topic not in self.metadata.topics:  # deleted while we were down
+                self.log_manager.delete(topic, index)
+        advertised = self.config.advertised_listeners
+        for i, (name, host, port) in enumerate(self.config.listeners):
+            server = await asyncio.start_server(lambda r, w: serve_connection(self, r, w), host or None, port,
+                                                reuse_address=True, limit=1 << 20)
+            self.servers.append(server)
+            bound_port = server.sockets[0].getsockname()[1]
+            adv_name, adv_host, adv_port = advertised[i] if i < len(advertised) else (name, host, port)
+            self.endpoints.append((adv_name, adv_host or host or "127.0.0.1", adv_port or bound_port))
+        self._tasks = [
+            asyncio.create_task(self._every(self.config["log.retention.check.interval.ms"],
+                                            self.log_manager.cleanup)),
+            asyncio.create_task(self._every(min(self.config.flush_ms, 1000), self.log_manager.flush_by_time)),
+            asyncio.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
+                                            self.log_manager.checkpoint)),
+        ]
+        log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
+                 partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
+
+    @property
+    def port(self) -> int:
+        return self.endpoints[0][2]
+
+    async def _every(self, interval_ms: int, action) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                action()
+            except Exception:
+                log.exception("periodic_task_failed", task=getattr(action, "__name__", str(action)))
+
+    async def stop(self) -> None:
+        """Stop accepting, finish in-flight requests, flush logs and checkpoints."""
+        for server in self.servers:
+            server.close()
+        for task in self._tasks:
+            task.cancel()
+        self.replica_manager.shutdown()   # parked requests answer now
+        for conn in list(self.connections):
+            conn.reader.feed_eof()
+        deadline = time.monotonic() + 10
+        while self.connections and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for server in self.servers:
+            await server.wait_closed()
+        self.log_manager.shutdown()
+        log.info("broker_stopped", broker_id=self.broker_id)
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()

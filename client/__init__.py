@@ -1,0 +1,1 @@
+"""kbroker's own small asyncio Kafka client: connections, requests, metadata; and the CLI."""

@@ -1,0 +1,43 @@
+# kbroker: `make run` starts one broker on 127.0.0.1:9092 (data in ./data); `make test` runs the suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := kcat docker-compose
+PYTEST := $(BIN)/python -m pytest
+
+.PHONY: run test test-slow test-compat bench apt install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing apt packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+run: $(STAMP)
+	$(BIN)/kbroker serve config/server.properties
+
+test: $(STAMP) apt
+	$(PYTEST) -q -m "not slow"
+
+test-slow: $(STAMP) apt
+	$(PYTEST) -q -m "slow"
+
+test-compat: $(STAMP) apt
+	$(PYTEST) -q tests/compat
+
+bench: $(STAMP) apt
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) data build *.egg-info .pytest_cache

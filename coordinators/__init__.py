@@ -1,0 +1,1 @@
+"""Group and transaction coordinators (state machines replayed from their internal topics). Not built yet."""

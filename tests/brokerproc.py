@@ -1,0 +1,85 @@
+"""A real kbroker process for tests: started on 127.0.0.1 port 0, killed or stopped like any server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TEST_OVERRIDES = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "500",
+    "num.partitions": "1",
+}
+
+
+@dataclass
+class BrokerProcess:
+    data_dir: str
+    overrides: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    proc: subprocess.Popen | None = None
+    log_path: str = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        settings = {**TEST_OVERRIDES, "log.dirs": self.data_dir,
+                    "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", **self.overrides}
+        args = [sys.executable, "-m", "client.cli", "serve"]
+        for key, value in settings.items():
+            args += ["--override", f"{key}={value}"]
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.log_path = os.path.join(os.path.dirname(self.data_dir.rstrip("/")), "broker.log")
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, env={**os.environ,
+                                     "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if line.startswith("kbroker listening on"):
+                self.port = int(line.rsplit(":", 1)[1])
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"broker did not start; see {self.log_path}:\n{self.tail_log()}")
+
+    def tail_log(self, lines: int = 40) -> str:
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+    def kill(self) -> None:
+        """kill -9: no flush, no checkpoint, no clean-shutdown marker."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: the broker's graceful shutdown. Returns its exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def restart(self) -> "BrokerProcess":
+        self.stop()
+        return self.start()

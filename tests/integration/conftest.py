@@ -1,0 +1,32 @@
+import itertools
+import uuid
+
+import pytest
+
+from tests.brokerproc import BrokerProcess
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory):
+    """One broker shared by the tests that only need topics of their own."""
+    proc = BrokerProcess(str(tmp_path_factory.mktemp("shared-broker") / "data")).start()
+    yield proc
+    code = proc.stop()
+    assert code == 0, f"broker exited {code} on SIGTERM:\n{proc.tail_log()}"
+
+
+@pytest.fixture
+def fresh_broker(tmp_path):
+    """A broker of the test's own, for crash and restart tests."""
+    proc = BrokerProcess(str(tmp_path / "data"))
+    yield proc
+    proc.kill()
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def topic_name(request):
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
+    return f"{base}-{next(_counter)}-{uuid.uuid4().hex[:6]}"

@@ -33,7 +33,8 @@ async def run_broker(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     # Tests and scripts started with port 0 learn the port from this line.
-    print(f"kbroker listening on {broker.endpoints[0][1]}:{broker.port}", flush=True)
+    host, port = broker.bound[0]
+    print(f"kbroker listening on {host}:{port}", flush=True)
     await stopping.wait()
     await broker.stop()
 

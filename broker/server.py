@@ -36,6 +36,7 @@ class Broker:
         self.connections: set = set()
         self.servers: list[asyncio.AbstractServer] = []
         self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
+        self.bound: list[tuple[str, int]] = []              # where the listeners actually listen
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
 
@@ -88,7 +89,8 @@ class Broker:
             server = await asyncio.start_server(lambda r, w: serve_connection(self, r, w), host or None, port,
                                                 reuse_address=True, limit=1 << 20)
             self.servers.append(server)
-            bound_port = server.sockets[0].getsockname()[1]
+            bound_host, bound_port = server.sockets[0].getsockname()[:2]
+            self.bound.append((bound_host, bound_port))
             adv_name, adv_host, adv_port = advertised[i] if i < len(advertised) else (name, host, port)
             self.endpoints.append((adv_name, adv_host or host or "127.0.0.1", adv_port or bound_port))
         self._tasks = [
@@ -103,7 +105,8 @@ class Broker:
 
     @property
     def port(self) -> int:
-        return self.endpoints[0][2]
+        """The port the first listener is bound to (not necessarily the advertised one)."""
+        return self.bound[0][1]
 
     async def _every(self, interval_ms: int, action) -> None:
         while True:

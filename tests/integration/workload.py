@@ -44,3 +44,11 @@ def check_received(sent: list[Sent], received: list[tuple[int, int, bytes | None
             if prev is not None:
                 assert prev[0] == partition and prev[1] < offset, f"key {s.key!r} out of order"
             last_offset_of_key[s.key] = (partition, offset)
+
+
+def make_topic(bootstrap: str, name: str, partitions: int = 1, configs: dict | None = None) -> None:
+    """Create a topic with librdkafka's admin client (kept alive until the result arrives)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1, config=configs or {})])[name].result(10)

@@ -1,0 +1,197 @@
+"""Bad input gets Kafka's error or a closed connection, is logged, and costs nobody else anything."""
+
+import asyncio
+import struct
+
+import pytest
+
+from client.connection import ConnectionClosed, KafkaConnection
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
+
+
+async def connect(broker) -> KafkaConnection:
+    return await KafkaConnection.open("127.0.0.1", broker.port)
+
+
+async def still_serving(broker, topic: str) -> None:
+    """Another client, on a fresh connection, can still produce and read back."""
+    conn = await connect(broker)
+    try:
+        resp = await produce(conn, topic, build_batch([(None, b"alive", [])]))
+        p = resp.responses[0].partition_responses[0]
+        assert p.error_code == 0
+        fetched = await fetch(conn, topic, p.base_offset)
+        assert b"alive" in bytes(fetched.responses[0].partitions[0].records)
+    finally:
+        await conn.close()
+
+
+async def produce(conn, topic, records, partition=0, acks=-1):
+    return await conn.request(PRODUCE, 9, {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+                                           "topic_data": [{"name": topic, "partition_data": [
+                                               {"index": partition, "records": records}]}]})
+
+
+async def fetch(conn, topic, offset, partition=0):
+    return await conn.request(FETCH, 12, {"replica_id": -1, "max_wait_ms": 100, "min_bytes": 1,
+                                          "max_bytes": 1 << 20, "isolation_level": 0, "session_epoch": -1,
+                                          "topics": [{"topic": topic, "partitions": [
+                                              {"partition": partition, "fetch_offset": offset,
+                                               "partition_max_bytes": 1 << 20}]}]})
+
+
+@pytest.fixture
+async def topic(broker, topic_name):
+    conn = await connect(broker)
+    resp = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": topic_name, "num_partitions": 1,
+                                                             "replication_factor": 1}], "timeout_ms": 5000})
+    assert resp.topics[0].error_code == 0
+    await conn.close()
+    return topic_name
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x00\x00\x00\x03abc",                                      # shorter than a request header
+    b"\x00\x00\x00\x0c" + struct.pack(">hhi", 3, 12, 1) + b"\xff\xff\x00\x05",  # truncated body
+    b"\xff\xff\xff\xfe",                                          # negative size
+    b"\x00\x00\x00\x10" + b"\xde\xad\xbe\xef" * 4,               # random bytes
+])
+async def test_garbage_closes_only_that_connection(broker, topic, garbage):
+    conn = await connect(broker)
+    await conn.send_raw(garbage)
+    assert await conn.wait_closed()
+    await still_serving(broker, topic)
+
+
+async def test_oversized_frame_is_refused_before_reading_it(broker, topic):
+    conn = await connect(broker)
+    await conn.send_raw(struct.pack(">i", 200 * 1024 * 1024) + b"\x00" * 16)
+    assert await conn.wait_closed()
+    await still_serving(broker, topic)
+
+
+async def test_unknown_api_key_closes_the_connection(broker, topic):
+    conn = await connect(broker)
+    await conn.send_raw(struct.pack(">ihhih", 10, 999, 0, 7, -1))
+    assert await conn.wait_closed()
+    await still_serving(broker, topic)
+
+
+async def test_unsupported_api_versions_version_answers_v0_with_our_ranges(broker):
+    reader, writer = await asyncio.open_connection("127.0.0.1", broker.port)
+    body = struct.pack(">hhih", API_VERSIONS, 99, 42, -1)
+    writer.write(struct.pack(">i", len(body)) + body)
+    size = struct.unpack(">i", await reader.readexactly(4))[0]
+    frame = await reader.readexactly(size)
+    correlation, error, count = struct.unpack_from(">ihi", frame)
+    assert (correlation, error) == (42, ErrorCode.UNSUPPORTED_VERSION)
+    ranges = {struct.unpack_from(">hhh", frame, 10 + 6 * i)[0]: struct.unpack_from(">hhh", frame, 10 + 6 * i)[1:]
+              for i in range(count)}
+    assert ranges[API_VERSIONS] == (0, 3) and ranges[PRODUCE] == (3, 9)
+    writer.close()
+
+
+async def test_unsupported_version_of_another_api_closes_the_connection(broker, topic):
+    conn = await connect(broker)
+    await conn.send_raw(struct.pack(">ihhih", 10, PRODUCE, 1, 7, -1))  # Produce v1: below our range
+    assert await conn.wait_closed()
+    await still_serving(broker, topic)
+
+
+async def test_crc_mismatch_is_corrupt_message(broker, topic):
+    batch = bytearray(build_batch([(b"k", b"value", [])]))
+    batch[-1] ^= 0xFF
+    conn = await connect(broker)
+    resp = await produce(conn, topic, bytes(batch))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.CORRUPT_MESSAGE
+    await conn.close()
+    await still_serving(broker, topic)
+
+
+async def test_old_magic_is_unsupported_for_message_format(broker, topic):
+    v1 = bytearray(build_batch([(b"k", b"value", [])]))
+    v1[16] = 1
+    conn = await connect(broker)
+    resp = await produce(conn, topic, bytes(v1))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    await conn.close()
+
+
+async def test_batch_over_message_max_bytes_is_too_large(broker, topic):
+    conn = await connect(broker)
+    resp = await produce(conn, topic, build_batch([(None, b"x" * (1024 * 1024 + 100), [])]))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
+    await conn.close()
+    await still_serving(broker, topic)
+
+
+@pytest.mark.parametrize("name", ["bad name", "a" * 250, "..", "sl/ash", ""])
+async def test_invalid_topic_names(broker, name):
+    conn = await connect(broker)
+    created = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": name, "num_partitions": 1,
+                                                                "replication_factor": 1}], "timeout_ms": 5000})
+    assert created.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    if name:
+        md = await conn.request(METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": True})
+        assert md.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    await conn.close()
+
+
+async def test_fetch_beyond_log_end_is_offset_out_of_range(broker, topic):
+    conn = await connect(broker)
+    await produce(conn, topic, build_batch([(None, b"one", [])]))
+    resp = await fetch(conn, topic, 1000)
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    resp = await conn.request(LIST_OFFSETS, 7, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+        {"partition_index": 0, "timestamp": -1}]}]})
+    assert resp.topics[0].partitions[0].offset == 1
+    await conn.close()
+
+
+async def test_produce_to_unknown_partition(broker, topic):
+    conn = await connect(broker)
+    resp = await produce(conn, topic, build_batch([(None, b"v", [])]), partition=7)
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    await conn.close()
+
+
+async def test_failed_acks0_produce_closes_the_connection(broker, topic):
+    conn = await connect(broker)
+    batch = bytearray(build_batch([(b"k", b"value", [])]))
+    batch[-1] ^= 0xFF
+    await conn.request(PRODUCE, 9, {"transactional_id": None, "acks": 0, "timeout_ms": 5000,
+                                    "topic_data": [{"name": topic, "partition_data": [
+                                        {"index": 0, "records": bytes(batch)}]}]}, expect_response=False)
+    assert await conn.wait_closed()
+    await still_serving(broker, topic)
+
+
+async def test_pipelined_requests_are_answered_in_order(broker, topic):
+    conn = await connect(broker)
+    try:
+        # A long poll first: the produces behind it must not wait for it, yet answers stay in order.
+        poll = asyncio.ensure_future(conn.request(FETCH, 12, {
+            "replica_id": -1, "max_wait_ms": 2000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_epoch": -1, "topics": [{"topic": topic, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}))
+        await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        produced = await asyncio.gather(*[produce(conn, topic, build_batch([(None, b"p%d" % i, [])]))
+                                          for i in range(5)])
+        fetched = await poll
+        assert [r.responses[0].partition_responses[0].base_offset for r in produced] == [0, 1, 2, 3, 4]
+        assert b"p0" in bytes(fetched.responses[0].partitions[0].records)
+        assert loop.time() - started < 1.5, "the first append must wake the parked fetch"
+    finally:
+        await conn.close()
+
+
+async def test_closed_connection_raises_for_pending_requests(broker):
+    conn = await connect(broker)
+    await conn.send_raw(b"\xff\xff\xff\xfe")
+    with pytest.raises(ConnectionClosed):
+        await conn.request(METADATA, 12, {"topics": None}, timeout=5)

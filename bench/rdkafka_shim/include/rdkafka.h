@@ -1,0 +1,1 @@
+#include <librdkafka/rdkafka.h>

@@ -1,0 +1,158 @@
+"""`make bench`: produce and fetch throughput of kbroker, Tansu and noida-db, side by side in one run.
+
+Every broker gets the same scenarios from the same librdkafka load generator:
+produce 100 B and 1 KiB records with acks=1 and acks=all to a 6-partition
+topic, then fetch the acks=1 topic back from the beginning. The table, the
+machine and the commands go to docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import tempfile
+
+from bench import brokers, loadgen
+from tests.brokerproc import ROOT
+
+PARTITIONS = 6
+SCENARIOS = [(100, 3_000_000), (1024, 1_000_000)]   # (record size, records)
+
+
+def create_topic(bootstrap: str, name: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+
+
+def measure(broker, scale: float) -> list[tuple]:
+    rows = []
+    for size, count in SCENARIOS:
+        count = int(count * scale)
+        for acks in ("1", "all"):
+            topic = f"bench-{size}-{acks}"
+            create_topic(broker.bootstrap, topic)
+            rows.append(_one(broker, f"produce {size} B acks={acks}", [
+                "-P", "-t", topic, "-s", str(size), "-c", str(count), "-a", "-1" if acks == "all" else acks,
+                "-b", broker.bootstrap, "-X", "linger.ms=5"]))
+        partitions = [a for p in range(PARTITIONS) for a in ("-p", str(p))]
+        rows.append(_one(broker, f"fetch {size} B", [
+            "-C", "-t", f"bench-{size}-1", *partitions, "-o", "beginning", "-c", str(count),
+            "-b", broker.bootstrap]))
+    return rows
+
+
+def _one(broker, scenario: str, args: list[str]) -> tuple:
+    try:
+        run = loadgen.run(args, broker.pid)
+    except loadgen.TimedOut as exc:
+        print(f"  {broker.name:9} {scenario:24}: {exc}", flush=True)
+        return broker.name, scenario, str(exc)
+    print(f"  {broker.name:9} {scenario:24}: {run.mb_per_s:8.1f} MB/s {run.msgs_per_s:10.0f} rec/s  "
+          f"loadgen {run.loadgen_cpu:4.0%}  broker {run.broker_cpu:4.0%}", flush=True)
+    return broker.name, scenario, run
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({model}), {mem:.0f} GiB, {platform.system()} {platform.release()}, " \
+           f"Python {platform.python_version()}"
+
+
+def table(rows: list[tuple], notes: dict[str, str]) -> str:
+    scenarios = list(dict.fromkeys(r[1] for r in rows))
+    names = list(dict.fromkeys(r[0] for r in rows))
+    by = {(r[0], r[1]): r[2] for r in rows}
+    head = "| scenario | " + " | ".join(names) + " |"
+    lines = [head, "|" + "---|" * (len(names) + 1)]
+    for s in scenarios:
+        cells = []
+        for n in names:
+            run = by.get((n, s))
+            if run is None or isinstance(run, str):
+                cells.append(run or "n/a")
+                continue
+            cell = f"{run.mb_per_s:.1f} MB/s, {run.msgs_per_s:,.0f} rec/s (gen {run.loadgen_cpu:.0%}, broker {run.broker_cpu:.0%})"
+            if s.startswith("fetch") and n == "noida-db":
+                cell += " *"
+            cells.append(cell)
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("CPU shares are of one core, measured over each run's wall time: `gen` is the load generator, "
+                 "which shares the two cores with the broker.")
+    lines += [f"- {n}: {notes[n]}" for n in names]
+    lines.append("- \\* noida-db ignores the fetch `max_bytes` limit, so its fetch figure is not comparable.")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
+    parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
+    args = parser.parse_args()
+    loadgen.build()
+    starters = {"kbroker": brokers.KBroker, "tansu": brokers.tansu, "noida-db": brokers.noida}
+    rows, notes = [], {}
+    with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
+        for name, start in starters.items():
+            if args.only and name not in args.only:
+                continue
+            print(f"{name}:", flush=True)
+            broker = start(os.path.join(tmp, name))
+            notes[name] = broker.note
+            try:
+                rows += measure(broker, args.scale)
+            finally:
+                broker.stop()
+    result = table(rows, notes)
+    print(result)
+    if not args.no_write:
+        write_doc(result, args)
+    return 0
+
+
+def write_doc(result: str, args) -> None:
+    path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    existing = open(path).read() if os.path.exists(path) else ""
+    marker = "<!-- profile -->"
+    profile = existing[existing.index(marker):] if marker in existing else ""
+    doc = f"""# Benchmarks
+
+Produced by `make bench` (`python -m bench.run`) on {datetime.date.today().isoformat()}, one run, all brokers
+side by side. Machine: {machine()}.
+
+Load generator: librdkafka's `rdkafka_performance` (Debian `librdkafka-dev` example, built against the
+librdkafka {loadgen_version()} inside the confluent-kafka wheel with `bench/rdkafka_shim`), `linger.ms=5`,
+{PARTITIONS} partitions. Produce: `rdkafka_performance -P -t T -s SIZE -c COUNT -a ACKS -X linger.ms=5`;
+fetch: `rdkafka_performance -C -t T -p 0 .. -p 5 -o beginning -c COUNT`. Records: {', '.join(
+        f'{int(c * args.scale):,} of {s} B' for s, c in SCENARIOS)}.
+
+{result}
+
+{profile}"""
+    with open(path, "w") as f:
+        f.write(doc.rstrip() + "\n")
+    print(f"wrote {path}")
+
+
+def loadgen_version() -> str:
+    import confluent_kafka
+
+    return confluent_kafka.libversion()[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -59,9 +59,12 @@ class KBroker:
     name = "kbroker"
     note = "durable segmented log (page cache, as Kafka's default flush policy)"
 
-    def __init__(self, workdir: str) -> None:
-        self.proc = BrokerProcess(os.path.join(workdir, "data"), {"log.retention.check.interval.ms": "600000"})
+    def __init__(self, workdir: str, overrides: dict[str, str] | None = None) -> None:
+        self.proc = BrokerProcess(os.path.join(workdir, "data"),
+                                  {"log.retention.check.interval.ms": "600000", **(overrides or {})})
         self.proc.start()
+        if overrides:
+            self.name = "kbroker (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
 
     @property
     def pid(self) -> int:

@@ -102,9 +102,13 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
+    parser.add_argument("--kbroker-override", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker config for the kbroker run (e.g. kbroker.fetch.sendfile=false)")
     args = parser.parse_args()
     loadgen.build()
-    starters = {"kbroker": brokers.KBroker, "tansu": brokers.tansu, "noida-db": brokers.noida}
+    overrides = dict(item.split("=", 1) for item in args.kbroker_override)
+    starters = {"kbroker": lambda wd: brokers.KBroker(wd, overrides), "tansu": brokers.tansu,
+                "noida-db": brokers.noida}
     rows, notes = [], {}
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
@@ -112,7 +116,7 @@ def main() -> int:
                 continue
             print(f"{name}:", flush=True)
             broker = start(os.path.join(tmp, name))
-            notes[name] = broker.note
+            notes[broker.name] = broker.note
             try:
                 rows += measure(broker, args.scale)
             finally:

@@ -86,7 +86,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.min.session.timeout.ms": (int, 6000),
     "group.max.session.timeout.ms": (int, 1800000),
     "replica.lag.time.max.ms": (int, 30000),
-    "kbroker.fetch.sendfile": (_bool, True),
+    # Measured on loopback (docs/BENCHMARKS.md): reading regions into the response beats
+    # sendfile after waiting for the transport to drain, so sendfile is opt-in.
+    "kbroker.fetch.sendfile": (_bool, False),
 }
 
 

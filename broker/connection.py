@@ -73,11 +73,12 @@ class Connection:
                 except CloseConnection:
                     break
         finally:
-            await self.responses.put(None)
-            try:
-                await asyncio.wait_for(responder, timeout=30)
-            except (asyncio.TimeoutError, ConnectionError):
-                responder.cancel()
+            if not responder.done():
+                await self.responses.put(None)
+                try:
+                    await asyncio.wait_for(responder, timeout=30)
+                except (asyncio.TimeoutError, ConnectionError):
+                    responder.cancel()
             self.writer.close()
 
     async def _dispatch(self, frame: bytes) -> None:
@@ -126,21 +127,25 @@ class Connection:
         await self.responses.put((correlation_id, api_key, api_version, result))
 
     async def _write_responses(self) -> None:
+        """Write responses in request order. Any failure closes the connection: the client
+        then retries, which a silently missing response would not let it do."""
         while True:
             item = await self.responses.get()
             if item is None:
                 return
             correlation_id, api_key, api_version, result = item
-            if isinstance(result, asyncio.Future):
-                try:
-                    result = await result
-                except Exception:
-                    self.log.exception("delayed_operation_failed", api_key=api_key)
-                    self.writer.close()
-                    return
             try:
+                if isinstance(result, asyncio.Future):
+                    result = await result
                 await self._send(correlation_id, api_key, api_version, result)
-            except (ConnectionError, OSError):
+            except (ConnectionError, asyncio.CancelledError):
+                self.writer.close()
+                self.reader.feed_eof()
+                raise
+            except Exception:
+                self.log.exception("response_failed", api_key=api_key, correlation_id=correlation_id)
+                self.writer.close()
+                self.reader.feed_eof()
                 return
 
     async def _send(self, correlation_id: int, api_key: int, api_version: int, body: dict) -> None:
@@ -183,6 +188,7 @@ class Connection:
 
 async def serve_connection(broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     conn = Connection(broker, reader, writer)
+    conn.task = asyncio.current_task()
     broker.connections.add(conn)
     try:
         await conn.run()

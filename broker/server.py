@@ -123,11 +123,11 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         self.replica_manager.shutdown()   # parked requests answer now
+        tasks = [conn.task for conn in list(self.connections)]
         for conn in list(self.connections):
-            conn.reader.feed_eof()
-        deadline = time.monotonic() + 10
-        while self.connections and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+            conn.reader.feed_eof()   # no new requests; the ones read are answered first
+        if tasks:
+            await asyncio.wait(tasks, timeout=10)
         for server in self.servers:
             await server.wait_closed()
         self.log_manager.shutdown()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import structlog
@@ -27,6 +28,8 @@ from storage.producer_state import ProducerStateManager
 from storage.segment import LOG_SUFFIX, LogSegment
 
 log = structlog.get_logger("storage.log")
+# One thread fsyncs rolled segments so that a roll never stalls the appends behind it.
+_FLUSHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segment-flusher")
 _HEAD_PATCH_SIZE = 16  # base_offset(8) + batch_length(4) + partition_leader_epoch(4)
 
 
@@ -58,7 +61,7 @@ def partition_dir_name(topic: str, partition: int) -> str:
 class Log:
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
-                 clock=time.time) -> None:
+                 clean_shutdown: bool = False, clock=time.time) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -70,7 +73,7 @@ class Log:
         self.unflushed_messages = 0
         self.last_flush_ms = self._now_ms()
         os.makedirs(directory, exist_ok=True)
-        self._load(recovery_point, log_start_offset)
+        self._load(recovery_point, log_start_offset, clean_shutdown)
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
 
@@ -78,7 +81,12 @@ class Log:
         return int(self.clock() * 1000)
 
     # ------------------------------------------------------------------ loading and recovery
-    def _load(self, recovery_point: int, log_start_offset: int) -> None:
+    def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
+        """Open the segments; after an unclean stop, recover those past the recovery point.
+
+        After a clean shutdown (everything flushed, indexes trimmed) only
+        missing or damaged indexes are rebuilt, as Kafka skips recovery then.
+        """
         for stray in glob.glob(os.path.join(self.directory, "*.tmp")):
             os.unlink(stray)
         bases = sorted(int(os.path.basename(p)[:-len(LOG_SUFFIX)])
@@ -91,7 +99,8 @@ class Log:
         recovered_bytes_cut = 0
         for i, segment in enumerate(self.segments):
             next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
-            needs_recovery = (segment.indexes_missing or next_base is None or next_base > recovery_point
+            past_recovery_point = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            needs_recovery = (segment.indexes_missing or past_recovery_point
                               or not segment.offset_index.is_sane(segment.size))
             if needs_recovery:
                 before = segment.size
@@ -134,13 +143,19 @@ class Log:
         return segment
 
     def roll(self, now_ms: int | None = None) -> LogSegment:
-        """Start a new active segment at the log end offset."""
+        """Start a new active segment at the log end offset.
+
+        The finished segment is fsynced in the background, as Kafka does on
+        roll, and the recovery point moves past it once that is done, so a
+        restart after a crash need not rescan it.
+        """
         if self.active_segment.size == 0:
             return self.active_segment
-        self.active_segment.flush()
+        finished = self.active_segment
         segment = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes,
                              created_ms=now_ms)
         self.segments.append(segment)
+        _FLUSHER.submit(self._flush_rolled, finished, segment.base_offset)
         log.info("segment_rolled", topic=self.topic, partition=self.partition, base_offset=segment.base_offset)
         return segment
 
@@ -199,6 +214,15 @@ class Log:
         self.unflushed_messages += count
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
+
+    def _flush_rolled(self, segment: LogSegment, end_offset: int) -> None:
+        """Runs on the flusher thread: only fsyncs and raises the recovery point (an int store)."""
+        try:
+            segment.flush()
+        except OSError:   # closed by retention or deletion meanwhile: nothing left to protect
+            return
+        if end_offset > self.recovery_point and end_offset <= self.log_end_offset:
+            self.recovery_point = end_offset
 
     def flush(self) -> None:
         """fsync the segments written since the last flush and advance the recovery point."""

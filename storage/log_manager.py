@@ -58,7 +58,7 @@ class LogManager:
                     continue
                 self.logs[tp] = Log(os.path.join(d, partition_dir_name(*tp)), tp[0], tp[1], config_for(tp[0]),
                                     recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
-                                    high_watermark=hws.get(tp, 0), clock=self.clock)
+                                    high_watermark=hws.get(tp, 0), clean_shutdown=clean, clock=self.clock)
             if clean:
                 os.unlink(os.path.join(d, CLEAN_SHUTDOWN))
             log.info("logs_loaded", log_dir=d, clean_shutdown=clean, partitions=len(self.logs),

@@ -136,3 +136,29 @@ def test_offset_for_timestamp(tmp_path):
     assert log.offset_for_timestamp(3000) == (2, 3000)
     assert log.offset_for_timestamp(3001) is None
     assert log.max_timestamp_offset() == (2, 3000)
+
+
+def test_rolled_segments_are_flushed_and_advance_the_recovery_point(tmp_path):
+    from storage import log as log_module
+
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_bytes=200))
+    for _ in range(3):
+        append(log, [b"x" * 100])
+    log_module._FLUSHER.submit(lambda: None).result()   # the flusher thread has caught up
+    assert log.recovery_point == log.active_segment.base_offset == 2
+
+
+def test_clean_shutdown_skips_recovery_but_unclean_recovers(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log(str(d), "t", 0, LogConfig())
+    append(log, [b"a"])
+    append(log, [b"b"])
+    size = log.active_segment.size
+    log.close()
+    with open(d / "00000000000000000000.log", "ab") as f:
+        f.write(b"\x00" * 30)           # junk after the last batch, as a torn write leaves
+    clean = Log(str(d), "t", 0, LogConfig(), recovery_point=2, clean_shutdown=True)
+    assert clean.log_end_offset == 2 and clean.active_segment.size == size + 30
+    clean.close()
+    unclean = Log(str(d), "t", 0, LogConfig(), recovery_point=2)
+    assert unclean.log_end_offset == 2 and unclean.active_segment.size == size

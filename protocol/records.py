@@ -190,51 +190,41 @@ def _read_nullable(reader: BufferReader) -> bytes | None:
     return None if n < 0 else reader.read(n)
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    if codec == 0:
-        return data
-    if codec == 1:
-        import gzip
-        return gzip.decompress(data)
-    if codec == 2:
-        import cramjam
+def _codecs() -> dict[int, tuple]:
+    """codec id -> (compress, decompress), over cramjam (imported on first use)."""
+    import cramjam
+
+    def snappy_decompress(data: bytes) -> bytes:
         # Java clients frame snappy the xerial way; librdkafka may send it raw.
         if data[:8] == b"\x82SNAPPY\x00":
             return _xerial_snappy_decompress(data)
         return bytes(cramjam.snappy.decompress_raw(data))
-    if codec == 3:
-        import cramjam
-        return bytes(cramjam.lz4.decompress(data))
-    if codec == 4:
-        import cramjam
-        return bytes(cramjam.zstd.decompress(data))
-    raise ValueError(f"unknown compression codec {codec}")
+
+    return {
+        1: (cramjam.gzip.compress, cramjam.gzip.decompress),
+        2: (cramjam.snappy.compress_raw, snappy_decompress),
+        3: (cramjam.lz4.compress, cramjam.lz4.decompress),
+        4: (cramjam.zstd.compress, cramjam.zstd.decompress),
+    }
+
+
+_CODECS: dict[int, tuple] = {}
+
+
+def _codec(codec: int) -> tuple:
+    if not _CODECS:
+        _CODECS.update(_codecs())
+    if codec not in _CODECS:
+        raise ValueError(f"unknown compression codec {codec}")
+    return _CODECS[codec]
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    return data if codec == 0 else bytes(_codec(codec)[1](data))
 
 
 def compress(codec: int, data: bytes) -> bytes:
-    if codec == 0:
-        return data
-    import cramjam
-    if codec == 1:
-        return bytes(cramjam.gzip.compress(data))
-    if codec == 2:
-        return bytes(cramjam.snappy.compress_raw(data))
-    if codec == 3:
-        return bytes(cramjam.lz4.compress(data))
-    if codec == 4:
-        return bytes(cramjam.zstd.compress(data))
-    raise ValueError(f"unknown compression codec {codec}")
-
-
-def _xerial_snappy_decompress(data: bytes) -> bytes:
-    import cramjam
-    out, pos = bytearray(), 16
-    while pos < len(data):
-        (n,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
-        pos += n
-    return bytes(out)
+    return data if codec == 0 else bytes(_codec(codec)[0](data))
 
 
 def iter_records(data, position: int = 0) -> Iterator[Record]:

@@ -197,58 +197,62 @@ def _write_length(stream, n: int, compact: bool, wide: bool) -> None:
         stream.write(_S_INT16.pack(n))
 
 
-class KString(Construct):
-    """STRING / COMPACT_STRING, optionally NULLABLE."""
+class _LengthPrefixed(Construct):
+    """A nullable, length-prefixed value: STRING, BYTES and their COMPACT forms."""
+
+    wide = False   # BYTES use an int32 length, STRING an int16 one
 
     def __init__(self, compact: bool, nullable: bool) -> None:
         super().__init__()
         self.compact, self.nullable = compact, nullable
 
+    def _decode(self, stream, n: int, path):
+        raise NotImplementedError
+
+    def _encode(self, obj):
+        raise NotImplementedError
+
     def _parse(self, stream, context, path):
-        n = _read_length(stream, self.compact, False)
+        n = _read_length(stream, self.compact, self.wide)
         if n < 0:
             if not self.nullable:
-                raise StreamError(f"null in non-nullable string {path}")
+                raise StreamError(f"null in non-nullable {type(self).__name__} {path}")
             return None
-        return stream_read(stream, n, path).decode("utf-8")
+        return self._decode(stream, n, path)
 
     def _build(self, obj, stream, context, path):
         if obj is None:
             if not self.nullable:
-                raise StreamError(f"null in non-nullable string {path}")
-            _write_length(stream, -1, self.compact, False)
+                raise StreamError(f"null in non-nullable {type(self).__name__} {path}")
+            _write_length(stream, -1, self.compact, self.wide)
             return obj
-        data = obj.encode("utf-8")
-        _write_length(stream, len(data), self.compact, False)
+        data = self._encode(obj)
+        _write_length(stream, len(data), self.compact, self.wide)
         stream.write(data)
         return obj
 
 
-class KBytes(Construct):
+class KString(_LengthPrefixed):
+    """STRING / COMPACT_STRING, optionally NULLABLE."""
+
+    def _decode(self, stream, n, path):
+        return stream_read(stream, n, path).decode("utf-8")
+
+    def _encode(self, obj):
+        return obj.encode("utf-8")
+
+
+class KBytes(_LengthPrefixed):
     """BYTES / COMPACT_BYTES, optionally NULLABLE; parses to a zero-copy view where it can."""
 
-    def __init__(self, compact: bool, nullable: bool) -> None:
-        super().__init__()
-        self.compact, self.nullable = compact, nullable
+    wide = True
 
-    def _parse(self, stream, context, path):
-        n = _read_length(stream, self.compact, True)
-        if n < 0:
-            if not self.nullable:
-                raise StreamError(f"null in non-nullable bytes {path}")
-            return None
+    def _decode(self, stream, n, path):
         if isinstance(stream, BufferReader):
             return stream.view(n)
         return stream_read(stream, n, path)
 
-    def _build(self, obj, stream, context, path):
-        if obj is None:
-            if not self.nullable:
-                raise StreamError(f"null in non-nullable bytes {path}")
-            _write_length(stream, -1, self.compact, True)
-            return obj
-        _write_length(stream, len(obj), self.compact, True)
-        stream.write(obj)
+    def _encode(self, obj):
         return obj
 
 

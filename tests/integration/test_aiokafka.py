@@ -138,3 +138,26 @@ async def test_topic_admin(broker, topic_name):
         assert topic_name not in await admin.list_topics()
     finally:
         await admin.close()
+
+
+async def test_log_append_time_topics_stamp_records_on_append(broker, topic_name):
+    await create(broker, topic_name, partitions=1, configs={"message.timestamp.type": "LogAppendTime"})
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+    await producer.start()
+    before = int(time.time() * 1000)
+    try:
+        meta = await producer.send_and_wait(topic_name, b"v", timestamp_ms=1_000_000)
+    finally:
+        await producer.stop()
+    after = int(time.time() * 1000)
+    assert before - 1000 <= meta.timestamp <= after + 1000, "the produce response carries the append time"
+    consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic_name, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        msg = (await consumer.getmany(tp, timeout_ms=5000))[tp][0]
+        assert msg.timestamp_type == 1 and before - 1000 <= msg.timestamp <= after + 1000
+    finally:
+        await consumer.stop()

@@ -16,6 +16,8 @@ import time
 from protocol.records import HEADER_SIZE, BatchHeader, iter_records, verify_crc
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
+# Past this many batches a fetch slice is cut at max_bytes instead of at a batch boundary.
+_MAX_BATCHES_SCANNED = 512
 
 
 def segment_name(base_offset: int) -> str:
@@ -100,21 +102,34 @@ class LogSegment:
         return None
 
     def read(self, offset: int, max_bytes: int, max_position: int, min_one_batch: bool) -> tuple[int, int] | None:
-        """(position, length) of bytes to send for a fetch at ``offset``.
+        """(position, length) of whole batches to send for a fetch at ``offset``.
 
-        As Kafka does, the slice may end inside a batch (clients drop a partial
-        trailing batch), except that with ``min_one_batch`` the first batch is
-        returned whole even when it exceeds ``max_bytes`` (KIP-74).
+        The slice ends at the last whole batch that fits in ``max_bytes``, so no
+        bytes are sent that the client would discard and fetch again. If not
+        even the first batch fits, it is sent whole with ``min_one_batch``
+        (KIP-74), else cut at ``max_bytes`` as Kafka does (clients drop a
+        partial trailing batch).
         """
         found = self.find_batch(offset)
         if found is None:
             return None
-        position, header = found
-        if position >= max_position:
+        start, header = found
+        if start >= max_position:
             return None
-        limit = max(max_bytes, header.size) if min_one_batch else max_bytes
-        length = min(max_position - position, limit)
-        return (position, length) if length > 0 else None
+        limit = min(max_position - start, max_bytes)
+        end = start
+        scanned = 0
+        while header is not None and end + header.size - start <= limit and end < max_position:
+            end += header.size
+            scanned += 1
+            if scanned >= _MAX_BATCHES_SCANNED or end >= max_position:
+                break
+            header = self.header_at(end)
+        if end > start:
+            return start, end - start
+        if min_one_batch:
+            return start, min(header.size, max_position - start)
+        return (start, limit) if limit > 0 else None
 
     def position_of(self, offset: int) -> int:
         """File position of the batch holding ``offset``, or the segment's size if past its end."""

@@ -87,3 +87,37 @@ def test_retention_override_takes_effect_without_restart(fresh_broker):
     finally:
         admin.close()
         consumer.close()
+
+
+async def test_list_offsets_max_timestamp_and_describe_cluster(broker, topic_name):
+    from client.connection import KafkaConnection
+    from protocol.errors import ErrorCode
+    from protocol.records import build_batch
+
+    conn = await KafkaConnection.open("127.0.0.1", broker.port)
+    try:
+        created = await conn.request(19, 7, {"topics": [{"name": topic_name, "num_partitions": 1,
+                                                         "replication_factor": 1}], "timeout_ms": 5000})
+        assert created.topics[0].error_code == 0
+        for ts in (5000, 9000, 7000):   # the largest timestamp is not the last record
+            resp = await conn.request(0, 9, {"transactional_id": None, "acks": 1, "timeout_ms": 5000, "topic_data": [
+                {"name": topic_name, "partition_data": [{"index": 0, "records": build_batch(
+                    [(None, b"v", [])], timestamp_ms=ts)}]}]})
+            assert resp.responses[0].partition_responses[0].error_code == 0
+
+        async def list_offsets(timestamp, version=7):
+            r = await conn.request(2, version, {"replica_id": -1, "topics": [{"name": topic_name, "partitions": [
+                {"partition_index": 0, "timestamp": timestamp}]}]})
+            return r.topics[0].partitions[0]
+
+        newest = await list_offsets(-3)
+        assert (newest.error_code, newest.offset, newest.timestamp) == (0, 1, 9000)
+        assert (await list_offsets(-3, version=6)).error_code == ErrorCode.UNSUPPORTED_VERSION  # before v7
+        assert (await list_offsets(-2)).offset == 0 and (await list_offsets(-1)).offset == 3
+        assert (await list_offsets(6000)).offset == 1
+
+        cluster = await conn.request(60, 1, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
+        assert cluster.error_code == 0 and cluster.cluster_id
+        assert [(b.broker_id, b.port) for b in cluster.brokers] == [(0, broker.port)]
+    finally:
+        await conn.close()

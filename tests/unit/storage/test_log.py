@@ -162,3 +162,17 @@ def test_clean_shutdown_skips_recovery_but_unclean_recovers(tmp_path):
     clean.close()
     unclean = Log(str(d), "t", 0, LogConfig(), recovery_point=2)
     assert unclean.log_end_offset == 2 and unclean.active_segment.size == size
+
+
+def test_fetch_slices_end_at_whole_batches(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    sizes = [append(log, [b"x" * 200]) and log.active_segment.size for _ in range(5)]
+    batch = sizes[0]
+    sl = log.read(0, int(batch * 2.5), log.log_end_offset, min_one_batch=True)
+    assert (sl.position, sl.length) == (0, 2 * batch), "no partial third batch"
+    sl = log.read(1, batch // 2, log.log_end_offset, min_one_batch=True)
+    assert (sl.position, sl.length) == (batch, batch), "the first batch goes whole (KIP-74)"
+    sl = log.read(1, batch // 2, log.log_end_offset, min_one_batch=False)
+    assert sl.length == batch // 2, "without min_one_batch Kafka cuts at max_bytes"
+    sl = log.read(0, 10 * batch, 3, min_one_batch=True)
+    assert sl.length == 3 * batch, "never past the high watermark"

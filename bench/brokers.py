@@ -94,4 +94,4 @@ def noida(workdir: str) -> Peer:
     binary = os.path.join(os.path.dirname(noida_db.__file__), "noida-db")
     return Peer("noida-db", lambda port, wd: [binary, "start", "--only", "kafka", "--kafka-port", str(port),
                                               "--data-dir", os.path.join(wd, "noida")],
-                workdir, "ignores fetch max_bytes: fetch figures not comparable")
+                workdir, "Kafka service of noida-db, data in its --data-dir")

@@ -25,6 +25,18 @@ def configure_logging(level: str = "INFO") -> None:
     )
 
 
+def raise_open_files_limit() -> None:
+    """Every partition holds three files open (.log, .index, .timeindex): use the hard limit."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
 async def run_broker(config: BrokerConfig) -> None:
     broker = Broker(config)
     await broker.start()
@@ -48,5 +60,6 @@ def serve(properties: str | None, overrides: list[str], log_level: str = "INFO")
         return 2
     import uvloop
 
+    raise_open_files_limit()
     uvloop.run(run_broker(config))
     return 0

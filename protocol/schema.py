@@ -113,6 +113,38 @@ class Api:
 REGISTRY: dict[int, Api] = {}
 
 
+@dataclass
+class DataSchema:
+    """A versioned record schema with no api key (the internal topics' keys and values)."""
+
+    name: str
+    versions: Versions
+    flexible: Versions | None
+    fields: list[Field]
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible is not None and version in self.flexible
+
+
+DATA: dict[str, DataSchema] = {}
+
+
+def data(name: str, versions: str, *, flexible: str | None, fields: str) -> DataSchema:
+    """Declare a record schema; registered by its name."""
+    declared = DataSchema(name, Versions.parse(versions), Versions.parse(flexible) if flexible else None,
+                          parse_fields(fields))
+    DATA[name] = declared
+    return declared
+
+
+@functools.lru_cache(maxsize=None)
+def data_struct(name: str, version: int) -> "KStruct":
+    declared = DATA[name]
+    if version not in declared.versions:
+        raise ValueError(f"{name} v{version} is not supported")
+    return build_struct(declared.fields, version, declared.is_flexible(version))
+
+
 def api(key: int, name: str, versions: str, *, flexible: str | None, request: str, response: str) -> Api:
     """Declare an API; the declaration is registered by its key."""
     declared = Api(key, name, Versions.parse(versions),
@@ -314,5 +346,6 @@ def walk(fields: list[Field], prefix: str = "") -> Iterator[tuple[str, Field]]:
         yield from walk(f.fields, prefix + f.name + ".")
 
 
-__all__ = ["Api", "Field", "KStruct", "Message", "REGISTRY", "Versions", "api", "decode",
+__all__ = ["Api", "DATA", "DataSchema", "Field", "KStruct", "Message", "REGISTRY", "Versions", "api", "data",
+           "data_struct", "decode",
            "encode", "parse_fields", "struct_for", "walk", "StreamError"]

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from broker.registry import HANDLERS
-from protocol.schema import REGISTRY, Field, Versions
+from protocol.schema import DATA, REGISTRY, Field, Versions
 
 SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "kafka-protocol", "messages")
 pytestmark = pytest.mark.skipif(not os.path.isdir(SCHEMAS), reason="../shared/kafka-protocol is not beside the repo")
@@ -65,10 +65,13 @@ def declared_fields(fields: list[Field], version: int) -> list[tuple]:
     return out
 
 
-CASES = [(h.name, h.api_key, v, direction)
-         for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
-         for v in range(h.min_version, h.max_version + 1)
+# Every declaration at every version it declares: the advertised ones and those not wired to a handler yet.
+CASES = [(a.name, a.key, v, direction)
+         for a in sorted(REGISTRY.values(), key=lambda a: a.key)
+         for v in range(a.versions.low, a.versions.high + 1)
          for direction in ("Request", "Response")]
+INTERNAL = os.path.join(SCHEMAS, "..", "internal")
+DATA_CASES = [(d.name, v) for d in DATA.values() for v in range(d.versions.low, d.versions.high + 1)]
 
 
 @pytest.mark.parametrize("name,api_key,version,direction", CASES,
@@ -83,6 +86,18 @@ def test_schema_matches_kafka(name, api_key, version, direction):
     common = {c["name"]: c["fields"] for c in official.get("commonStructs", [])}
     ours = declared.request if direction == "Request" else declared.response
     assert declared_fields(ours, version) == official_fields(official["fields"], version, common)
+
+
+@pytest.mark.parametrize("name,version", DATA_CASES, ids=[f"{n}-v{v}" for n, v in DATA_CASES])
+def test_internal_record_schema_matches_kafka(name, version):
+    with open(os.path.join(INTERNAL, name + ".json"), encoding="utf-8") as f:
+        official = json.loads(re.sub(r"//.*", "", f.read()))
+    declared = DATA[name]
+    assert version in Versions.parse(official["validVersions"])
+    flexible = versions(official.get("flexibleVersions"))
+    assert (flexible is not None and version in flexible) == declared.is_flexible(version)
+    common = {c["name"]: c["fields"] for c in official.get("commonStructs", [])}
+    assert declared_fields(declared.fields, version) == official_fields(official["fields"], version, common)
 
 
 def test_every_api_key_is_advertised_once_with_its_declared_range():

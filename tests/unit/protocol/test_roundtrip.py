@@ -6,7 +6,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.registry import HANDLERS
 from protocol import schema
 from protocol.types import BufferReader
 
@@ -71,8 +70,8 @@ def assert_matches(decoded, sent, path="") -> None:
         assert decoded == sent, path
 
 
-CASES = [(h.api_key, v, is_request) for h in HANDLERS.values()
-         for v in range(h.min_version, h.max_version + 1) for is_request in (True, False)]
+CASES = [(a.key, v, is_request) for a in schema.REGISTRY.values()
+         for v in range(a.versions.low, a.versions.high + 1) for is_request in (True, False)]
 
 
 @pytest.mark.parametrize("api_key,version,is_request", CASES,

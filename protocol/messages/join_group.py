@@ -1,0 +1,30 @@
+"""JoinGroup: the declaration of every supported version."""
+
+from protocol.schema import api
+
+JOIN_GROUP = api(11, "JoinGroup", "0-7", flexible="6+",
+request="""
+    group_id                             string
+    session_timeout_ms                   int32
+    rebalance_timeout_ms                 int32                          1+ =-1
+    member_id                            string
+    group_instance_id                    string?                        5+ =null
+    protocol_type                        string
+    protocols                            [JoinGroupRequestProtocol]
+      name                               string
+      metadata                           bytes
+""",
+response="""
+    throttle_time_ms                     int32                          2+
+    error_code                           int16
+    generation_id                        int32                          =-1
+    protocol_type                        string?                        7+ =null
+    protocol_name                        string?7+
+    leader                               string
+    member_id                            string
+    members                              [JoinGroupResponseMember]
+      member_id                          string
+      group_instance_id                  string?                        5+ =null
+      metadata                           bytes
+""")
+

@@ -1,0 +1,17 @@
+"""ListGroups: the declaration of every supported version."""
+
+from protocol.schema import api
+
+LIST_GROUPS = api(16, "ListGroups", "0-4", flexible="3+",
+request="""
+    states_filter                        []string                       4+
+""",
+response="""
+    throttle_time_ms                     int32                          1+
+    error_code                           int16
+    groups                               [ListedGroup]
+      group_id                           string
+      protocol_type                      string
+      group_state                        string                         4+
+""")
+

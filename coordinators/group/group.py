@@ -1,0 +1,156 @@
+"""GroupMetadata and MemberMetadata: one consumer group's members, generation and chosen protocol.
+
+Pure state, no I/O and no clock of its own: callers pass ``now_ms`` (the
+coordinator's injected clock), so tests drive session expiry without sleeping.
+
+Invariants:
+* ``state`` only changes through ``transition_to`` (legal predecessors enforced);
+* ``generation_id`` grows by one at every completed join phase;
+* while the group has members, ``leader_id`` is one of them;
+* ``protocol_name`` is a protocol every member supports (chosen by vote).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from coordinators.group.state import GroupState, IllegalStateTransition
+
+
+@dataclass
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]          # (name, metadata), in the member's order of preference
+    assignment: bytes = b""
+    heartbeat_deadline_ms: int = 0
+    is_new: bool = True
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        raise KeyError(f"member {self.member_id} does not support protocol {protocol}")
+
+    def vote(self, candidates: set[str]) -> str:
+        """The member's most preferred protocol among those every member supports."""
+        for name in self.protocol_names:
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+    def heartbeat(self, now_ms: int) -> None:
+        self.heartbeat_deadline_ms = now_ms + self.session_timeout_ms
+
+    def has_expired(self, now_ms: int) -> bool:
+        return now_ms >= self.heartbeat_deadline_ms
+
+
+@dataclass
+class GroupMetadata:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, MemberMetadata] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)   # group.instance.id -> member id
+    state_timestamp_ms: int = -1
+
+    # ------------------------------------------------------------------ state
+    def transition_to(self, target: GroupState, now_ms: int) -> None:
+        if self.state not in target.valid_previous:
+            raise IllegalStateTransition(self.group_id, self.state, target)
+        self.state = target
+        self.state_timestamp_ms = now_ms
+
+    def is_in(self, state: GroupState) -> bool:
+        return self.state is state
+
+    # ------------------------------------------------------------------ members
+    def add(self, member: MemberMetadata, now_ms: int) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        member.heartbeat(now_ms)
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
+            del self.static_members[member.group_instance_id]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def replace_static_member(self, instance_id: str, new_member_id: str) -> MemberMetadata:
+        """A restarted static member takes over its old entry (and assignment) under a new member id."""
+        old_id = self.static_members[instance_id]
+        member = self.members.pop(old_id)
+        member.member_id = new_member_id
+        self.members[new_member_id] = member
+        self.static_members[instance_id] = new_member_id
+        if self.leader_id == old_id:
+            self.leader_id = new_member_id
+        return member
+
+    def expired_members(self, now_ms: int) -> list[MemberMetadata]:
+        return [m for m in self.members.values() if m.has_expired(now_ms)]
+
+    # ------------------------------------------------------------------ protocols
+    def candidate_protocols(self) -> set[str]:
+        """Protocols that every member supports."""
+        members = list(self.members.values())
+        if not members:
+            return set()
+        common = set(members[0].protocol_names)
+        for m in members[1:]:
+            common &= set(m.protocol_names)
+        return common
+
+    def supports_protocols(self, protocol_type: str, protocols: list[str]) -> bool:
+        """Whether a member with these protocols may join (else INCONSISTENT_GROUP_PROTOCOL)."""
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        return protocol_type == self.protocol_type and bool(self.candidate_protocols() & set(protocols))
+
+    def select_protocol(self) -> str:
+        """Each member votes for its preferred common protocol; the most votes win (ties: first voted)."""
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise ValueError(f"group {self.group_id!r} has no protocol every member supports")
+        votes = Counter(m.vote(candidates) for m in self.members.values())
+        return votes.most_common(1)[0][0]
+
+    def init_next_generation(self, now_ms: int) -> None:
+        """Complete the join phase: bump the generation and choose the protocol (or go Empty)."""
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            for m in self.members.values():
+                m.is_new = False
+            self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
+        else:
+            self.protocol_name = None
+            self.transition_to(GroupState.EMPTY, now_ms)
+
+    def member_metadata_for_leader(self) -> list[dict]:
+        """The JoinGroup response's member list (sent to the leader only)."""
+        return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                 "metadata": m.metadata_for(self.protocol_name)} for m in self.members.values()]

@@ -107,8 +107,8 @@ class LogSegment:
         The slice ends at the last whole batch that fits in ``max_bytes``, so no
         bytes are sent that the client would discard and fetch again. If not
         even the first batch fits, it is sent whole with ``min_one_batch``
-        (KIP-74), else cut at ``max_bytes`` as Kafka does (clients drop a
-        partial trailing batch).
+        (KIP-74), else nothing is: as Kafka answers Fetch v3+, an incomplete
+        first batch becomes an empty record set rather than a fragment.
         """
         found = self.find_batch(offset)
         if found is None:
@@ -129,7 +129,7 @@ class LogSegment:
             return start, end - start
         if min_one_batch:
             return start, min(header.size, max_position - start)
-        return (start, limit) if limit > 0 else None
+        return None
 
     def position_of(self, offset: int) -> int:
         """File position of the batch holding ``offset``, or the segment's size if past its end."""
@@ -195,19 +195,6 @@ class LogSegment:
             self.first_batch_timestamp = valid[0][1].max_timestamp
         self.indexes_missing = False
         return valid
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove every batch whose base offset is >= ``offset``."""
-        position = self.size
-        for pos, header in self.iter_headers(self.offset_index.lookup(offset)[1]):
-            if header.base_offset >= offset:
-                position = pos
-                break
-        os.ftruncate(self.fd, position)
-        self.size = position
-        self.offset_index.truncate_to_offset(offset)
-        self.time_index.truncate_to_offset(offset)
-        self.max_timestamp = self.time_index.max_timestamp
 
     @property
     def last_modified_ms(self) -> int:

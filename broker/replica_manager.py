@@ -4,8 +4,8 @@ Invariants:
 * a partition's high watermark never exceeds the log end offset of any ISR
   member; on a single broker the ISR is this broker, so every append moves it;
 * an append returns only after the bytes reached the log's file descriptor;
-  acks=all additionally waits (DelayedProduce) until the high watermark has
-  passed the appended offsets;
+  acks=all needs the high watermark past the appended offsets, which on a
+  single broker the append itself achieves (replication adds a DelayedProduce);
 * fetch reads stop at the high watermark (consumers) or log end (followers).
 """
 
@@ -81,7 +81,6 @@ class ReplicaManager:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.produce_purgatory = Purgatory("produce")
         self.fetch_purgatory = Purgatory("fetch")
 
     # ------------------------------------------------------------------ partitions
@@ -171,7 +170,6 @@ class ReplicaManager:
         return results
 
     def shutdown(self) -> None:
-        self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import io
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from construct import Construct, Container, StreamError
 
@@ -340,12 +340,6 @@ def encode(struct: KStruct, obj: dict, out: io.BytesIO | None = None) -> tuple[i
     return out, regions
 
 
-def walk(fields: list[Field], prefix: str = "") -> Iterator[tuple[str, Field]]:
-    for f in fields:
-        yield prefix + f.name, f
-        yield from walk(f.fields, prefix + f.name + ".")
-
-
 __all__ = ["Api", "DATA", "DataSchema", "Field", "KStruct", "Message", "REGISTRY", "Versions", "api", "data",
            "data_struct", "decode",
-           "encode", "parse_fields", "struct_for", "walk", "StreamError"]
+           "encode", "parse_fields", "struct_for", "StreamError"]

@@ -15,7 +15,7 @@ from construct import Construct, FormatField, StreamError, stream_read, stream_w
 
 __all__ = [
     "BufferReader", "FileRegion", "INT8", "INT16", "UINT16", "INT32", "UINT32", "INT64",
-    "FLOAT64", "BOOL", "UUID", "UVARINT", "VARINT", "KString", "KBytes", "KRecords",
+    "FLOAT64", "BOOL", "UUID", "KString", "KBytes", "KRecords",
     "KArray", "read_uvarint", "write_uvarint", "encode_uvarint", "encode_varint",
 ]
 
@@ -131,25 +131,6 @@ def write_uvarint(stream, value: int) -> None:
     stream.write(encode_uvarint(value))
 
 
-class _UVarInt(Construct):
-    def _parse(self, stream, context, path):
-        return read_uvarint(stream)
-
-    def _build(self, obj, stream, context, path):
-        stream.write(encode_uvarint(obj))
-        return obj
-
-
-class _VarInt(Construct):
-    def _parse(self, stream, context, path):
-        v = read_uvarint(stream)
-        return (v >> 1) ^ -(v & 1)
-
-    def _build(self, obj, stream, context, path):
-        stream.write(encode_varint(obj))
-        return obj
-
-
 class _Bool(Construct):
     def _parse(self, stream, context, path):
         return stream_read(stream, 1, path) != b"\x00"
@@ -173,8 +154,6 @@ class _Uuid(Construct):
         return obj
 
 
-UVARINT = _UVarInt()
-VARINT = _VarInt()
 BOOL = _Bool()
 UUID = _Uuid()
 

@@ -192,24 +192,6 @@ class Log:
         self._after_append(header.records_count, now_ms)
         return AppendInfo(first_offset, last_offset, append_time, self.log_start_offset)
 
-    def append_as_follower(self, data: memoryview | bytes) -> int:
-        """Append batches that already carry their offsets (replication); returns the new log end offset."""
-        from protocol.records import split_batches, verify_crc
-
-        now_ms = self._now_ms()
-        for position, header in split_batches(data):
-            if header.base_offset < self.log_end_offset:
-                continue
-            if not verify_crc(data, position, header):
-                raise InvalidBatch("CORRUPT_MESSAGE", "replicated batch CRC mismatch")
-            segment = self._maybe_roll(header.size, now_ms)
-            segment.append(header.last_offset, header.max_timestamp, [data[position:position + header.size]])
-            self.log_end_offset = header.next_offset
-            if header.has_producer_id:
-                self.producer_state.update(header, header.base_offset)
-            self._after_append(header.records_count, now_ms)
-        return self.log_end_offset
-
     def _after_append(self, count: int, now_ms: int) -> None:
         self.unflushed_messages += count
         if self.unflushed_messages >= self.config.flush_messages:
@@ -344,19 +326,6 @@ class Log:
             else:
                 keep.append((due, segment))
         self._pending_deletes = keep
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop every record at or above ``offset`` (replication divergence)."""
-        if offset >= self.log_end_offset:
-            return
-        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
-            self.segments.pop().delete()
-        self.active_segment.truncate_to(offset)
-        self.log_end_offset = max(offset, self.active_segment.base_offset)
-        self.high_watermark = min(self.high_watermark, self.log_end_offset)
-        self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        self.producer_state.truncate_and_reload(
-            h for s in self.segments for _, h in s.iter_headers(0))
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

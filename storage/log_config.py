@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 # topic config name -> (LogConfig attribute, parser)
 TOPIC_CONFIGS = {
@@ -107,5 +107,3 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
         return f"Invalid value {value} for configuration {name}"
     return None
 
-
-CONFIG_NAMES = [f.name for f in fields(LogConfig)]

@@ -75,9 +75,6 @@ class GroupMetadata:
         self.state = target
         self.state_timestamp_ms = now_ms
 
-    def is_in(self, state: GroupState) -> bool:
-        return self.state is state
-
     # ------------------------------------------------------------------ members
     def add(self, member: MemberMetadata, now_ms: int) -> None:
         if not self.members:

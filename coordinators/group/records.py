@@ -1,0 +1,83 @@
+"""The records of __consumer_offsets, in Kafka's format.
+
+A record's key is an int16 schema version followed by the key struct, and so
+is its value; a null value is a tombstone (a deleted offset or group). The key
+version tells the record kind: 0 and 1 are offset commits, 2 is group metadata.
+Decoding accepts every version Kafka has written; encoding writes the
+versions Kafka 3.x writes (offset commit v3 values, group metadata v3 values).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from protocol import schema
+from protocol.types import BufferReader
+
+_VERSION = struct.Struct(">h")
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+
+@dataclass(frozen=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    group: str
+
+
+def _encode(name: str, version: int, obj: dict) -> bytes:
+    out, _ = schema.encode(schema.data_struct(name, version), obj)
+    return _VERSION.pack(version) + out.getvalue()
+
+
+def _decode(name: str, data: bytes) -> tuple[int, schema.Message]:
+    (version,) = _VERSION.unpack_from(data)
+    reader = BufferReader(data, 2)
+    return version, schema.decode(schema.data_struct(name, version), reader)
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    return _encode("OffsetCommitKey", OFFSET_COMMIT_KEY_VERSION,
+                   {"group": group, "topic": topic, "partition": partition})
+
+
+def offset_commit_value(offset: int, leader_epoch: int, metadata: str, commit_timestamp: int) -> bytes:
+    return _encode("OffsetCommitValue", OFFSET_COMMIT_VALUE_VERSION,
+                   {"offset": offset, "leader_epoch": leader_epoch, "metadata": metadata,
+                    "commit_timestamp": commit_timestamp})
+
+
+def group_metadata_key(group: str) -> bytes:
+    return _encode("GroupMetadataKey", GROUP_METADATA_KEY_VERSION, {"group": group})
+
+
+def group_metadata_value(value: dict) -> bytes:
+    return _encode("GroupMetadataValue", GROUP_METADATA_VALUE_VERSION, value)
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey:
+    (version,) = _VERSION.unpack_from(data)
+    if version in (0, 1):
+        _, key = _decode("OffsetCommitKey", data)
+        return OffsetKey(key.group, key.topic, key.partition)
+    if version == GROUP_METADATA_KEY_VERSION:
+        _, key = _decode("GroupMetadataKey", data)
+        return GroupKey(key.group)
+    raise ValueError(f"unknown __consumer_offsets key version {version}")
+
+
+def decode_value(key: OffsetKey | GroupKey, data: bytes | None) -> schema.Message | None:
+    """The value's fields, or None for a tombstone."""
+    if data is None:
+        return None
+    name = "OffsetCommitValue" if isinstance(key, OffsetKey) else "GroupMetadataValue"
+    return _decode(name, data)[1]

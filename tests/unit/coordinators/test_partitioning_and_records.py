@@ -1,0 +1,57 @@
+"""Coordinator partition choice (Java's String.hashCode) and the __consumer_offsets record format."""
+
+import struct
+
+import pytest
+
+from coordinators.group import records
+from coordinators.partitioning import java_string_hash, kafka_abs, partition_for
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("", 0),
+    ("hello", 99162322),                     # "hello".hashCode()
+    ("polygenelubricants", -(1 << 31)),      # the classic string whose hash is Integer.MIN_VALUE
+    ("\U0001F600", 0xD83D * 31 + 0xDE00),    # a surrogate pair counts as two UTF-16 units
+    ("é", 0xE9),
+])
+def test_java_string_hash(value, expected):
+    assert java_string_hash(value) == expected
+
+
+def test_kafka_abs_maps_min_value_to_zero():
+    assert kafka_abs(-(1 << 31)) == 0 and kafka_abs(-5) == 5
+
+
+def test_partition_for():
+    assert partition_for("polygenelubricants", 50) == 0
+    assert partition_for("hello", 50) == 99162322 % 50
+    assert all(0 <= partition_for(f"group-{i}", 50) < 50 for i in range(200))
+
+
+def test_offset_commit_record_round_trip_and_layout():
+    key = records.offset_commit_key("g", "t", 3)
+    # int16 key version 1, then group, topic (int16-length strings) and int32 partition
+    assert key == struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t" + struct.pack(">i", 3)
+    decoded = records.decode_key(key)
+    assert decoded == records.OffsetKey("g", "t", 3)
+    value = records.decode_value(decoded, records.offset_commit_value(42, 7, "meta", 1000))
+    assert (value.offset, value.leader_epoch, value.metadata, value.commit_timestamp) == (42, 7, "meta", 1000)
+    assert records.decode_value(decoded, None) is None     # a tombstone
+
+
+def test_group_metadata_record_round_trip():
+    key = records.group_metadata_key("g")
+    assert records.decode_key(key) == records.GroupKey("g")
+    member = {"member_id": "m1", "group_instance_id": "i1", "client_id": "c", "client_host": "/127.0.0.1",
+              "rebalance_timeout": 30000, "session_timeout": 10000, "subscription": b"sub", "assignment": b"asg"}
+    raw = records.group_metadata_value({"protocol_type": "consumer", "generation": 4, "protocol": "range",
+                                        "leader": "m1", "current_state_timestamp": 123, "members": [member]})
+    value = records.decode_value(records.GroupKey("g"), raw)
+    assert (value.generation, value.protocol, value.leader) == (4, "range", "m1")
+    assert value.members[0].group_instance_id == "i1" and bytes(value.members[0].assignment) == b"asg"
+
+
+def test_unknown_key_versions_are_rejected():
+    with pytest.raises(ValueError):
+        records.decode_key(struct.pack(">h", 9) + b"\x00\x00")

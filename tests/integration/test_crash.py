@@ -1,7 +1,10 @@
 """kill -9 mid-stream: every acknowledged record survives, in order, with no gap."""
 
+import random
 import threading
 import time
+
+import pytest
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -29,9 +32,31 @@ def read_partition(bootstrap, topic, partition):
 
 def test_acknowledged_records_survive_kill_9(fresh_broker):
     broker = fresh_broker.start()
-    topic = "crash"
-    make_topic(broker.bootstrap, topic, PARTITIONS)
-    acked: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
+    make_topic(broker.bootstrap, "crash", PARTITIONS)
+    acked = {p: [] for p in range(PARTITIONS)}
+    produce_then_kill(broker, "crash", acked, at_least=20000, first=0)
+    broker.start()  # same port, same data dir: recovery runs
+    verify(broker, "crash", acked)
+    assert broker.stop() == 0
+
+
+@pytest.mark.slow
+def test_repeated_kill_9_cycles_lose_nothing(fresh_broker):
+    """Five crash/recover cycles on the same data: each recovery starts from an already recovered log."""
+    broker = fresh_broker.start()
+    make_topic(broker.bootstrap, "crash", PARTITIONS, configs={"segment.bytes": "1000000"})
+    acked = {p: [] for p in range(PARTITIONS)}
+    rng = random.Random(7)
+    for cycle in range(5):
+        produce_then_kill(broker, "crash", acked, at_least=rng.randrange(5000, 40000), first=cycle * 10**7)
+        broker.start()
+        verify(broker, "crash", acked)
+    assert broker.stop() == 0
+
+
+def produce_then_kill(broker, topic, acked, *, at_least: int, first: int) -> None:
+    """Produce with acks=1 until ``at_least`` more records are acknowledged, then kill -9 mid-stream."""
+    start_count = sum(map(len, acked.values()))
     stop = threading.Event()
 
     def on_delivery(err, msg):
@@ -41,10 +66,10 @@ def test_acknowledged_records_survive_kill_9(fresh_broker):
     def produce_forever():
         producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "1", "linger.ms": 1,
                              "enable.idempotence": False, "message.timeout.ms": 3000, "retries": 0})
-        i = 0
+        i = first
         while not stop.is_set():
             try:
-                producer.produce(topic, value=b"record-%08d" % i, partition=i % PARTITIONS, on_delivery=on_delivery)
+                producer.produce(topic, value=b"record-%010d" % i, partition=i % PARTITIONS, on_delivery=on_delivery)
                 i += 1
             except BufferError:
                 pass
@@ -53,16 +78,18 @@ def test_acknowledged_records_survive_kill_9(fresh_broker):
 
     worker = threading.Thread(target=produce_forever)
     worker.start()
-    deadline = time.monotonic() + 30
-    while sum(map(len, acked.values())) < 20000 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while sum(map(len, acked.values())) - start_count < at_least and time.monotonic() < deadline:
         time.sleep(0.01)
     broker.kill()
     stop.set()
     worker.join(30)
-    total = sum(map(len, acked.values()))
-    assert total >= 20000, f"only {total} records were acknowledged before the kill"
+    total = sum(map(len, acked.values())) - start_count
+    assert total >= at_least, f"only {total} records were acknowledged before the kill"
 
-    broker.start()  # same port, same data dir: recovery runs
+
+def verify(broker, topic, acked) -> None:
+    """Every acknowledged record is at its acknowledged offset; offsets have no gap; order is kept."""
     for p in range(PARTITIONS):
         stored = read_partition(broker.bootstrap, topic, p)
         offsets = [o for o, _ in stored]
@@ -72,4 +99,3 @@ def test_acknowledged_records_survive_kill_9(fresh_broker):
             assert by_offset.get(offset) == value, f"acknowledged record lost at {p}:{offset}"
         values = [v for _, v in stored]
         assert values == sorted(values), f"partition {p} out of order"
-    assert broker.stop() == 0

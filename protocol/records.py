@@ -227,6 +227,19 @@ def compress(codec: int, data: bytes) -> bytes:
     return data if codec == 0 else bytes(_codec(codec)[0](data))
 
 
+def _xerial_snappy_decompress(data: bytes) -> bytes:
+    """Xerial framing: a 16-byte header, then blocks of (int32 length, raw snappy block)."""
+    import cramjam
+
+    out, pos = bytearray(), 16
+    while pos < len(data):
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
+        pos += n
+    return bytes(out)
+
+
 def iter_records(data, position: int = 0) -> Iterator[Record]:
     """Decode every record of the batch at ``position`` (decompressing if needed)."""
     header = BatchHeader.parse(data, position)

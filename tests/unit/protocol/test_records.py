@@ -38,3 +38,19 @@ def test_message_max_bytes():
     with pytest.raises(InvalidBatch) as exc:
         validate_produce_records(memoryview(batch), 1000)
     assert exc.value.error == "MESSAGE_TOO_LARGE"
+
+
+def test_xerial_framed_snappy_from_java_clients_decodes():
+    import struct
+
+    import cramjam
+
+    from protocol.records import decompress
+
+    payload = b"record bytes " * 500
+    blocks = [payload[:3000], payload[3000:]]
+    framed = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    for block in blocks:
+        raw = bytes(cramjam.snappy.compress_raw(block))
+        framed += struct.pack(">i", len(raw)) + raw
+    assert decompress(2, framed) == payload

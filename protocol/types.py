@@ -11,7 +11,7 @@ import os
 import struct
 from typing import Any
 
-from construct import Construct, FormatField, StreamError, stream_read, stream_write
+from construct import Construct, FormatField, StreamError, stream_read
 
 __all__ = [
     "BufferReader", "FileRegion", "INT8", "INT16", "UINT16", "INT32", "UINT32", "INT64",

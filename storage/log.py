@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from protocol.records import BatchHeader, InvalidBatch, patch_base_offset
+from protocol.records import BatchHeader, patch_base_offset
 from storage.log_config import LogConfig
 from storage.producer_state import ProducerStateManager
 from storage.segment import LOG_SUFFIX, LogSegment

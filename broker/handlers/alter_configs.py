@@ -5,7 +5,7 @@ Changes persist in the metadata store and apply to the topic's logs at once.
 
 from broker.handlers.describe_configs import BROKER, TOPIC
 from protocol.errors import ErrorCode
-from protocol.messages.alter_configs import ALTER_CONFIGS as API
+from protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import validate_topic_config
 
 

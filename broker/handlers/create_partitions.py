@@ -1,7 +1,7 @@
 """CreatePartitions: grow a topic's partition count (never shrink it)."""
 
 from protocol.errors import ErrorCode
-from protocol.messages.create_partitions import CREATE_PARTITIONS as API
+from protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -3,7 +3,7 @@
 from broker.handlers.describe_configs import topic_config_entries
 from broker.metadata import topic_name_error
 from protocol.errors import ErrorCode
-from protocol.messages.create_topics import CREATE_TOPICS as API
+from protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import validate_topic_config
 
 

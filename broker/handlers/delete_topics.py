@@ -1,7 +1,7 @@
 """DeleteTopics: by name (v1-v5) or by name or id (v6)."""
 
 from protocol.errors import ErrorCode
-from protocol.messages.delete_topics import DELETE_TOPICS as API
+from protocol.messages.delete_topics import DELETE_TOPICS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

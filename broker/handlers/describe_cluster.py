@@ -2,7 +2,7 @@
 
 from broker.handlers.metadata import NO_OPERATIONS
 from protocol.errors import ErrorCode
-from protocol.messages.describe_cluster import DESCRIBE_CLUSTER as API
+from protocol.messages.describe_cluster import DESCRIBE_CLUSTER as API  # noqa: F401  (the registry reads API)
 
 BROKERS_ENDPOINT = 1
 

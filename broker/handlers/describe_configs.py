@@ -2,7 +2,7 @@
 
 from broker.config import DEFINITIONS
 from protocol.errors import ErrorCode
-from protocol.messages.describe_configs import DESCRIBE_CONFIGS as API
+from protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8

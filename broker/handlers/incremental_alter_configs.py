@@ -2,7 +2,7 @@
 
 from broker.handlers.alter_configs import apply_topic_configs, resource_error
 from protocol.errors import ErrorCode
-from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API
+from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import TOPIC_CONFIGS
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

@@ -1,7 +1,7 @@
 """InitProducerId without a transactional id: a fresh producer id at epoch 0 (idempotent producers)."""
 
 from protocol.errors import ErrorCode
-from protocol.messages.init_producer_id import INIT_PRODUCER_ID as API
+from protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

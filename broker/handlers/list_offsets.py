@@ -1,7 +1,7 @@
 """ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a timestamp."""
 
 from protocol.errors import ErrorCode
-from protocol.messages.list_offsets import LIST_OFFSETS as API
+from protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 

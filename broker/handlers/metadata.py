@@ -2,7 +2,7 @@
 
 from broker.metadata import topic_name_error
 from protocol.errors import ErrorCode
-from protocol.messages.metadata import METADATA as API
+from protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
 
 NO_OPERATIONS = -2147483648
 

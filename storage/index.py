@@ -60,13 +60,6 @@ class _Index:
             os.close(self.fd)
             self.fd = -1
 
-    def delete(self) -> None:
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
 
 class OffsetIndex(_Index):
     """Maps absolute offsets to file positions. keys: offsets, values: positions."""

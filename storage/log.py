@@ -96,34 +96,26 @@ class Log:
         if not self.segments:
             self.segments.append(LogSegment(self.directory, log_start_offset, self.config.index_interval_bytes))
         headers: list[BatchHeader] = []
-        recovered_bytes_cut = 0
         for i, segment in enumerate(self.segments):
-            next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
-            past_recovery_point = not clean_shutdown and (next_base is None or next_base > recovery_point)
+            is_last = i + 1 == len(self.segments)
+            past_recovery_point = not clean_shutdown and (is_last or self.segments[i + 1].base_offset > recovery_point)
             needs_recovery = (segment.indexes_missing or past_recovery_point
                               or not segment.offset_index.is_sane(segment.size))
-            if needs_recovery:
-                before = segment.size
-                batches = segment.recover()
-                recovered_bytes_cut += before - segment.size
-                if before != segment.size:
-                    log.warning("log_tail_truncated", topic=self.topic, partition=self.partition,
-                                segment=segment.base_offset, bytes=before - segment.size)
-                    # Everything after a corrupt batch is unreadable: drop later segments.
-                    for later in self.segments[i + 1:]:
-                        later.delete()
-                    del self.segments[i + 1:]
-                    headers.extend(h for _, h in batches)
-                    break
-            else:
-                batches = list(segment.iter_headers(0))
+            before = segment.size
+            batches = segment.recover() if needs_recovery else list(segment.iter_headers(0))
             headers.extend(h for _, h in batches)
+            if segment.size != before:
+                log.warning("log_tail_truncated", topic=self.topic, partition=self.partition,
+                            segment=segment.base_offset, bytes=before - segment.size)
+                # Everything after a corrupt batch is unreadable: drop later segments.
+                for later in self.segments[i + 1:]:
+                    later.delete()
+                del self.segments[i + 1:]
+                break
         last = headers[-1].next_offset if headers else self.segments[-1].base_offset
         self.log_end_offset = max(last, self.segments[-1].base_offset)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self.producer_state.truncate_and_reload(headers)
-        if recovered_bytes_cut:
-            self.recovery_point = self.log_end_offset
 
     # ------------------------------------------------------------------ appending
     @property
@@ -206,11 +198,14 @@ class Log:
         if end_offset > self.recovery_point and end_offset <= self.log_end_offset:
             self.recovery_point = end_offset
 
+    def _segment_end(self, i: int) -> int:
+        """The offset just past segment ``i``: the next segment's base, or the log end offset."""
+        return self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset
+
     def flush(self) -> None:
         """fsync the segments written since the last flush and advance the recovery point."""
         for i, segment in enumerate(self.segments):
-            segment_end = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset
-            if segment_end > self.recovery_point or segment is self.active_segment:
+            if self._segment_end(i) > self.recovery_point or segment is self.active_segment:
                 segment.flush()
         self.recovery_point = self.log_end_offset
         self.unflushed_messages = 0
@@ -243,11 +238,8 @@ class Log:
         i = self._segment_for(offset)
         while i < len(self.segments):
             segment = self.segments[i]
-            if max_offset >= self.log_end_offset or max_offset >= (
-                    self.segments[i + 1].base_offset if i + 1 < len(self.segments) else self.log_end_offset):
-                max_position = segment.size
-            else:
-                max_position = segment.position_of(max_offset)
+            # Only the segment holding max_offset needs a lookup; any earlier one is readable whole.
+            max_position = segment.size if max_offset >= self._segment_end(i) else segment.position_of(max_offset)
             found = segment.read(offset, max_bytes, max_position, min_one_batch)
             if found is not None:
                 return FetchSlice(segment, found[0], found[1])
@@ -309,11 +301,7 @@ class Log:
     def _delete_segment(self, segment: LogSegment, reason: str) -> None:
         """Unlink now, close later: a fetch response may still be sending from the open file."""
         self.segments.remove(segment)
-        for path in (segment.path, segment.offset_index.path, segment.time_index.path):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        segment.unlink_files()
         self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, segment))
         log.info("segment_deleted", topic=self.topic, partition=self.partition,
                  base_offset=segment.base_offset, reason=reason)

@@ -60,10 +60,14 @@ class LogSegment:
         self.size += length
         if self.first_batch_timestamp is None:
             self.first_batch_timestamp = max_timestamp
+        self._index_batch(position, length, last_offset, max_timestamp)
+
+    def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        """Sparse indexing: an offset entry every ``index_interval_bytes``, a time entry per new maximum."""
         if self.bytes_since_index_entry > self.index_interval_bytes or position == 0:
             self.offset_index.append(last_offset, position)
             self.bytes_since_index_entry = 0
-        self.bytes_since_index_entry += length
+        self.bytes_since_index_entry += size
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.time_index.append(max_timestamp, last_offset)
@@ -179,13 +183,7 @@ class LogSegment:
             data = os.pread(self.fd, header.size, position)
             if not verify_crc(data, 0, header):
                 break
-            if self.bytes_since_index_entry > self.index_interval_bytes or position == 0:
-                self.offset_index.append(header.last_offset, position)
-                self.bytes_since_index_entry = 0
-            self.bytes_since_index_entry += header.size
-            if header.max_timestamp > self.max_timestamp:
-                self.max_timestamp = header.max_timestamp
-                self.time_index.append(header.max_timestamp, header.last_offset)
+            self._index_batch(position, header.size, header.last_offset, header.max_timestamp)
             valid.append((position, header))
             end = position + header.size
         if end != self.size:
@@ -211,11 +209,14 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
 
+    def unlink_files(self) -> None:
+        """Remove the segment's three files; open descriptors stay valid until ``close``."""
+        for path in (self.path, self.offset_index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
     def delete(self) -> None:
         self.close()
-        self.offset_index.delete()
-        self.time_index.delete()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        self.unlink_files()

@@ -24,7 +24,6 @@ from storage.log_config import LogConfig
 from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.replica_manager")
-CONSUMER_REPLICA_ID = -1
 
 
 @dataclass
@@ -37,9 +36,9 @@ class Partition:
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
 
-    @property
-    def high_watermark(self) -> int:
-        return self.log.high_watermark
+    def fetch_bound(self, replica_id: int) -> int:
+        """Where a fetch stops: followers (replica_id >= 0) read to the log end, consumers to the HW."""
+        return self.log.log_end_offset if replica_id >= 0 else self.log.high_watermark
 
     def maybe_increment_high_watermark(self) -> bool:
         """Single broker: the ISR is this broker, so the HW follows its log end offset."""
@@ -144,9 +143,9 @@ class ReplicaManager:
         result.high_watermark = plog.high_watermark
         result.last_stable_offset = plog.high_watermark
         result.log_start_offset = plog.log_start_offset
-        max_offset = plog.log_end_offset if replica_id >= 0 else plog.high_watermark
         try:
-            found = plog.read(request.fetch_offset, request.max_bytes, max_offset, min_one_batch)
+            found = plog.read(request.fetch_offset, request.max_bytes, partition.fetch_bound(replica_id),
+                              min_one_batch)
         except OffsetOutOfRange:
             result.error = ErrorCode.OFFSET_OUT_OF_RANGE
             return result
@@ -159,13 +158,14 @@ class ReplicaManager:
         """Read every requested partition within the response's ``max_bytes`` (the first batch always fits)."""
         results = []
         remaining = max_bytes
+        got_records = False
         for req in requests:
             limited = FetchPartitionRequest(req.topic, req.partition, req.fetch_offset,
                                             max(0, min(req.max_bytes, remaining)))
-            result = self.read(limited, replica_id, isolation_level, min_one_batch=not any(
-                r.records is not None for r in results))
+            result = self.read(limited, replica_id, isolation_level, min_one_batch=not got_records)
             if result.records is not None:
                 remaining -= result.records.length
+                got_records = True
             results.append(result)
         return results
 
@@ -193,7 +193,7 @@ class DelayedFetch(DelayedOperation):
             if partition is None:
                 return self.force_complete()  # the topic went away: answer with the error now
             plog = partition.log
-            bound = plog.log_end_offset if self.replica_id >= 0 else plog.high_watermark
+            bound = partition.fetch_bound(self.replica_id)
             if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
                 return self.force_complete()
             if req.fetch_offset < bound:

@@ -4,12 +4,14 @@ Fetch sessions are not kept (KIP-227 allows it): every response carries
 session id 0, so clients send full fetch requests.
 """
 
+import asyncio
+
 from broker.replica_manager import DelayedFetch, FetchPartitionRequest
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
 
 
-def _response(results, error=ErrorCode.NONE) -> dict:
+def _response(results) -> dict:
     topics: list[dict] = []
     for r in results:
         if not topics or topics[-1]["topic"] != r.topic:
@@ -20,7 +22,7 @@ def _response(results, error=ErrorCode.NONE) -> dict:
             "aborted_transactions": None, "preferred_read_replica": -1,
             "records": r.records if r.records is not None else b"",
         })
-    return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": topics}
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
 
 
 def handle(ctx, request):
@@ -44,8 +46,7 @@ def handle(ctx, request):
 
 
 def _wrap(future):
-    import asyncio
-
+    """A future of the response, from the delayed fetch's future of partition results."""
     wrapped = asyncio.get_running_loop().create_future()
 
     def done(f):

@@ -38,6 +38,14 @@ def _text(value) -> str | None:
     return str(value)
 
 
+def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], parser) -> dict:
+    """A DescribeConfigs entry; its source is that of its first (most specific) synonym."""
+    source = synonyms[0]["source"]
+    return {"name": name, "value": value, "read_only": read_only, "is_default": source == DEFAULT_CONFIG,
+            "config_source": source, "is_sensitive": False, "synonyms": synonyms,
+            "config_type": _type_of(name, parser), "documentation": None}
+
+
 def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict]:
     """One entry per topic config: its effective value, where it comes from, and its synonyms."""
     entries = []
@@ -49,24 +57,18 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
         if broker.config.is_set(broker_key):
             synonyms.append({"name": broker_key, "value": _text(broker.config.broker_value(broker_key)),
                              "source": STATIC_BROKER_CONFIG})
-        synonyms.append({"name": broker_key, "value": _text(DEFINITIONS.get(broker_key, (None, None))[1])
-                         if broker_key in DEFINITIONS else None, "source": DEFAULT_CONFIG})
-        source = synonyms[0]["source"]
-        entries.append({"name": name, "value": config.value_of(name), "read_only": False,
-                        "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": False,
-                        "synonyms": synonyms, "config_type": _type_of(name, parser), "documentation": None})
+        synonyms.append({"name": broker_key, "value": _text(DEFINITIONS.get(broker_key, (None, None))[1]),
+                         "source": DEFAULT_CONFIG})
+        entries.append(_entry(name, config.value_of(name), False, synonyms, parser))
     return entries
 
 
 def broker_config_entries(broker) -> list[dict]:
     entries = []
-    for name, (parser, default) in DEFINITIONS.items():
-        value = broker.config.broker_value(name)
+    for name, (parser, _) in DEFINITIONS.items():
+        value = _text(broker.config.broker_value(name))
         source = STATIC_BROKER_CONFIG if broker.config.is_set(name) else DEFAULT_CONFIG
-        entries.append({"name": name, "value": _text(value), "read_only": True,
-                        "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": False,
-                        "synonyms": [{"name": name, "value": _text(value), "source": source}],
-                        "config_type": _type_of(name, parser), "documentation": None})
+        entries.append(_entry(name, value, True, [{"name": name, "value": value, "source": source}], parser))
     return entries
 
 

@@ -48,12 +48,13 @@ class LogManager:
     def load_all(self, config_for) -> None:
         """Open every partition found on disk with ``config_for(topic)``; recover what needs it."""
         started = time.monotonic()
+        found = self.discover()
         for d in self.log_dirs:
             clean = os.path.exists(os.path.join(d, CLEAN_SHUTDOWN))
             recovery = read_checkpoint(os.path.join(d, RECOVERY_POINT))
             starts = read_checkpoint(os.path.join(d, LOG_START))
             hws = read_checkpoint(os.path.join(d, REPLICATION))
-            for tp, log_dir in self.discover().items():
+            for tp, log_dir in found.items():
                 if log_dir != d or tp in self.logs:
                     continue
                 self.logs[tp] = Log(os.path.join(d, partition_dir_name(*tp)), tp[0], tp[1], config_for(tp[0]),

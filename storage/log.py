@@ -91,10 +91,12 @@ class Log:
             os.unlink(stray)
         bases = sorted(int(os.path.basename(p)[:-len(LOG_SUFFIX)])
                        for p in glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX)))
+        now_ms = self._now_ms()   # segment ages run on the log's clock, not the wall clock
         for base in bases:
-            self.segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes))
+            self.segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes, now_ms))
         if not self.segments:
-            self.segments.append(LogSegment(self.directory, log_start_offset, self.config.index_interval_bytes))
+            self.segments.append(LogSegment(self.directory, log_start_offset, self.config.index_interval_bytes,
+                                            now_ms))
         headers: list[BatchHeader] = []
         for i, segment in enumerate(self.segments):
             is_last = i + 1 == len(self.segments)
@@ -145,7 +147,7 @@ class Log:
             return self.active_segment
         finished = self.active_segment
         segment = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes,
-                             created_ms=now_ms)
+                             created_ms=self._now_ms() if now_ms is None else now_ms)
         self.segments.append(segment)
         _FLUSHER.submit(self._flush_rolled, finished, segment.base_offset)
         log.info("segment_rolled", topic=self.topic, partition=self.partition, base_offset=segment.base_offset)

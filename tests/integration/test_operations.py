@@ -121,3 +121,28 @@ async def test_list_offsets_max_timestamp_and_describe_cluster(broker, topic_nam
         assert [(b.broker_id, b.port) for b in cluster.brokers] == [(0, broker.port)]
     finally:
         await conn.close()
+
+
+def test_sendfile_fetch_path_serves_the_same_bytes(fresh_broker):
+    """kbroker.fetch.sendfile=true (opt-in): regions of 64 KiB and more go out with os.sendfile."""
+    fresh_broker.overrides["kbroker.fetch.sendfile"] = "true"
+    broker = fresh_broker.start()
+    make_topic(broker.bootstrap, "sent", partitions=1)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, batch_size=256 * 1024, linger_ms=20)
+    values = [(b"%06d-" % i) * 170 for i in range(3000)]         # ~3 MB in batches far above 64 KiB
+    for v in values:
+        producer.send("sent", value=v, partition=0)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+    consumer.assign([TopicPartition("sent", 0)])
+    got = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < len(values) and time.monotonic() < deadline:
+            got += [m.value for msgs in consumer.poll(timeout_ms=500).values() for m in msgs]
+    finally:
+        consumer.close()
+    assert got == values
+    assert broker.stop() == 0

@@ -176,3 +176,23 @@ def test_fetch_slices_end_at_whole_batches(tmp_path):
         "an incomplete first batch is answered with no records (Kafka, Fetch v3+)"
     sl = log.read(0, 10 * batch, 3, min_one_batch=True)
     assert sl.length == 3 * batch, "never past the high watermark"
+
+
+def test_flush_interval_messages_advances_the_recovery_point(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(flush_messages=3))
+    append(log, [b"a", b"b"])
+    assert log.recovery_point == 0 and log.unflushed_messages == 2
+    append(log, [b"c"])
+    assert log.recovery_point == 3 and log.unflushed_messages == 0
+
+
+def test_segments_roll_by_age_on_the_injected_clock(tmp_path):
+    now = [1000.0]
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_ms=60_000), clock=lambda: now[0])
+    append(log, [b"a"], timestamp_ms=1_000_000)
+    now[0] += 30
+    append(log, [b"b"], timestamp_ms=1_030_000)
+    assert len(log.segments) == 1
+    now[0] += 61
+    append(log, [b"c"], timestamp_ms=1_091_000)
+    assert [s.base_offset for s in log.segments] == [0, 2]

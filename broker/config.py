@@ -85,6 +85,16 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.initial.rebalance.delay.ms": (int, 3000),
     "group.min.session.timeout.ms": (int, 6000),
     "group.max.session.timeout.ms": (int, 1800000),
+    "group.max.size": (int, 2147483647),
+    "offset.metadata.max.bytes": (int, 4096),
+    "offsets.retention.minutes": (int, 10080),
+    "offsets.retention.check.interval.ms": (int, 600000),
+    "offsets.topic.segment.bytes": (int, 104857600),
+    "offsets.topic.compression.codec": (int, 0),
+    "log.cleaner.enable": (_bool, True),
+    "log.cleaner.backoff.ms": (int, 15000),
+    "log.cleaner.min.compaction.lag.ms": (int, 0),
+    "log.cleaner.max.compaction.lag.ms": (int, 9223372036854775807),
     "replica.lag.time.max.ms": (int, 30000),
     # Measured on loopback (docs/BENCHMARKS.md): reading regions into the response beats
     # sendfile after waiting for the transport to drain, so sendfile is opt-in.

@@ -17,15 +17,26 @@ from broker.handlers import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
+    sync_group,
 )
 
 
@@ -50,6 +61,8 @@ HANDLERS: dict[int, Handler] = {
     h.api_key: h for h in map(_handler, [
         produce, fetch, list_offsets, metadata, api_versions, create_topics, delete_topics, init_producer_id,
         describe_configs, alter_configs, create_partitions, incremental_alter_configs, describe_cluster,
+        find_coordinator, join_group, sync_group, heartbeat, leave_group, offset_commit, offset_fetch,
+        describe_groups, list_groups, delete_groups, offset_delete,
     ])
 }
 

@@ -17,10 +17,16 @@ from broker.connection import serve_connection
 from broker.metadata import LocalMetadataStore, TopicMetadata
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
+from coordinators.group.coordinator import GroupConfig, GroupCoordinator
+from coordinators.internal_topic import InternalTopicStore
+from coordinators.scheduler import LoopScheduler
+from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.server")
+
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class Broker:
@@ -33,6 +39,9 @@ class Broker:
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
+        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
+                                                  self.offsets_store.append)
         self.connections: set = set()
         self.servers: list[asyncio.AbstractServer] = []
         self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
@@ -73,6 +82,49 @@ class Broker:
         self.metadata.set_configs(name, configs)
         self.replica_manager.update_config(name, self.topic_config(name))
 
+    # ------------------------------------------------------------------ internal topics
+    def ensure_offsets_topic(self) -> ErrorCode:
+        """Create ``__consumer_offsets`` on first use, as Kafka does on the first FindCoordinator.
+
+        Its replication factor comes from ``offsets.topic.replication.factor``;
+        with fewer live brokers than that, Kafka answers COORDINATOR_NOT_AVAILABLE.
+        """
+        if OFFSETS_TOPIC in self.metadata.topics:
+            return ErrorCode.NONE
+        replication = self.config["offsets.topic.replication.factor"]
+        if replication > 1:   # one live broker
+            log.warning("offsets_topic_replication_unsatisfiable", replication_factor=replication, brokers=1)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        self.create_topic(OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"], replication,
+                          {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
+                           "compression.type": "producer"})
+        return ErrorCode.NONE
+
+    def group_coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
+        if OFFSETS_TOPIC not in self.metadata.topics:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        partition = self.group_coordinator.partition_for(group_id)
+        if self.replica_manager.get(OFFSETS_TOPIC, partition) is None:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def _load_group_coordinator(self) -> None:
+        """Rebuild groups and committed offsets by replaying every local ``__consumer_offsets`` partition."""
+        if OFFSETS_TOPIC not in self.metadata.topics:
+            return
+        started, count = time.monotonic(), 0
+        for index in range(self.metadata.topics[OFFSETS_TOPIC].partitions):
+            for key, value in self.offsets_store.records(index):
+                try:
+                    self.group_coordinator.replay(key, value)
+                except Exception as exc:   # one unreadable record must not lose the others
+                    log.warning("offsets_record_unreadable", partition=index, error=str(exc))
+                count += 1
+        self.group_coordinator.loaded()
+        log.info("group_coordinator_loaded", records=count, groups=len(self.group_coordinator.groups),
+                 seconds=round(time.monotonic() - started, 3))
+
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         started = time.monotonic()
@@ -84,6 +136,7 @@ class Broker:
         for (topic, index) in list(self.log_manager.logs):
             if topic not in self.metadata.topics:  # deleted while we were down
                 self.log_manager.delete(topic, index)
+        self._load_group_coordinator()
         advertised = self.config.advertised_listeners
         for i, (name, host, port) in enumerate(self.config.listeners):
             server = await asyncio.start_server(lambda r, w: serve_connection(self, r, w), host or None, port,
@@ -99,6 +152,8 @@ class Broker:
             asyncio.create_task(self._every(min(self.config.flush_ms, 1000), self.log_manager.flush_by_time)),
             asyncio.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
                                             self.log_manager.checkpoint)),
+            asyncio.create_task(self._every(self.config["offsets.retention.check.interval.ms"],
+                                            self.group_coordinator.expire_offsets)),
         ]
         log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
                  partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
@@ -123,6 +178,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         self.replica_manager.shutdown()   # parked requests answer now
+        self.group_coordinator.shutdown()  # parked joins and syncs answer NOT_COORDINATOR
         tasks = [conn.task for conn in list(self.connections)]
         for conn in list(self.connections):
             conn.reader.feed_eof()   # no new requests; the ones read are answered first

@@ -248,6 +248,24 @@ class Log:
             i += 1
         return None
 
+    def iter_batches(self, start_offset: int = 0, end_offset: int | None = None):
+        """(header, bytes) of every whole batch from the one holding ``start_offset`` up to ``end_offset``.
+
+        For replaying internal topics and for the cleaner: reads each segment in
+        one pass, batch by batch, so memory stays at one segment at most.
+        """
+        end = self.log_end_offset if end_offset is None else end_offset
+        for i in range(self._segment_for(max(start_offset, self.log_start_offset)), len(self.segments)):
+            segment = self.segments[i]
+            if segment.base_offset >= end:
+                return
+            data = os.pread(segment.fileno(), segment.size, 0)
+            for position, header in segment.iter_headers(0):
+                if header.base_offset >= end:
+                    return
+                if header.last_offset >= start_offset:
+                    yield header, memoryview(data)[position:position + header.size]
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= ``timestamp``."""
         for segment in self.segments:

@@ -23,6 +23,8 @@ TOPIC_CONFIGS = {
     "file.delete.delay.ms": ("file_delete_delay_ms", int),
     "compression.type": ("compression_type", str),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", lambda v: str(v).lower() == "true"),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
 }
 
 # topic config name -> broker config name that supplies its default
@@ -44,6 +46,8 @@ BROKER_SYNONYMS = {
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "compression.type": "compression.type",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
 }
 
 LONG_MAX = (1 << 63) - 1
@@ -68,6 +72,16 @@ class LogConfig:
     file_delete_delay_ms: int = 60000
     compression_type: str = "producer"
     unclean_leader_election_enable: bool = False
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
 
     def with_overrides(self, overrides: dict[str, str]) -> "LogConfig":
         """This config with topic-level overrides applied; raises ValueError on a bad value or name."""

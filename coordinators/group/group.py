@@ -14,8 +14,37 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 from coordinators.group.state import GroupState, IllegalStateTransition
+
+
+@dataclass
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1      # set only by OffsetCommit v2-4's retention_time
+
+
+def consumer_subscription_topics(metadata: bytes) -> set[str]:
+    """The topic names of a ConsumerProtocolSubscription (every version starts the same way)."""
+    data = bytes(metadata)
+    if len(data) < 6:
+        raise ValueError("subscription too short")
+    pos = 2   # int16 version
+    count = int.from_bytes(data[pos:pos + 4], "big", signed=True)
+    pos += 4
+    topics = set()
+    for _ in range(max(count, 0)):
+        length = int.from_bytes(data[pos:pos + 2], "big", signed=True)
+        pos += 2
+        if length < 0 or pos + length > len(data):
+            raise ValueError("truncated subscription")
+        topics.add(data[pos:pos + length].decode())
+        pos += length
+    return topics
 
 
 @dataclass
@@ -31,6 +60,17 @@ class MemberMetadata:
     assignment: bytes = b""
     heartbeat_deadline_ms: int = 0
     is_new: bool = True
+    # Parked JoinGroup / SyncGroup responses: set while the member waits, cleared when answered.
+    join_callback: Callable[[dict], None] | None = field(default=None, repr=False)
+    sync_callback: Callable[[dict], None] | None = field(default=None, repr=False)
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        """Whether a rejoin brings exactly the protocols (and metadata) the member already has."""
+        return [(n, bytes(m)) for n, m in protocols] == [(n, bytes(m)) for n, m in self.protocols]
 
     @property
     def protocol_names(self) -> list[str]:
@@ -67,6 +107,46 @@ class GroupMetadata:
     members: dict[str, MemberMetadata] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)   # group.instance.id -> member id
     state_timestamp_ms: int = -1
+    pending_members: set[str] = field(default_factory=set)   # got MEMBER_ID_REQUIRED, not joined yet
+    new_member_added: bool = False      # lets the initial delayed join wait a little longer
+    offsets: dict[tuple[str, int], "CommittedOffset"] = field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members and not self.pending_members
+
+    def is_(self, state: GroupState) -> bool:
+        return self.state is state
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def has_all_members_joined(self) -> bool:
+        return not self.pending_members and all(m.join_callback is not None for m in self.members.values())
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Make a member that rejoined the leader if the current leader did not; False if none rejoined."""
+        leader = self.members.get(self.leader_id) if self.leader_id else None
+        if leader is not None and leader.join_callback is not None:
+            return True
+        for member in self.members.values():
+            if member.join_callback is not None:
+                self.leader_id = member.member_id
+                return True
+        return False
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol), or None when that cannot be known."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                topics |= consumer_subscription_topics(member.metadata_for(self.protocol_name))
+            except (KeyError, ValueError):
+                return None
+        return topics
 
     # ------------------------------------------------------------------ state
     def transition_to(self, target: GroupState, now_ms: int) -> None:
@@ -79,6 +159,7 @@ class GroupMetadata:
     def add(self, member: MemberMetadata, now_ms: int) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
+        self.pending_members.discard(member.member_id)
         self.members[member.member_id] = member
         if member.group_instance_id is not None:
             self.static_members[member.group_instance_id] = member.member_id

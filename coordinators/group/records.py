@@ -50,10 +50,13 @@ def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
                    {"group": group, "topic": topic, "partition": partition})
 
 
-def offset_commit_value(offset: int, leader_epoch: int, metadata: str, commit_timestamp: int) -> bytes:
-    return _encode("OffsetCommitValue", OFFSET_COMMIT_VALUE_VERSION,
+def offset_commit_value(offset: int, leader_epoch: int, metadata: str, commit_timestamp: int,
+                        expire_timestamp: int = -1) -> bytes:
+    """Value v3, or v1 when the commit carries its own expiry (OffsetCommit v2-4 retention_time), as Kafka."""
+    version = 1 if expire_timestamp >= 0 else OFFSET_COMMIT_VALUE_VERSION
+    return _encode("OffsetCommitValue", version,
                    {"offset": offset, "leader_epoch": leader_epoch, "metadata": metadata,
-                    "commit_timestamp": commit_timestamp})
+                    "commit_timestamp": commit_timestamp, "expire_timestamp": expire_timestamp})
 
 
 def group_metadata_key(group: str) -> bytes:

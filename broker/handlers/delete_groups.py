@@ -1,0 +1,18 @@
+"""DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain)."""
+
+from broker.handlers.common import coordinator_error
+from protocol.messages.delete_groups import DELETE_GROUPS as API  # noqa: F401  (the registry reads API)
+
+
+def handle(ctx, request):
+    results = {}
+    local = []
+    for group_id in request.groups_names:
+        error = coordinator_error(ctx, group_id)
+        if error:
+            results[group_id] = error
+        else:
+            local.append(group_id)
+    results.update(ctx.broker.group_coordinator.delete_groups(local))
+    return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]}
+                                               for g in request.groups_names]}

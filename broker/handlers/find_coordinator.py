@@ -1,0 +1,36 @@
+"""FindCoordinator: which broker coordinates a group (v4: several keys at once).
+
+The first lookup creates ``__consumer_offsets``. Transaction coordinators
+are not built yet: key type 1 answers COORDINATOR_NOT_AVAILABLE.
+"""
+
+from protocol.errors import ErrorCode
+from protocol.messages.find_coordinator import FIND_COORDINATOR as API  # noqa: F401  (the registry reads API)
+
+GROUP, TRANSACTION = 0, 1
+
+
+def _lookup(ctx, key: str, key_type: int) -> dict:
+    broker = ctx.broker
+    if key_type == GROUP:
+        error = broker.ensure_offsets_topic() or broker.group_coordinator_error(key)
+    elif key_type == TRANSACTION:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        error = ErrorCode.INVALID_REQUEST
+    if error:
+        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
+                "error_message": error.name}
+    _, host, port = broker.endpoints[0]
+    return {"key": key, "node_id": broker.broker_id, "host": host, "port": port, "error_code": 0,
+            "error_message": None}
+
+
+def handle(ctx, request):
+    key_type = request.key_type if ctx.api_version >= 1 else GROUP
+    if ctx.api_version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": [_lookup(ctx, key, key_type)
+                                                        for key in request.coordinator_keys]}
+    found = _lookup(ctx, request.key, key_type)
+    return {"throttle_time_ms": 0, "error_code": found["error_code"], "error_message": found["error_message"],
+            "node_id": found["node_id"], "host": found["host"], "port": found["port"]}

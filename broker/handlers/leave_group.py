@@ -1,0 +1,24 @@
+"""LeaveGroup: one member (v0-2) or a batch of members, dynamic or static (v3+)."""
+
+from broker.handlers.common import coordinator_error
+from protocol.errors import ErrorCode
+from protocol.messages.leave_group import LEAVE_GROUP as API  # noqa: F401  (the registry reads API)
+
+
+def handle(ctx, request):
+    if ctx.api_version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    error = coordinator_error(ctx, request.group_id)
+    if error:
+        errors = [error] * len(leaving)
+    else:
+        error, errors = ctx.broker.group_coordinator.leave_group(request.group_id, leaving)
+    if ctx.api_version < 3:
+        return {"throttle_time_ms": 0, "error_code": error or errors[0]}
+    if not leaving:
+        error = error or ErrorCode.INVALID_REQUEST
+    members = [] if error else [{"member_id": member_id, "group_instance_id": instance_id, "error_code": e}
+                                for (member_id, instance_id), e in zip(leaving, errors)]
+    return {"throttle_time_ms": 0, "error_code": error, "members": members}

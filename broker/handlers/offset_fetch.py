@@ -1,0 +1,41 @@
+"""OffsetFetch: committed offsets of one group (v1-7) or several (v8); -1 where nothing is committed."""
+
+from collections import defaultdict
+
+from broker.handlers.common import coordinator_error
+from protocol.errors import ErrorCode
+from protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
+
+
+def _fetch_group(ctx, group_id: str, topics) -> tuple[ErrorCode, list[dict]]:
+    requested = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    error = coordinator_error(ctx, group_id)
+    if error:
+        if requested is None:
+            return error, []
+        found = {tp: None for tp in requested}
+    else:
+        found = ctx.broker.group_coordinator.fetch_offsets(group_id, requested)
+    by_topic: dict[str, list[dict]] = defaultdict(list)
+    for (topic, partition), committed in found.items():
+        by_topic[topic].append({
+            "partition_index": partition,
+            "committed_offset": committed.offset if committed else -1,
+            "committed_leader_epoch": committed.leader_epoch if committed else -1,
+            "metadata": committed.metadata if committed else "",
+            "error_code": error})
+    return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+def handle(ctx, request):
+    if ctx.api_version >= 8:
+        groups = []
+        for group in request.groups:
+            error, topics = _fetch_group(ctx, group.group_id, group.topics)
+            groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = request.topics
+    if ctx.api_version < 2 and not topics:
+        topics = []   # v1 has no "all topics" form
+    error, found = _fetch_group(ctx, request.group_id, topics)
+    return {"throttle_time_ms": 0, "topics": found, "error_code": error}

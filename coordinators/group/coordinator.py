@@ -1,0 +1,729 @@
+"""The group coordinator: Kafka's classic group protocol over GroupMetadata, with timers and persistence.
+
+Every operation answers through a callback (``respond(dict)``) because
+JoinGroup and SyncGroup park until the rebalance reaches them; the others
+answer at once. Durable changes (offset commits, group assignments, deletions)
+go through ``store(partition, records)``, which appends to
+``__consumer_offsets`` and returns a Kafka error code; state changes only after
+the append succeeded, and the same ``replay`` rebuilds state at start-up.
+
+Invariants:
+* a member is answered at most once per parked JoinGroup/SyncGroup;
+* each member has one heartbeat timer, keyed by (group, member id);
+* each group has at most one join timer (delayed join or initial delay);
+* an offset is visible to OffsetFetch only once its record is in the log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Callable
+
+import structlog
+
+from coordinators.group import records
+from coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata
+from coordinators.group.state import GroupState
+from coordinators.partitioning import partition_for
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger("coordinators.group")
+
+S = GroupState
+Respond = Callable[[dict], None]
+Store = Callable[[int, list[tuple[bytes, bytes | None]]], ErrorCode]
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000   # Kafka's bound on a new member's parked JoinGroup
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    offsets_partitions: int = 50
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    initial_rebalance_delay_ms: int = 3000
+    max_size: int = 2**31 - 1
+    offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+
+    @classmethod
+    def from_broker(cls, config) -> "GroupConfig":
+        return cls(offsets_partitions=config["offsets.topic.num.partitions"],
+                   min_session_timeout_ms=config["group.min.session.timeout.ms"],
+                   max_session_timeout_ms=config["group.max.session.timeout.ms"],
+                   initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+                   max_size=config["group.max.size"],
+                   offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+                   offsets_retention_ms=config["offsets.retention.minutes"] * 60 * 1000)
+
+
+def join_result(error: ErrorCode, member_id: str = "", generation_id: int = -1, protocol_type: str | None = None,
+                protocol_name: str | None = None, leader: str = "", members: list | None = None) -> dict:
+    return {"error_code": error, "generation_id": generation_id, "protocol_type": protocol_type,
+            "protocol_name": protocol_name, "leader": leader, "member_id": member_id, "members": members or []}
+
+
+def sync_result(error: ErrorCode, assignment: bytes = b"", group: GroupMetadata | None = None) -> dict:
+    return {"error_code": error, "assignment": assignment,
+            "protocol_type": group.protocol_type if group else None,
+            "protocol_name": group.protocol_name if group else None}
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, scheduler, store: Store) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.store = store
+        self.groups: dict[str, GroupMetadata] = {}
+        self._initial_delay: set[str] = set()   # groups whose first rebalance waits out the initial delay
+
+    def now_ms(self) -> int:
+        return self.scheduler.now_ms()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.offsets_partitions)
+
+    def _store(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        return self.store(self.partition_for(group_id), entries) if entries else ErrorCode.NONE
+
+    # ================================================================== JoinGroup
+    def join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
+                   client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool, respond: Respond) -> None:
+        if not group_id:
+            return respond(join_result(ErrorCode.INVALID_GROUP_ID, member_id))
+        if not (self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms):
+            return respond(join_result(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
+        if rebalance_timeout_ms < 0:   # JoinGroup v0 has none: Kafka uses the session timeout
+            rebalance_timeout_ms = session_timeout_ms
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return respond(join_result(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
+        if group.is_(S.DEAD):
+            return respond(join_result(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+            return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+        args = dict(client_id=client_id, client_host=client_host, session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type, protocols=protocols)
+        if not member_id:
+            self._join_new_member(group, group_instance_id, require_known_member_id, respond, args)
+        else:
+            self._join_current_member(group, member_id, group_instance_id, respond, args)
+
+    def _is_full(self, group: GroupMetadata) -> bool:
+        return len(group.members) + len(group.pending_members) >= self.config.max_size
+
+    def _join_new_member(self, group: GroupMetadata, instance_id: str | None, require_known_member_id: bool,
+                         respond: Respond, args: dict) -> None:
+        new_member_id = f"{args['client_id']}-{uuid.uuid4()}"
+        if instance_id is not None and instance_id in group.static_members:
+            return self._update_static_member_and_rebalance(group, instance_id, new_member_id, respond, args)
+        if self._is_full(group):
+            return respond(join_result(ErrorCode.GROUP_MAX_SIZE_REACHED))
+        if instance_id is None and require_known_member_id:
+            # KIP-394: the member must come back with this id, so a retried join never leaves a ghost.
+            group.pending_members.add(new_member_id)
+            self.scheduler.schedule(("heartbeat", group.group_id, new_member_id), args["session_timeout_ms"],
+                                    lambda: self._expire_pending_member(group, new_member_id))
+            return respond(join_result(ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
+        self._add_member_and_rebalance(group, new_member_id, instance_id, respond, args)
+
+    def _join_current_member(self, group: GroupMetadata, member_id: str, instance_id: str | None,
+                             respond: Respond, args: dict) -> None:
+        if member_id in group.pending_members:
+            if self._is_full(group) and member_id not in group.pending_members:
+                return respond(join_result(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id))
+            return self._add_member_and_rebalance(group, member_id, instance_id, respond, args)
+        error = self._validate_member(group, member_id, instance_id)
+        if error:
+            return respond(join_result(error, member_id))
+        member = group.members[member_id]
+        if group.is_(S.PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, respond, args)
+        elif group.is_(S.COMPLETING_REBALANCE):
+            if member.matches(args["protocols"]):
+                # A retried join: the member missed our answer, so send it again.
+                respond(self._current_join_result(group, member_id))
+            else:
+                self._update_member_and_rebalance(group, member, respond, args)
+        elif group.is_(S.STABLE):
+            if group.leader_id == member_id or not member.matches(args["protocols"]):
+                self._update_member_and_rebalance(group, member, respond, args)
+            else:
+                respond(self._current_join_result(group, member_id))
+        else:
+            respond(join_result(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+
+    def _current_join_result(self, group: GroupMetadata, member_id: str) -> dict:
+        members = group.member_metadata_for_leader() if group.leader_id == member_id else []
+        return join_result(ErrorCode.NONE, member_id, group.generation_id, group.protocol_type,
+                           group.protocol_name, group.leader_id or "", members)
+
+    def _validate_member(self, group: GroupMetadata, member_id: str, instance_id: str | None) -> ErrorCode:
+        """UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID for a caller that is not the current member, else NONE."""
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str, instance_id: str | None,
+                                  respond: Respond, args: dict) -> None:
+        now = self.now_ms()
+        member = MemberMetadata(member_id, instance_id, args["client_id"], args["client_host"],
+                                args["rebalance_timeout_ms"], args["session_timeout_ms"], args["protocol_type"],
+                                [(n, bytes(m)) for n, m in args["protocols"]])
+        if group.is_(S.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True
+        group.add(member, now)
+        member.join_callback = respond
+        # A new member cannot heartbeat until it has an id; bound how long its join may stay parked.
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        log.info("member_joined", group=group.group_id, member=member_id, instance=instance_id)
+        self._maybe_prepare_rebalance(group, f"member {member_id} joined")
+
+    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata, respond: Respond,
+                                     args: dict) -> None:
+        member.protocols = [(n, bytes(m)) for n, m in args["protocols"]]
+        member.rebalance_timeout_ms = args["rebalance_timeout_ms"]
+        member.session_timeout_ms = args["session_timeout_ms"]
+        # A retried join supersedes the parked one; that one is answered so its connection moves on.
+        self._answer_join(member, join_result(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        member.join_callback = respond
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+
+    def _update_static_member_and_rebalance(self, group: GroupMetadata, instance_id: str, new_member_id: str,
+                                            respond: Respond, args: dict) -> None:
+        """KIP-345: a restarted static member takes its old place; no rebalance if nothing changed."""
+        old_member_id = group.static_members[instance_id]
+        previous_leader = group.leader_id
+        old = group.members[old_member_id]
+        self._answer_join(old, join_result(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
+        self._answer_sync(old, sync_result(ErrorCode.FENCED_INSTANCE_ID))
+        self.scheduler.cancel(("heartbeat", group.group_id, old_member_id))
+        member = group.replace_static_member(instance_id, new_member_id)
+        member.protocols = [(n, bytes(m)) for n, m in args["protocols"]]
+        member.rebalance_timeout_ms = args["rebalance_timeout_ms"]
+        member.session_timeout_ms = args["session_timeout_ms"]
+        member.client_id, member.client_host = args["client_id"], args["client_host"]
+        self._heartbeat(group, member)
+        log.info("static_member_replaced", group=group.group_id, instance=instance_id,
+                 old_member=old_member_id, member=new_member_id)
+        if group.is_(S.STABLE):
+            if group.select_protocol() == group.protocol_name:
+                error = self._store(group.group_id, [self._group_record(group)])
+                if error:
+                    # Undo: the old member id stays the group's, the new one learns nothing.
+                    group.replace_static_member(instance_id, old_member_id)
+                    return respond(join_result(error, new_member_id))
+                # The old leader id is returned on purpose: the returning member acts as a follower
+                # and fetches its unchanged assignment with SyncGroup, so nobody rebalances.
+                return respond(join_result(ErrorCode.NONE, new_member_id, group.generation_id, group.protocol_type,
+                                           group.protocol_name, previous_leader or "", []))
+            member.join_callback = respond
+            self._maybe_prepare_rebalance(group, f"static member {instance_id} changed protocols")
+        elif group.is_(S.COMPLETING_REBALANCE):
+            # The leader may have assigned to the old member id: rebalance so the new id gets partitions.
+            member.join_callback = respond
+            self._prepare_rebalance(group, f"static member {instance_id} rejoined during sync")
+        else:   # PreparingRebalance: the join in progress will answer it
+            member.join_callback = respond
+            self._maybe_complete_join(group)
+
+    # ================================================================== rebalancing
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY):
+            self._prepare_rebalance(group, reason)
+        elif group.is_(S.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_(S.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self.scheduler.cancel(("sync", group.group_id))
+        initial = group.is_(S.EMPTY)
+        group.transition_to(S.PREPARING_REBALANCE, self.now_ms())
+        log.info("rebalance_started", group=group.group_id, generation=group.generation_id, reason=reason)
+        key = ("join", group.group_id)
+        if initial:
+            delay = self.config.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms - delay, 0)
+            self._initial_delay.add(group.group_id)
+            self.scheduler.schedule(key, delay, lambda: self._initial_join_expired(group, delay, remaining))
+        else:
+            self.scheduler.schedule(key, group.rebalance_timeout_ms, lambda: self._complete_join(group))
+            self._maybe_complete_join(group)
+
+    def _initial_join_expired(self, group: GroupMetadata, delay: int, remaining: int) -> None:
+        """The first rebalance of an empty group waits for more members while new ones keep arriving."""
+        if group.new_member_added and remaining > 0:
+            group.new_member_added = False
+            step = min(delay, remaining)
+            self.scheduler.schedule(("join", group.group_id), step,
+                                    lambda: self._initial_join_expired(group, delay, max(remaining - step, 0)))
+        else:
+            self._complete_join(group)
+
+    def _maybe_complete_join(self, group: GroupMetadata) -> None:
+        # During the initial delay the timer decides, not the member count: more members may come.
+        if (group.is_(S.PREPARING_REBALANCE) and group.group_id not in self._initial_delay
+                and group.has_all_members_joined()):
+            self.scheduler.cancel(("join", group.group_id))
+            self._complete_join(group)
+
+    def _complete_join(self, group: GroupMetadata) -> None:
+        self._initial_delay.discard(group.group_id)
+        if not group.is_(S.PREPARING_REBALANCE):
+            return
+        now = self.now_ms()
+        # Dynamic members that did not rejoin in time are gone; static ones keep their place (KIP-345).
+        for member in [m for m in group.members.values() if m.join_callback is None and not m.is_static]:
+            self._remove_member(group, member, "did not rejoin in time")
+        for pending in list(group.pending_members):
+            group.pending_members.discard(pending)
+            self.scheduler.cancel(("heartbeat", group.group_id, pending))
+        if group.members and not group.maybe_elect_new_joined_leader():
+            # Only static members that have not rejoined remain: wait for them (or their session timeout).
+            self.scheduler.schedule(("join", group.group_id), group.rebalance_timeout_ms,
+                                    lambda: self._complete_join(group))
+            return
+        group.init_next_generation(now)
+        log.info("rebalance_join_completed", group=group.group_id, generation=group.generation_id,
+                 members=len(group.members), protocol=group.protocol_name, leader=group.leader_id)
+        if group.is_(S.EMPTY):
+            error = self._store(group.group_id, [self._group_record(group)])
+            if error:
+                log.warning("group_store_failed", group=group.group_id, error=error.name)
+            return
+        for member in group.members.values():
+            self._answer_join(member, self._current_join_result(group, member.member_id))
+            self._heartbeat(group, member)
+        # The leader must send the assignment within the rebalance timeout, or members that did not sync go.
+        self.scheduler.schedule(("sync", group.group_id), group.rebalance_timeout_ms,
+                                lambda: self._sync_expired(group, group.generation_id))
+
+    def _sync_expired(self, group: GroupMetadata, generation: int) -> None:
+        if group.is_(S.COMPLETING_REBALANCE) and group.generation_id == generation:
+            for member in [m for m in group.members.values() if m.sync_callback is None]:
+                self._remove_member(group, member, "did not sync in time")
+            self._prepare_rebalance(group, "members did not sync in time")
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: ErrorCode) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            self._answer_sync(member, sync_result(error))
+
+    @staticmethod
+    def _answer_join(member: MemberMetadata, result: dict) -> None:
+        callback, member.join_callback = member.join_callback, None
+        if callback is not None:
+            callback(result)
+
+    @staticmethod
+    def _answer_sync(member: MemberMetadata, result: dict) -> None:
+        callback, member.sync_callback = member.sync_callback, None
+        if callback is not None:
+            callback(result)
+
+    # ================================================================== membership and heartbeats
+    def _heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        member.heartbeat(self.now_ms())
+        self._schedule_heartbeat(group, member, member.session_timeout_ms)
+
+    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int) -> None:
+        member.heartbeat_deadline_ms = self.now_ms() + timeout_ms
+        member_id = member.member_id
+        self.scheduler.schedule(("heartbeat", group.group_id, member_id), timeout_ms,
+                                lambda: self._heartbeat_expired(group, member_id))
+
+    def _heartbeat_expired(self, group: GroupMetadata, member_id: str) -> None:
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        if (member.join_callback is not None and not member.is_new) or member.sync_callback is not None:
+            # Parked in a rebalance: the rebalance timeout governs it, not the session.
+            return self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        log.info("member_session_expired", group=group.group_id, member=member_id)
+        self._remove_member_and_update_group(group, member, "session timeout expired")
+
+    def _expire_pending_member(self, group: GroupMetadata, member_id: str) -> None:
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self._maybe_complete_join(group)
+            self._maybe_drop_empty_group(group)
+
+    def _remove_member(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+        self.scheduler.cancel(("heartbeat", group.group_id, member.member_id))
+        self._answer_join(member, join_result(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        self._answer_sync(member, sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        log.info("member_removed", group=group.group_id, member=member.member_id, reason=reason)
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+        self._remove_member(group, member, reason)
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, reason)
+        elif group.is_(S.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+
+    def _maybe_drop_empty_group(self, group: GroupMetadata) -> None:
+        """A group that never had a generation, members or offsets is forgotten (nothing was stored)."""
+        if group.is_(S.EMPTY) and group.is_empty and not group.offsets and group.generation_id == 0:
+            if self.groups.get(group.group_id) is group:
+                del self.groups[group.group_id]
+
+    # ================================================================== SyncGroup
+    def sync_group(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
+                   respond: Respond) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
+        if group.is_(S.DEAD):
+            return respond(sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        error = self._validate_member(group, member_id, group_instance_id)
+        if not error and generation_id != group.generation_id:
+            error = ErrorCode.ILLEGAL_GENERATION
+        if not error and ((protocol_type is not None and protocol_type != group.protocol_type)
+                          or (protocol_name is not None and protocol_name != group.protocol_name)):
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if error:
+            return respond(sync_result(error))
+        member = group.members[member_id]
+        if group.is_(S.EMPTY):
+            return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
+        if group.is_(S.PREPARING_REBALANCE):
+            return respond(sync_result(ErrorCode.REBALANCE_IN_PROGRESS))
+        if group.is_(S.STABLE):
+            self._heartbeat(group, member)
+            return respond(sync_result(ErrorCode.NONE, member.assignment, group))
+        # CompletingRebalance: park until the leader's assignment arrives.
+        self._answer_sync(member, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))   # a retried sync supersedes
+        member.sync_callback = respond
+        self._heartbeat(group, member)
+        if group.leader_id != member_id:
+            return
+        missing = [m for m in group.members if m not in assignments]
+        if missing:
+            log.warning("assignment_missing_members", group=group_id, members=missing)
+        previous = {m.member_id: m.assignment for m in group.members.values()}
+        for m in group.members.values():
+            m.assignment = bytes(assignments.get(m.member_id, b""))
+        error = self._store(group_id, [self._group_record(group)])
+        if error:
+            for m in group.members.values():
+                m.assignment = previous[m.member_id]
+            self._reset_and_propagate_assignment_error(group, error)
+            return self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
+        self.scheduler.cancel(("sync", group_id))
+        group.transition_to(S.STABLE, self.now_ms())
+        log.info("group_stable", group=group_id, generation=group.generation_id, members=len(group.members))
+        for m in group.members.values():
+            self._answer_sync(m, sync_result(ErrorCode.NONE, m.assignment, group))
+
+    # ================================================================== Heartbeat
+    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: str | None) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_member(group, member_id, group_instance_id)
+        if error:
+            return error
+        if group.is_(S.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        member = group.members[member_id]
+        if group.is_(S.PREPARING_REBALANCE):
+            self._heartbeat(group, member)
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        self._heartbeat(group, member)
+        return ErrorCode.NONE
+
+    # ================================================================== LeaveGroup
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+        """Remove each (member id, instance id); returns the top-level error and one error per member."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
+        if group.is_(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)
+        errors = []
+        for member_id, instance_id in leaving:
+            if instance_id is not None:
+                current = group.static_members.get(instance_id)
+                if current is None:
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                if member_id and member_id != current:
+                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+                member_id = current
+            if member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self.scheduler.cancel(("heartbeat", group_id, member_id))
+                self._maybe_complete_join(group)
+                errors.append(ErrorCode.NONE)
+                continue
+            member = group.members.get(member_id)
+            if member is None:
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                continue
+            self._remove_member_and_update_group(group, member, "left the group")
+            errors.append(ErrorCode.NONE)
+        return ErrorCode.NONE, errors
+
+    # ================================================================== offsets
+    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                       retention_time_ms: int, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+                       partition_exists: Callable[[str, int], bool]) -> dict[tuple[str, int], ErrorCode]:
+        """Commit (offset, leader epoch, metadata) per partition; every partition gets an error code."""
+        def all_(error: ErrorCode) -> dict:
+            return {tp: error for tp in offsets}
+
+        if not group_id:
+            return all_(ErrorCode.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0 or member_id or group_instance_id is not None:
+                # A generation-aware commit needs a group that knows the member.
+                return all_(ErrorCode.ILLEGAL_GENERATION if generation_id >= 0 else ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
+        if group.is_(S.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        member = None
+        if not (generation_id < 0 and group.is_(S.EMPTY)):
+            # Only a group with no members takes commits from outside it (consumers using assign()).
+            error = self._validate_member(group, member_id, group_instance_id)
+            if not error and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            if not error and group.is_(S.COMPLETING_REBALANCE):
+                error = ErrorCode.REBALANCE_IN_PROGRESS
+            if error:
+                return all_(error)
+            member = group.members[member_id]
+        now = self.now_ms()
+        expire = now + retention_time_ms if retention_time_ms is not None and retention_time_ms >= 0 else -1
+        results: dict[tuple[str, int], ErrorCode] = {}
+        entries, accepted = [], {}
+        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if not partition_exists(topic, partition):
+                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                committed = CommittedOffset(offset, leader_epoch, metadata, now, expire)
+                accepted[(topic, partition)] = committed
+                entries.append(self._offset_record(group_id, topic, partition, committed))
+        error = self._store(group_id, entries)
+        for tp, committed in accepted.items():
+            results[tp] = error
+            if not error:
+                group.offsets[tp] = committed
+        if member is not None:
+            self._heartbeat(group, member)
+        if not accepted and group.is_(S.EMPTY) and not group.offsets:
+            self._maybe_drop_empty_group(group)
+        return results
+
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], CommittedOffset | None]:
+        """Committed offsets of the partitions asked for (None: all the group has); None where none is."""
+        group = self.groups.get(group_id)
+        committed = group.offsets if group is not None and not group.is_(S.DEAD) else {}
+        if partitions is None:
+            return dict(committed)
+        return {tp: committed.get(tp) for tp in partitions}
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_(S.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        subscribed: set[str] | None = set()
+        if group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
+            subscribed = group.subscribed_topics()
+            if subscribed is None:   # not a consumer group: Kafka refuses while it has members
+                return ErrorCode.NON_EMPTY_GROUP, {}
+        results, entries = {}, []
+        for tp in partitions:
+            if tp[0] in subscribed:
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            results[tp] = ErrorCode.NONE
+            if tp in group.offsets:
+                entries.append((records.offset_commit_key(group_id, *tp), None))
+        error = self._store(group_id, entries)
+        if error:
+            return error, {}
+        for tp, e in results.items():
+            if e == ErrorCode.NONE:
+                group.offsets.pop(tp, None)
+        return ErrorCode.NONE, results
+
+    # ================================================================== admin
+    def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        results = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if not group_id:
+                results[group_id] = ErrorCode.INVALID_GROUP_ID
+            elif group is None or group.is_(S.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_(S.EMPTY):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                entries = [(records.offset_commit_key(group_id, *tp), None) for tp in group.offsets]
+                entries.append((records.group_metadata_key(group_id), None))
+                error = self._store(group_id, entries)
+                if not error:
+                    self._mark_dead(group)
+                results[group_id] = error
+        return results
+
+    def _mark_dead(self, group: GroupMetadata) -> None:
+        group.transition_to(S.DEAD, self.now_ms())
+        group.offsets.clear()
+        self.scheduler.cancel(("join", group.group_id))
+        self.scheduler.cancel(("sync", group.group_id))
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+        log.info("group_deleted", group=group.group_id)
+
+    def describe_group(self, group_id: str) -> dict:
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"error_code": 0, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
+                    "protocol_data": "", "members": []}
+        stable = group.is_(S.STABLE)
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment if stable else b""} for m in group.members.values()]
+        return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": (group.protocol_name or "") if stable else "", "members": members}
+
+    def list_groups(self, states: set[str] | None = None) -> list[dict]:
+        wanted = {s.lower() for s in states} if states else None
+        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value}
+                for g in self.groups.values()
+                if not g.is_(S.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
+
+    # ================================================================== retention
+    def expire_offsets(self) -> int:
+        """Drop offsets past their retention (Kafka 2.1+ rules); returns how many expired."""
+        now = self.now_ms()
+        retention = self.config.offsets_retention_ms
+        expired_total = 0
+        for group in list(self.groups.values()):
+            if group.is_(S.DEAD):
+                continue
+            expired = []
+            for tp, committed in group.offsets.items():
+                if committed.expire_timestamp >= 0:
+                    due = now >= committed.expire_timestamp
+                elif group.protocol_type is None:        # standalone consumers: age of the commit
+                    due = now >= committed.commit_timestamp + retention
+                elif group.is_(S.EMPTY):                 # a group emptied: age of it being empty
+                    due = now >= max(group.state_timestamp_ms, committed.commit_timestamp) + retention
+                else:
+                    due = False
+                if due:
+                    expired.append(tp)
+            entries = [(records.offset_commit_key(group.group_id, *tp), None) for tp in expired]
+            drop_group = group.is_(S.EMPTY) and len(expired) == len(group.offsets) and not group.members
+            if drop_group:
+                entries.append((records.group_metadata_key(group.group_id), None))
+            if not entries or self._store(group.group_id, entries):
+                continue
+            for tp in expired:
+                del group.offsets[tp]
+            expired_total += len(expired)
+            if drop_group:
+                self._mark_dead(group)
+        if expired_total:
+            log.info("offsets_expired", count=expired_total)
+        return expired_total
+
+    # ================================================================== records and replay
+    @staticmethod
+    def _offset_record(group_id: str, topic: str, partition: int, c: CommittedOffset) -> tuple[bytes, bytes]:
+        return (records.offset_commit_key(group_id, topic, partition),
+                records.offset_commit_value(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp,
+                                            c.expire_timestamp))
+
+    @staticmethod
+    def _group_record(group: GroupMetadata) -> tuple[bytes, bytes]:
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                    "client_host": m.client_host, "rebalance_timeout": m.rebalance_timeout_ms,
+                    "session_timeout": m.session_timeout_ms,
+                    "subscription": m.metadata_for(group.protocol_name) if group.protocol_name else b"",
+                    "assignment": m.assignment} for m in group.members.values()]
+        value = {"protocol_type": group.protocol_type or "", "generation": group.generation_id,
+                 "protocol": group.protocol_name, "leader": group.leader_id if group.members else None,
+                 "current_state_timestamp": group.state_timestamp_ms, "members": members}
+        return records.group_metadata_key(group.group_id), records.group_metadata_value(value)
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one __consumer_offsets record: the same path for start-up loading and nothing else."""
+        decoded_key = records.decode_key(key)
+        decoded = records.decode_value(decoded_key, value)
+        if isinstance(decoded_key, records.OffsetKey):
+            tp = (decoded_key.topic, decoded_key.partition)
+            group = self.groups.get(decoded_key.group)
+            if decoded is None:
+                if group is not None:
+                    group.offsets.pop(tp, None)
+                return
+            if group is None:
+                group = self.groups[decoded_key.group] = GroupMetadata(decoded_key.group)
+            group.offsets[tp] = CommittedOffset(decoded.offset, getattr(decoded, "leader_epoch", -1),
+                                                decoded.metadata, decoded.commit_timestamp,
+                                                getattr(decoded, "expire_timestamp", -1))
+            return
+        group_id = decoded_key.group
+        if decoded is None:
+            self.groups.pop(group_id, None)
+            return
+        offsets = self.groups[group_id].offsets if group_id in self.groups else {}
+        group = GroupMetadata(group_id, generation_id=decoded.generation, protocol_type=decoded.protocol_type or None,
+                              protocol_name=decoded.protocol, state_timestamp_ms=decoded.current_state_timestamp,
+                              offsets=offsets)
+        for m in decoded.members:
+            member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                    m.rebalance_timeout, m.session_timeout, group.protocol_type or "",
+                                    [(decoded.protocol or "", bytes(m.subscription))], bytes(m.assignment),
+                                    is_new=False)
+            group.members[member.member_id] = member
+            if member.group_instance_id is not None:
+                group.static_members[member.group_instance_id] = member.member_id
+        group.leader_id = decoded.leader if decoded.leader in group.members else next(iter(group.members), None)
+        # A loaded group with members resumes Stable; members that are gone expire by session timeout.
+        group.state = S.STABLE if group.members else S.EMPTY
+        self.groups[group_id] = group
+
+    def loaded(self) -> None:
+        """After replay: start the session timers of the members the log says exist."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._heartbeat(group, member)
+
+    def shutdown(self) -> None:
+        """Unload: parked members are told to find the coordinator again; no timer fires afterwards."""
+        self.scheduler.cancel_all()
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._answer_join(member, join_result(ErrorCode.NOT_COORDINATOR, member.member_id))
+                self._answer_sync(member, sync_result(ErrorCode.NOT_COORDINATOR))

@@ -1,0 +1,46 @@
+"""Appending to and replaying an internal topic (``__consumer_offsets``, later ``__transaction_state``).
+
+Coordinators write (key, value) records; this turns them into one record
+batch per call and appends it through the replica manager with acks=all, as
+Kafka's coordinators do, so an acknowledged change is as durable as any
+acks=all produce. Replay reads the partition's log back, record by record,
+control batches skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from protocol.errors import ErrorCode
+from protocol.records import build_batch, iter_records
+
+
+class InternalTopicStore:
+    def __init__(self, replica_manager, topic: str, clock) -> None:
+        self.replica_manager = replica_manager
+        self.topic = topic
+        self.clock = clock
+
+    def append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+        if not entries:
+            return ErrorCode.NONE
+        batch = build_batch([(key, value, []) for key, value in entries], timestamp_ms=int(self.clock() * 1000))
+        result = self.replica_manager.append_records(self.topic, partition, memoryview(batch), -1)
+        if result.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return ErrorCode.NOT_COORDINATOR      # the partition moved (or is gone): client looks again
+        if result.error in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if result.error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        return result.error
+
+    def records(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        found = self.replica_manager.get(self.topic, partition)
+        if found is None:
+            return
+        for header, data in found.log.iter_batches(found.log.log_start_offset, found.log.high_watermark):
+            if header.is_control:
+                continue
+            for record in iter_records(data):
+                if record.key is not None:
+                    yield record.key, record.value

@@ -195,7 +195,7 @@ class GroupCoordinator:
         member.rebalance_timeout_ms = args["rebalance_timeout_ms"]
         member.session_timeout_ms = args["session_timeout_ms"]
         # A retried join supersedes the parked one; that one is answered so its connection moves on.
-        self._answer_join(member, join_result(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        self._answer_join(group, member, join_result(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         member.join_callback = respond
         self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
 
@@ -205,8 +205,8 @@ class GroupCoordinator:
         old_member_id = group.static_members[instance_id]
         previous_leader = group.leader_id
         old = group.members[old_member_id]
-        self._answer_join(old, join_result(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
-        self._answer_sync(old, sync_result(ErrorCode.FENCED_INSTANCE_ID))
+        self._answer_join(group, old, join_result(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
+        self._answer_sync(group, old, sync_result(ErrorCode.FENCED_INSTANCE_ID))
         self.scheduler.cancel(("heartbeat", group.group_id, old_member_id))
         member = group.replace_static_member(instance_id, new_member_id)
         member.protocols = [(n, bytes(m)) for n, m in args["protocols"]]
@@ -303,8 +303,7 @@ class GroupCoordinator:
                 log.warning("group_store_failed", group=group.group_id, error=error.name)
             return
         for member in group.members.values():
-            self._answer_join(member, self._current_join_result(group, member.member_id))
-            self._heartbeat(group, member)
+            self._answer_join(group, member, self._current_join_result(group, member.member_id))
         # The leader must send the assignment within the rebalance timeout, or members that did not sync go.
         self.scheduler.schedule(("sync", group.group_id), group.rebalance_timeout_ms,
                                 lambda: self._sync_expired(group, group.generation_id))
@@ -318,19 +317,23 @@ class GroupCoordinator:
     def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: ErrorCode) -> None:
         for member in group.members.values():
             member.assignment = b""
-            self._answer_sync(member, sync_result(error))
+            self._answer_sync(group, member, sync_result(error))
 
-    @staticmethod
-    def _answer_join(member: MemberMetadata, result: dict) -> None:
-        callback, member.join_callback = member.join_callback, None
-        if callback is not None:
-            callback(result)
+    def _answer_join(self, group: GroupMetadata, member: MemberMetadata, result: dict) -> None:
+        self._answer(group, member, "join_callback", result)
 
-    @staticmethod
-    def _answer_sync(member: MemberMetadata, result: dict) -> None:
-        callback, member.sync_callback = member.sync_callback, None
-        if callback is not None:
-            callback(result)
+    def _answer_sync(self, group: GroupMetadata, member: MemberMetadata, result: dict) -> None:
+        self._answer(group, member, "sync_callback", result)
+
+    def _answer(self, group: GroupMetadata, member: MemberMetadata, slot: str, result: dict) -> None:
+        """Answer a parked request; a member still in the group gets a fresh session from that moment."""
+        callback = getattr(member, slot)
+        if callback is None:
+            return
+        setattr(member, slot, None)
+        callback(result)
+        if group.members.get(member.member_id) is member:
+            self._heartbeat(group, member)
 
     # ================================================================== membership and heartbeats
     def _heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
@@ -360,10 +363,10 @@ class GroupCoordinator:
             self._maybe_drop_empty_group(group)
 
     def _remove_member(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
-        self.scheduler.cancel(("heartbeat", group.group_id, member.member_id))
-        self._answer_join(member, join_result(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
-        self._answer_sync(member, sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
+        self.scheduler.cancel(("heartbeat", group.group_id, member.member_id))
+        self._answer_join(group, member, join_result(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        self._answer_sync(group, member, sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         log.info("member_removed", group=group.group_id, member=member.member_id, reason=reason)
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
@@ -405,7 +408,7 @@ class GroupCoordinator:
             self._heartbeat(group, member)
             return respond(sync_result(ErrorCode.NONE, member.assignment, group))
         # CompletingRebalance: park until the leader's assignment arrives.
-        self._answer_sync(member, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))   # a retried sync supersedes
+        self._answer_sync(group, member, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))   # a retried sync supersedes
         member.sync_callback = respond
         self._heartbeat(group, member)
         if group.leader_id != member_id:
@@ -426,7 +429,7 @@ class GroupCoordinator:
         group.transition_to(S.STABLE, self.now_ms())
         log.info("group_stable", group=group_id, generation=group.generation_id, members=len(group.members))
         for m in group.members.values():
-            self._answer_sync(m, sync_result(ErrorCode.NONE, m.assignment, group))
+            self._answer_sync(group, m, sync_result(ErrorCode.NONE, m.assignment, group))
 
     # ================================================================== Heartbeat
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
@@ -722,8 +725,8 @@ class GroupCoordinator:
 
     def shutdown(self) -> None:
         """Unload: parked members are told to find the coordinator again; no timer fires afterwards."""
-        self.scheduler.cancel_all()
         for group in self.groups.values():
             for member in group.members.values():
-                self._answer_join(member, join_result(ErrorCode.NOT_COORDINATOR, member.member_id))
-                self._answer_sync(member, sync_result(ErrorCode.NOT_COORDINATOR))
+                self._answer_join(group, member, join_result(ErrorCode.NOT_COORDINATOR, member.member_id))
+                self._answer_sync(group, member, sync_result(ErrorCode.NOT_COORDINATOR))
+        self.scheduler.cancel_all()

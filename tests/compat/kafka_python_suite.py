@@ -34,19 +34,15 @@ DESELECT = ["acls", "delete_records", "elect_leaders", "log_dirs", "partition_re
 # Known failures still open, with the issue that brings them.
 EXPECTED_FAILURES = {
     "test_describe_configs_broker_resource_returns_configs": "dynamic broker configs (read_only=false) not built",
-    "test_describe_group_exists": "consumer groups (issue 3)",
-    "test_delete_groups": "consumer groups (issue 3)",
-    "test_delete_groups_with_errors": "consumer groups (issue 3)",
-    "test_kafka_consumer__offset_commit_resume": "consumer groups (issue 3)",
-    "test_kafka_consumer_max_bytes_one_msg": "consumer groups (issue 3): it subscribes with a group id",
-    "test_group": "consumer groups (issue 3)",
-    "test_heartbeat_thread": "consumer groups (issue 3)",
     "test_transactional_producer_messages": "transactions (issue 4)",
     "test_transactional_producer_offsets": "transactions (issue 4)",
 }
 
 MUST_PASS = [
     "test/integration/test_admin_integration.py::test_create_delete_topics",
+    "test/integration/test_admin_integration.py::test_delete_groups",
+    "test/integration/test_admin_integration.py::test_delete_groups_with_errors",
+    "test/integration/test_admin_integration.py::test_describe_group_exists",
     "test/integration/test_admin_integration.py::test_create_partitions",
     "test/integration/test_admin_integration.py::test_describe_configs_invalid_broker_id_raises",
     "test/integration/test_admin_integration.py::test_describe_configs_mixed_resources_returns_configs",
@@ -54,6 +50,10 @@ MUST_PASS = [
     "test/integration/test_admin_integration.py::test_list_partition_offsets",
     "test/integration/test_consumer_integration.py::test_consumer",
     "test/integration/test_consumer_integration.py::test_consumer_topics",
+    "test/integration/test_consumer_integration.py::test_group",
+    "test/integration/test_consumer_integration.py::test_heartbeat_thread",
+    "test/integration/test_consumer_integration.py::test_kafka_consumer__offset_commit_resume",
+    "test/integration/test_consumer_integration.py::test_kafka_consumer_max_bytes_one_msg",
     "test/integration/test_consumer_integration.py::test_kafka_consumer",
     "test/integration/test_consumer_integration.py::test_kafka_consumer__blocking",
     "test/integration/test_consumer_integration.py::test_kafka_consumer_max_bytes_simple",

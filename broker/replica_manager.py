@@ -17,7 +17,7 @@ import structlog
 
 from broker.purgatory import DelayedOperation, Purgatory
 from protocol.errors import ErrorCode
-from protocol.records import InvalidBatch, validate_produce_records
+from protocol.records import InvalidBatch, iter_records, validate_produce_records
 from protocol.types import FileRegion
 from storage.log import AppendInfo, Log, OffsetOutOfRange
 from storage.log_config import LogConfig
@@ -122,6 +122,8 @@ class ReplicaManager:
                                    message=f"ISR {len(partition.isr)} < min.insync.replicas {config.min_insync_replicas}")
         try:
             header = validate_produce_records(records, config.max_message_bytes)
+            if config.compact and not header.is_control:
+                _require_keys(records)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))
@@ -171,6 +173,12 @@ class ReplicaManager:
 
     def shutdown(self) -> None:
         self.fetch_purgatory.shutdown()
+
+
+def _require_keys(records) -> None:
+    """Compaction works by key: Kafka refuses keyless records on a compacted topic."""
+    if any(r.key is None for r in iter_records(records)):
+        raise InvalidBatch("INVALID_RECORD", "Compacted topic cannot accept message without key")
 
 
 class DelayedFetch(DelayedOperation):

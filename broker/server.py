@@ -155,6 +155,9 @@ class Broker:
             asyncio.create_task(self._every(self.config["offsets.retention.check.interval.ms"],
                                             self.group_coordinator.expire_offsets)),
         ]
+        if self.config["log.cleaner.enable"]:
+            self._tasks.append(asyncio.create_task(self._every(self.config["log.cleaner.backoff.ms"],
+                                                               self.log_manager.clean)))
         log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
                  partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
 

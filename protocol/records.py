@@ -296,3 +296,25 @@ def build_batch(records: list[tuple[bytes | None, bytes | None, list]], *, base_
     batch = header + body
     struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(bytes(batch[ATTRIBUTES_OFFSET:])))
     return bytes(batch)
+
+
+def rebuild_batch(header: BatchHeader, kept: list[Record]) -> bytes:
+    """The batch ``header`` with only the ``kept`` records, for the log cleaner.
+
+    Everything else stays: base offset, last offset delta (so the batch still
+    ends where it did and producer state is unchanged), timestamps, producer
+    id, epoch and base sequence, attributes and codec. Kept records keep their
+    offset and timestamp deltas. An empty ``kept`` gives a header-only batch.
+    """
+    body = b"".join(encode_record(r.offset - header.base_offset, r.timestamp - header.base_timestamp,
+                                  r.key, r.value, r.headers) for r in kept)
+    if kept:
+        body = compress(header.compression, body)
+    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
+    out = bytearray(_HEADER.pack(header.base_offset, length, header.partition_leader_epoch, 2, 0,
+                                 header.attributes, header.last_offset_delta, header.base_timestamp,
+                                 header.max_timestamp, header.producer_id, header.producer_epoch,
+                                 header.base_sequence, len(kept)))
+    out += body
+    struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
+    return bytes(out)

@@ -25,7 +25,7 @@ import structlog
 from protocol.records import BatchHeader, patch_base_offset
 from storage.log_config import LogConfig
 from storage.producer_state import ProducerStateManager
-from storage.segment import LOG_SUFFIX, LogSegment
+from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
 log = structlog.get_logger("storage.log")
 # One thread fsyncs rolled segments so that a roll never stalls the appends behind it.
@@ -87,8 +87,11 @@ class Log:
         After a clean shutdown (everything flushed, indexes trimmed) only
         missing or damaged indexes are rebuilt, as Kafka skips recovery then.
         """
-        for stray in glob.glob(os.path.join(self.directory, "*.tmp")):
-            os.unlink(stray)
+        for stray in glob.glob(os.path.join(self.directory, "*.tmp")) + \
+                glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX + ".cleaned")):
+            os.unlink(stray)   # a cleaner pass that never reached its swap: the old segments are intact
+        for swap in sorted(glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX + ".swap"))):
+            self._complete_swap(swap)
         bases = sorted(int(os.path.basename(p)[:-len(LOG_SUFFIX)])
                        for p in glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX)))
         now_ms = self._now_ms()   # segment ages run on the log's clock, not the wall clock
@@ -118,6 +121,56 @@ class Log:
         self.log_end_offset = max(last, self.segments[-1].base_offset)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self.producer_state.truncate_and_reload(headers)
+
+    def _complete_swap(self, swap_path: str) -> None:
+        """Finish a cleaner swap cut short by a crash: the fsynced ``.swap`` replaces the segments it covers."""
+        base = int(os.path.basename(swap_path)[:20])
+        last = base
+        with open(swap_path, "rb") as f:
+            data = f.read()
+        position = 0
+        while position + 61 <= len(data):
+            header = BatchHeader.parse(data, position)
+            if header.batch_length <= 0:
+                break
+            last = header.last_offset
+            position += header.size
+        for path in glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX)):
+            replaced = int(os.path.basename(path)[:-len(LOG_SUFFIX)])
+            if base <= replaced <= last:
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    try:
+                        os.unlink(os.path.join(self.directory, segment_name(replaced) + suffix))
+                    except FileNotFoundError:
+                        pass
+        os.rename(swap_path, os.path.join(self.directory, segment_name(base) + LOG_SUFFIX))
+        log.warning("cleaner_swap_completed", topic=self.topic, partition=self.partition, base_offset=base)
+
+    def replace_segments(self, old: list[LogSegment], swap_path: str) -> LogSegment:
+        """Put the cleaned segment at ``swap_path`` in place of ``old`` (consecutive, not the active one).
+
+        Old files are unlinked first and their descriptors closed later (a
+        fetch may still be sending from them); the swap is renamed last, so a
+        crash at any point leaves either the old segments or a ``.swap`` that
+        ``_load`` completes.
+        """
+        base = old[0].base_offset
+        position = self.segments.index(old[0])
+        for segment in old:
+            self.segments.remove(segment)
+            segment.unlink_files()
+            self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, segment))
+        os.rename(swap_path, os.path.join(self.directory, segment_name(base) + LOG_SUFFIX))
+        fresh = LogSegment(self.directory, base, self.config.index_interval_bytes, old[0].created_ms)
+        fresh.recover()   # builds its indexes
+        fresh.flush()
+        self.segments.insert(position, fresh)
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        return fresh
 
     # ------------------------------------------------------------------ appending
     @property

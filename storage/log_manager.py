@@ -15,6 +15,7 @@ import time
 
 import structlog
 
+from storage import cleaner
 from storage.checkpoint import read_checkpoint, write_checkpoint
 from storage.log import Log, partition_dir_name
 from storage.log_config import LogConfig
@@ -24,6 +25,7 @@ RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
 REPLICATION = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+CLEANER = "cleaner-offset-checkpoint"
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -97,6 +99,32 @@ class LogManager:
     def cleanup(self) -> int:
         """Apply retention to every log; returns the number of segments deleted."""
         return sum(lg.delete_old_segments() for lg in list(self.logs.values()))
+
+    def clean(self) -> int:
+        """One log cleaner pass over every compacted log that needs it; returns how many were cleaned.
+
+        ``cleaner-offset-checkpoint`` keeps, per log dir, where each log's
+        dirty part begins, so a restart does not recompact what is clean.
+        """
+        now_ms = int(self.clock() * 1000)
+        cleaned = 0
+        for d in self.log_dirs:
+            path = os.path.join(d, CLEANER)
+            checkpoints = read_checkpoint(path)
+            changed = False
+            for tp, lg in list(self.logs.items()):
+                if os.path.dirname(lg.directory) != d or not lg.config.compact:
+                    continue
+                first_dirty = max(checkpoints.get(tp, 0), lg.log_start_offset)
+                if not cleaner.needs_cleaning(lg, first_dirty, now_ms):
+                    continue
+                result = cleaner.clean(lg, first_dirty, now_ms)
+                checkpoints[tp] = result.first_uncleanable
+                changed = True
+                cleaned += 1
+            if changed:
+                write_checkpoint(path, {tp: o for tp, o in checkpoints.items() if tp in self.logs})
+        return cleaned
 
     def flush_by_time(self) -> None:
         for lg in self.logs.values():

@@ -18,6 +18,7 @@ TEST_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "500",
     "num.partitions": "1",
+    "log.cleaner.backoff.ms": "200",
 }
 
 

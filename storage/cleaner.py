@@ -1,0 +1,174 @@
+"""The log cleaner: compaction for every topic whose ``cleanup.policy`` includes ``compact``.
+
+Kafka's scheme, on whole segments:
+
+* the *cleanable* part of a log runs from its start to the first
+  uncleanable offset: the active segment's base, the last stable offset
+  (the high watermark until transactions exist), and no segment holding a
+  record younger than ``min.compaction.lag.ms``;
+* the *dirty* part is what was appended since the last clean (the
+  ``cleaner-offset-checkpoint``); a log is cleaned when dirty bytes make up at
+  least ``min.cleanable.dirty.ratio`` of the cleanable bytes, or when a dirty
+  segment is older than ``max.compaction.lag.ms``;
+* the newest offset of every key in the dirty part is mapped, then each
+  cleanable segment is rewritten keeping a record only if no later record
+  has its key; a tombstone (null value) goes once it has been through a
+  clean and is older than ``delete.retention.ms``; records without a key
+  cannot be compacted and go;
+* consecutive small segments are merged while they fit in ``segment.bytes``.
+
+Batches keep their base and last offsets (offsets never change), their
+producer id, epoch and sequence; a batch emptied entirely is dropped unless
+it is its producer's latest, which keeps the producer's sequence state.
+Control batches stay. A batch with nothing removed is copied byte for byte.
+
+Crash safety: the cleaned segment is written to ``.cleaned``, fsynced,
+renamed to ``.swap``, and only then replaces the old segments; ``Log._load``
+finishes an interrupted swap and discards a ``.cleaned`` file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import structlog
+
+from protocol.records import iter_records, rebuild_batch
+from storage.segment import segment_name
+
+log = structlog.get_logger("storage.cleaner")
+
+CLEANED_SUFFIX = ".log.cleaned"
+SWAP_SUFFIX = ".log.swap"
+
+
+@dataclass
+class CleanResult:
+    first_uncleanable: int
+    segments_before: int = 0
+    segments_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    records_removed: int = 0
+
+
+def first_uncleanable_offset(plog, now_ms: int) -> int:
+    """Where cleaning must stop: active segment, LSO (the HW for now), and the minimum compaction lag."""
+    bound = min(plog.active_segment.base_offset, plog.high_watermark)
+    lag = plog.config.min_compaction_lag_ms
+    if lag > 0:
+        for segment in plog.segments[:-1]:
+            if segment.largest_timestamp() > now_ms - lag:
+                bound = min(bound, segment.base_offset)
+                break
+    return bound
+
+
+def _cleanable_segments(plog, upto: int) -> list:
+    return [s for i, s in enumerate(plog.segments) if plog._segment_end(i) <= upto and s.size]
+
+
+def needs_cleaning(plog, first_dirty: int, now_ms: int) -> bool:
+    if not plog.config.compact:
+        return False
+    upto = first_uncleanable_offset(plog, now_ms)
+    segments = _cleanable_segments(plog, upto)
+    dirty = [s for s in segments if s.base_offset >= first_dirty]
+    if not dirty:
+        return False
+    if any(s.largest_timestamp() < now_ms - plog.config.max_compaction_lag_ms for s in dirty):
+        return True
+    total = sum(s.size for s in segments)
+    return total > 0 and sum(s.size for s in dirty) / total >= plog.config.min_cleanable_dirty_ratio
+
+
+def _offset_map(plog, first_dirty: int, upto: int) -> dict[bytes, int]:
+    latest: dict[bytes, int] = {}
+    for header, data in plog.iter_batches(first_dirty, upto):
+        if header.is_control:
+            continue
+        for record in iter_records(data):
+            if record.key is not None and record.offset < upto:
+                latest[bytes(record.key)] = record.offset
+    return latest
+
+
+def _groups(segments: list, max_bytes: int) -> list[list]:
+    """Consecutive segments merged while their total size fits in ``segment.bytes``."""
+    groups: list[list] = []
+    size = 0
+    for segment in segments:
+        if groups and size + segment.size <= max_bytes and segment.base_offset - groups[-1][0].base_offset < 2**31:
+            groups[-1].append(segment)
+            size += segment.size
+        else:
+            groups.append([segment])
+            size = segment.size
+    return groups
+
+
+def clean(plog, first_dirty: int, now_ms: int) -> CleanResult:
+    """Compact ``plog`` up to its first uncleanable offset; returns what changed (the new checkpoint)."""
+    upto = first_uncleanable_offset(plog, now_ms)
+    result = CleanResult(first_uncleanable=upto)
+    segments = _cleanable_segments(plog, upto)
+    if not segments:
+        return result
+    latest = _offset_map(plog, max(first_dirty, plog.log_start_offset), upto)
+    delete_horizon = now_ms - plog.config.delete_retention_ms
+    producers = plog.producer_state.producers
+    result.segments_before = len(segments)
+    result.bytes_before = sum(s.size for s in segments)
+    for group in _groups(segments, plog.config.segment_bytes):
+        base = group[0].base_offset
+        cleaned_path = os.path.join(plog.directory, segment_name(base) + CLEANED_SUFFIX)
+        fd = os.open(cleaned_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            written = 0
+            for segment in group:
+                end = plog._segment_end(plog.segments.index(segment))
+                for header, data in plog.iter_batches(segment.base_offset, end):
+                    if header.base_offset < segment.base_offset:
+                        continue   # iter_batches starts at the batch holding the offset
+                    out = _retained(header, data, latest, delete_horizon, first_dirty, producers, result)
+                    if out is not None:
+                        os.write(fd, out)
+                        written += len(out)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        swap_path = os.path.join(plog.directory, segment_name(base) + SWAP_SUFFIX)
+        os.rename(cleaned_path, swap_path)
+        plog.replace_segments(group, swap_path)
+        result.bytes_after += written
+        result.segments_after += 1
+    log.info("log_cleaned", topic=plog.topic, partition=plog.partition, first_dirty=first_dirty,
+             first_uncleanable=upto, segments_before=result.segments_before, segments_after=result.segments_after,
+             bytes_before=result.bytes_before, bytes_after=result.bytes_after, records_removed=result.records_removed)
+    return result
+
+
+def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first_dirty: int, producers,
+              result: CleanResult) -> bytes | None:
+    """The batch as it is after cleaning: unchanged bytes, a rebuilt batch, or None when it goes."""
+    if header.is_control:
+        return bytes(data)
+    records = list(iter_records(data))
+    kept = []
+    for r in records:
+        if r.key is None:
+            continue
+        if latest.get(bytes(r.key), -1) > r.offset:
+            continue
+        if r.value is None and r.offset < first_dirty and header.max_timestamp < delete_horizon:
+            continue   # a tombstone that has been through a clean and outlived delete.retention.ms
+        kept.append(r)
+    result.records_removed += len(records) - len(kept)
+    if len(kept) == len(records):
+        return bytes(data)
+    if not kept:
+        entry = producers.get(header.producer_id) if header.has_producer_id else None
+        if entry is None or not entry.batches or entry.batches[-1].last_offset != header.last_offset:
+            return None
+    return rebuild_batch(header, kept)

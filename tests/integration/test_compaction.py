@@ -1,0 +1,87 @@
+"""Compaction on a running broker: a user topic with cleanup.policy=compact, and __consumer_offsets."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tests.brokerproc import BrokerProcess
+from tests.integration.groupworkers import wait_until
+from tests.integration.workload import make_topic
+
+
+def read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    try:
+        while True:
+            m = consumer.poll(5)
+            assert m is not None, "no end of partition within 5 s"
+            if m.error():
+                break
+            out.append((m.offset(), m.key(), m.value()))
+    finally:
+        consumer.close()
+    return out
+
+
+def test_compacted_topic_keeps_the_latest_value_per_key(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1, {"cleanup.policy": "compact", "segment.bytes": "2048",
+                                                 "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    expected: dict[bytes, bytes | None] = {}
+    for i in range(600):
+        key = f"key-{i % 20}".encode()
+        value = None if i % 97 == 0 else f"value-{i}".encode()
+        producer.produce(topic_name, key=key, value=value)
+        producer.flush(10)
+        expected[key] = value
+    live = {k: v for k, v in expected.items() if v is not None}
+    wait_until(lambda: len(read_all(broker.bootstrap, topic_name)) < 100, 30, "the cleaner to compact")
+    got = read_all(broker.bootstrap, topic_name)
+    final = {}
+    for offset, key, value in got:
+        final[key] = value
+    assert {k: v for k, v in final.items() if v is not None} == live
+    offsets = [o for o, _, _ in got]
+    assert offsets == sorted(offsets) and offsets[-1] == 599   # offsets never change; the last one stays
+
+
+def test_keyless_records_are_refused_on_a_compacted_topic(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1, {"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
+    errors = []
+    producer.produce(topic_name, value=b"no key", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(10)
+    assert len(errors) == 1 and errors[0].code() == KafkaError.INVALID_RECORD, errors
+
+
+def test_consumer_offsets_are_compacted_and_still_resume(tmp_path):
+    broker = BrokerProcess(str(tmp_path / "data"), overrides={"offsets.topic.segment.bytes": "4096",
+                                                              "offsets.topic.num.partitions": "1"}).start()
+    try:
+        make_topic(broker.bootstrap, "events", 1)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer",
+                             "enable.auto.commit": False})
+        for offset in range(1, 1001):
+            consumer.commit(offsets=[TopicPartition("events", 0, offset)], asynchronous=False)
+        consumer.close()
+        directory = os.path.join(str(tmp_path / "data"), "__consumer_offsets-0")
+
+        def log_bytes() -> int:
+            return sum(os.path.getsize(p) for p in glob.glob(os.path.join(directory, "*.log")))
+
+        written = 1000 * 100   # each commit is a batch of about a hundred bytes
+        wait_until(lambda: log_bytes() < written / 4, 30, "the cleaner to compact __consumer_offsets")
+        assert broker.stop() == 0
+        broker.start()
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "committer"})
+        [committed] = consumer.committed([TopicPartition("events", 0)], timeout=10)
+        consumer.close()
+        assert committed.offset == 1000
+    finally:
+        broker.kill()

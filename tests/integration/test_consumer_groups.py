@@ -152,3 +152,27 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(broker, topic_name
     finally:
         stop_all(workers)
     check_at_least_once(workers, 300)
+
+
+def test_added_partitions_are_rebalanced_to_the_subscribers(broker, topic_name):
+    """Members learn of new partitions from Metadata and rejoin; the new partitions get owners."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    make_topic(broker.bootstrap, topic_name, partitions=2)
+    fill(broker.bootstrap, topic_name, 50)
+    group = f"group-{topic_name}"
+    workers = [Worker("confluent", broker.bootstrap, topic_name, group, name=f"w{n}", session_ms=3000,
+                      heartbeat_ms=300, process_ms=0) for n in range(2)]
+    try:
+        wait_until(lambda: len(consumed(workers)) == 50 and all(w.owned() for w in workers), 60,
+                   "two members with a partition each", workers)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_partitions([NewPartitions(topic_name, 4)])[topic_name].result(10)
+        wait_until(lambda: set().union(*(w.owned() for w in workers)) == set(range(4)), 30,
+                   "the new partitions assigned", workers)
+        fill(broker.bootstrap, topic_name, 100, first=50)
+        wait_until(lambda: len(consumed(workers)) == 150, 30, "records in the new partitions consumed", workers)
+        assert {e["p"] for w in workers for e in w.of("rec")} == set(range(4))
+    finally:
+        stop_all(workers)
+    check_at_least_once(workers, 150)

@@ -16,18 +16,18 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, loadgen
+from bench import brokers, groups, loadgen
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
 SCENARIOS = [(100, 2_000_000), (1024, 600_000)]   # (record size, records per run)
 
 
-def create_topic(bootstrap: str, name: str) -> None:
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
 
 
 def delete_topic(bootstrap: str, name: str) -> None:
@@ -125,6 +125,8 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
+    parser.add_argument("--suite", choices=["all", "throughput", "groups"], default="all",
+                        help="which scenarios to run (default: all)")
     parser.add_argument("--kbroker-override", action="append", default=[], metavar="KEY=VALUE",
                         help="broker config for the kbroker run (e.g. kbroker.fetch.sendfile=false)")
     args = parser.parse_args()
@@ -141,7 +143,10 @@ def main() -> int:
             broker = start(os.path.join(tmp, name))
             notes[broker.name] = broker.note
             try:
-                rows += measure(broker, args.scale)
+                if args.suite in ("all", "throughput"):
+                    rows += measure(broker, args.scale)
+                if args.suite in ("all", "groups"):
+                    rows += groups.measure(broker, create_topic)
             finally:
                 broker.stop()
     result = table(rows, notes)

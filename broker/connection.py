@@ -48,6 +48,7 @@ class Connection:
         self.log = log.bind(peer=self.peer)
         self.max_request_bytes = broker.config["socket.request.max.bytes"]
         self.responses: asyncio.Queue = asyncio.Queue(MAX_QUEUED_RESPONSES)
+        self._writer_busy = False   # the writer task is between taking a response and finishing its send
         self.sendfile = broker.config["kbroker.fetch.sendfile"]
         sock = writer.get_extra_info("socket")
         self.socket_fd = sock.fileno() if sock is not None else -1
@@ -124,6 +125,17 @@ class Connection:
             return
         if result is CLOSE_CONNECTION:
             raise CloseConnection
+        if not self._writer_busy and self.responses.empty() and not isinstance(result, asyncio.Future):
+            # Nothing is ahead of this response: send it now and skip the hand-off to the writer task.
+            # Safe for ordering: the next request is read only after this returns.
+            try:
+                await self._send(correlation_id, api_key, api_version, result)
+            except ConnectionError:
+                raise CloseConnection from None
+            except Exception:
+                ctx.log.exception("response_failed")
+                raise CloseConnection from None
+            return
         await self.responses.put((correlation_id, api_key, api_version, result))
 
     async def _write_responses(self) -> None:
@@ -134,10 +146,12 @@ class Connection:
             if item is None:
                 return
             correlation_id, api_key, api_version, result = item
+            self._writer_busy = True
             try:
                 if isinstance(result, asyncio.Future):
                     result = await result
                 await self._send(correlation_id, api_key, api_version, result)
+                self._writer_busy = False
             except (ConnectionError, asyncio.CancelledError):
                 self.writer.close()
                 self.reader.feed_eof()

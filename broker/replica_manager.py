@@ -109,8 +109,14 @@ class ReplicaManager:
                 partition.log.config = config
 
     # ------------------------------------------------------------------ produce
-    def append_records(self, topic: str, index: int, records, required_acks: int) -> PartitionResult:
-        """Validate and append one partition's batch. Errors come back as Kafka error codes."""
+    def append_records(self, topic: str, index: int, records, required_acks: int, *,
+                       from_coordinator: bool = False) -> PartitionResult:
+        """Validate and append one partition's batch. Errors come back as Kafka error codes.
+
+        ``from_coordinator``: a coordinator's own batch (built by the broker,
+        keyed by construction), so the per-record key check is skipped, as
+        Kafka skips it for coordinator-origin appends.
+        """
         partition = self.partitions.get((topic, index))
         if partition is None:
             return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -122,7 +128,7 @@ class ReplicaManager:
                                    message=f"ISR {len(partition.isr)} < min.insync.replicas {config.min_insync_replicas}")
         try:
             header = validate_produce_records(records, config.max_message_bytes)
-            if config.compact and not header.is_control:
+            if config.compact and not from_coordinator and not header.is_control:
                 _require_keys(records)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:

@@ -25,7 +25,8 @@ class InternalTopicStore:
         if not entries:
             return ErrorCode.NONE
         batch = build_batch([(key, value, []) for key, value in entries], timestamp_ms=int(self.clock() * 1000))
-        result = self.replica_manager.append_records(self.topic, partition, memoryview(batch), -1)
+        result = self.replica_manager.append_records(self.topic, partition, memoryview(batch), -1,
+                                                    from_coordinator=True)
         if result.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             return ErrorCode.NOT_COORDINATOR      # the partition moved (or is gone): client looks again
         if result.error in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):

@@ -8,6 +8,8 @@ brokers compute the same partition.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 INT32_MIN = -(1 << 31)
 
 
@@ -24,6 +26,7 @@ def kafka_abs(n: int) -> int:
     return 0 if n == INT32_MIN else abs(n)
 
 
+@lru_cache(maxsize=65536)   # every group request asks; group ids repeat
 def partition_for(key: str, partitions: int) -> int:
     """The internal-topic partition (and so the coordinator) for a group id or transactional id."""
     return kafka_abs(java_string_hash(key)) % partitions

@@ -1,0 +1,144 @@
+"""Consumer-group scenarios for `make bench`, with librdkafka consumers (confluent-kafka) against any broker.
+
+* first assignment: a new consumer subscribes to a new group; time until its
+  assignment callback runs (FindCoordinator, JoinGroup, SyncGroup, and
+  whatever initial rebalance delay the broker applies);
+* rebalance after a leave: ten consumers share a 20-partition topic; one
+  closes (LeaveGroup); time until each of the nine has its new assignment and
+  together they own every partition again;
+* commit throughput: one member commits one partition's offset
+  synchronously, back to back, for a fixed count; commits per second.
+
+Every scenario reports the median of its runs; each run uses a fresh group.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+import uuid
+
+PARTITIONS = 20
+MEMBERS = 10
+HEARTBEAT_MS = 100
+SESSION_MS = 6000
+COMMITS = 2000
+RUNS = 3
+
+
+class Member:
+    """One librdkafka consumer polled by its own thread; records its assignment as it changes."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.assigned: set[int] = set()
+        self.assign_times: list[float] = []
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                                  "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
+                                  "partition.assignment.strategy": "range"})
+        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.running = True
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self.assigned = {p.partition for p in partitions}
+        self.assign_times.append(time.monotonic())
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self.assigned = set()
+
+    def _poll(self) -> None:
+        while self.running:
+            self.consumer.poll(0.05)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(10)
+        self.consumer.close()
+
+
+def _wait(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def first_assignment(bootstrap: str, topic: str) -> float:
+    started = time.monotonic()
+    member = Member(bootstrap, f"bench-first-{uuid.uuid4().hex[:8]}", topic)
+    try:
+        if not _wait(lambda: member.assign_times, 60):
+            raise TimeoutError("no assignment within 60 s")
+        return member.assign_times[0] - started
+    finally:
+        member.close()
+
+
+def rebalance_after_leave(bootstrap: str, topic: str) -> float:
+    group = f"bench-rebalance-{uuid.uuid4().hex[:8]}"
+    members = [Member(bootstrap, group, topic) for _ in range(MEMBERS)]
+    try:
+        def complete(ms) -> bool:
+            owned = [m.assigned for m in ms]
+            return all(owned) and set().union(*owned) == set(range(PARTITIONS)) and \
+                sum(len(o) for o in owned) == PARTITIONS
+
+        if not _wait(lambda: complete(members), 120):
+            raise TimeoutError("ten members never shared the partitions")
+        time.sleep(1)   # let the group settle in Stable
+        leaving, staying = members[0], members[1:]
+        marks = [len(m.assign_times) for m in staying]
+        started = time.monotonic()
+        leaving.close()
+        if not _wait(lambda: all(len(m.assign_times) > k for m, k in zip(staying, marks)) and complete(staying),
+                     60):
+            raise TimeoutError("no new assignment within 60 s of a member leaving")
+        return max(m.assign_times[-1] for m in staying) - started
+    finally:
+        for m in members[1:]:
+            m.close()
+
+
+def commit_throughput(bootstrap: str, topic: str) -> float:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-commit-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)   # finds the coordinator
+        started = time.monotonic()
+        for offset in range(1, COMMITS + 1):
+            consumer.commit(offsets=[TopicPartition(topic, offset % PARTITIONS, offset)], asynchronous=False)
+        return COMMITS / (time.monotonic() - started)
+    finally:
+        consumer.close()
+
+
+SCENARIOS = [
+    ("group: first assignment", first_assignment, "{:.0f} ms", 1000),
+    (f"group: rebalance after 1 of {MEMBERS} leaves", rebalance_after_leave, "{:.0f} ms", 1000),
+    ("group: sync offset commits", commit_throughput, "{:,.0f} commits/s", 1),
+]
+
+
+def measure(broker, create_topic) -> list[tuple]:
+    """(broker, scenario, cell) rows; a scenario a broker cannot do says why in its cell."""
+    topic = f"bench-groups-{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    rows = []
+    for name, scenario, fmt, scale in SCENARIOS:
+        try:
+            values = [scenario(broker.bootstrap, topic) for _ in range(RUNS)]
+        except Exception as exc:   # one broker's failure is a finding, not the end of the run
+            cell = f"failed: {type(exc).__name__}: {str(exc)[:80]}"
+        else:
+            cell = fmt.format(statistics.median(values) * scale)
+        print(f"  {broker.name:9} {name:34}: {cell}", flush=True)
+        rows.append((broker.name, name, cell))
+    return rows

@@ -70,6 +70,8 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         self.metadata.delete_topic(name)
         self.replica_manager.remove_topic(name)
+        if name != OFFSETS_TOPIC and OFFSETS_TOPIC in self.metadata.topics:
+            self.group_coordinator.remove_topic_offsets(name)
         log.info("topic_deleted", topic=name)
 
     def add_partitions(self, name: str, count: int) -> None:

@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--from-beginning", action="store_true")
     consume.add_argument("--max-messages", type=int, default=None)
     consume.add_argument("--timeout-ms", type=int, default=None)
+
+    groups = with_server(sub.add_parser("groups", help="list, describe (offsets and lag) or delete groups"))
+    groups.add_argument("action", choices=["list", "describe", "delete"])
+    groups.add_argument("--group")
     return parser
 
 

@@ -575,6 +575,20 @@ class GroupCoordinator:
                 group.offsets.pop(tp, None)
         return ErrorCode.NONE, results
 
+    def remove_topic_offsets(self, topic: str) -> int:
+        """A deleted topic's committed offsets go from every group (tombstones), as Kafka does."""
+        removed = 0
+        for group in list(self.groups.values()):
+            gone = [tp for tp in group.offsets if tp[0] == topic]
+            if not gone:
+                continue
+            if self._store(group.group_id, [(records.offset_commit_key(group.group_id, *tp), None) for tp in gone]):
+                continue
+            for tp in gone:
+                del group.offsets[tp]
+            removed += len(gone)
+        return removed
+
     # ================================================================== admin
     def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results = {}

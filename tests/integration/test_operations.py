@@ -8,6 +8,7 @@ import time
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.structs import OffsetAndMetadata
 
 from tests.brokerproc import ROOT
 from tests.integration.workload import make_topic
@@ -39,6 +40,33 @@ def test_cli_topics_produce_consume(broker, topic_name):
     bad = cli(broker, "topics", "create", "--topic", "bad/name")
     assert bad.returncode == 1 and "INVALID_TOPIC_EXCEPTION" in bad.stderr
     assert cli(broker, "topics", "delete", "--topic", topic_name).returncode == 0
+
+
+def test_cli_groups_describe_shows_offsets_lag_and_owners(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 2)
+    group = f"cli-{topic_name}"
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(10):
+        producer.send(topic_name, f"r{i}".encode(), partition=i % 2)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False, client_id="cli-test")
+    got = 0
+    while got < 4:
+        got += sum(len(v) for v in consumer.poll(timeout_ms=1000, max_records=4).values())
+    consumer.commit({TopicPartition(topic_name, 0): OffsetAndMetadata(2, "", -1)})
+    described = cli(broker, "groups", "describe", "--group", group)
+    assert described.returncode == 0, described.stderr
+    rows = {tuple(line.split("\t")[1:3]): line.split("\t") for line in described.stdout.splitlines()[2:]}
+    assert rows[(topic_name, "0")][3:6] == ["2", "5", "3"] and rows[(topic_name, "0")][8] == "cli-test"
+    assert rows[(topic_name, "1")][3:6] == ["-", "5", "-"]
+    assert "is Stable" in described.stdout
+    assert group in cli(broker, "groups", "list").stdout
+    assert cli(broker, "groups", "delete", "--group", group).returncode == 1   # NON_EMPTY_GROUP
+    consumer.close()
+    deleted = cli(broker, "groups", "delete", "--group", group)
+    assert deleted.returncode == 0, deleted.stderr
 
 
 def test_data_and_topic_configs_survive_a_clean_restart(fresh_broker):

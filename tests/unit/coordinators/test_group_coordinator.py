@@ -470,3 +470,11 @@ def test_shutdown_answers_parked_joins(h):
     h.coordinator.shutdown()
     assert parked[0]["error_code"] == E.NOT_COORDINATOR
     assert h.scheduler.pending() == 0
+
+
+def test_a_deleted_topics_offsets_go_from_every_group(h):
+    h.commit("a", -1, "", {("t", 0): 1, ("other", 0): 2})
+    h.commit("b", -1, "", {("t", 1): 3})
+    assert h.coordinator.remove_topic_offsets("t") == 2
+    assert set(h.coordinator.fetch_offsets("a", None)) == {("other", 0)}
+    assert h.reload().fetch_offsets("b", None) == {}

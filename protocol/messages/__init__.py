@@ -1,6 +1,8 @@
 """Every API declaration; importing this package registers them all."""
 
 from protocol.messages import (  # noqa: F401  (imported for registration)
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     consumer_offsets_records,
@@ -11,6 +13,9 @@ from protocol.messages import (  # noqa: F401  (imported for registration)
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -20,10 +25,14 @@ from protocol.messages import (  # noqa: F401  (imported for registration)
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
     produce,
     sync_group,
+    transaction_state_records,
+    txn_offset_commit,
+    write_txn_markers,
 )

@@ -38,7 +38,8 @@ def official_fields(fields: list[dict], version: int, common: dict) -> list[tupl
     """(name, kind, nullable, tag, children) of the fields present at ``version``."""
     out = []
     for f in fields:
-        if version not in Versions.parse(f["versions"]):
+        # A field with only taggedVersions (TransactionLogValue's) exists in exactly those versions.
+        if version not in Versions.parse(f.get("versions") or f["taggedVersions"]):
             continue
         type_ = f["type"]
         children = f.get("fields")

@@ -25,6 +25,8 @@ from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.replica_manager")
 
+READ_COMMITTED = 1
+
 
 @dataclass
 class Partition:
@@ -36,9 +38,12 @@ class Partition:
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
 
-    def fetch_bound(self, replica_id: int) -> int:
-        """Where a fetch stops: followers (replica_id >= 0) read to the log end, consumers to the HW."""
-        return self.log.log_end_offset if replica_id >= 0 else self.log.high_watermark
+    def fetch_bound(self, replica_id: int, isolation_level: int = 0) -> int:
+        """Where a fetch stops: followers (replica_id >= 0) read to the log end, consumers to the HW,
+        read_committed consumers to the last stable offset."""
+        if replica_id >= 0:
+            return self.log.log_end_offset
+        return self.log.last_stable_offset if isolation_level == READ_COMMITTED else self.log.high_watermark
 
     def maybe_increment_high_watermark(self) -> bool:
         """Single broker: the ISR is this broker, so the HW follows its log end offset."""
@@ -73,6 +78,7 @@ class FetchPartitionResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileRegion | None = None
+    aborted_transactions: list | None = None
 
 
 class ReplicaManager:
@@ -127,7 +133,7 @@ class ReplicaManager:
             return PartitionResult(ErrorCode.NOT_ENOUGH_REPLICAS,
                                    message=f"ISR {len(partition.isr)} < min.insync.replicas {config.min_insync_replicas}")
         try:
-            header = validate_produce_records(records, config.max_message_bytes)
+            header = validate_produce_records(records, config.max_message_bytes, allow_control=from_coordinator)
             if config.compact and not from_coordinator and not header.is_control:
                 _require_keys(records)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
@@ -149,16 +155,21 @@ class ReplicaManager:
             return result
         plog = partition.log
         result.high_watermark = plog.high_watermark
-        result.last_stable_offset = plog.high_watermark
+        result.last_stable_offset = plog.last_stable_offset
         result.log_start_offset = plog.log_start_offset
+        bound = partition.fetch_bound(replica_id, isolation_level)
         try:
-            found = plog.read(request.fetch_offset, request.max_bytes, partition.fetch_bound(replica_id),
-                              min_one_batch)
+            found = plog.read(request.fetch_offset, request.max_bytes, bound, min_one_batch)
         except OffsetOutOfRange:
             result.error = ErrorCode.OFFSET_OUT_OF_RANGE
             return result
         if found is not None:
             result.records = FileRegion(found.segment, found.position, found.length)
+            if isolation_level == READ_COMMITTED and replica_id < 0:
+                # Clients drop an aborted producer's records from its first offset to its marker.
+                result.aborted_transactions = [
+                    {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                    for a in plog.aborted_transactions(request.fetch_offset, bound)]
         return result
 
     def fetch(self, requests: list[FetchPartitionRequest], *, replica_id: int, isolation_level: int,
@@ -207,7 +218,7 @@ class DelayedFetch(DelayedOperation):
             if partition is None:
                 return self.force_complete()  # the topic went away: answer with the error now
             plog = partition.log
-            bound = partition.fetch_bound(self.replica_id)
+            bound = partition.fetch_bound(self.replica_id, self.isolation_level)
             if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
                 return self.force_complete()
             if req.fetch_offset < bound:

@@ -132,11 +132,13 @@ def verify_crc(data, position: int, header: BatchHeader) -> bool:
     return crc_of(data, position, header.size) == header.crc
 
 
-def validate_produce_records(records, max_message_bytes: int) -> BatchHeader:
+def validate_produce_records(records, max_message_bytes: int, allow_control: bool = False) -> BatchHeader:
     """Validate the records of one partition of a Produce request: exactly one v2 batch.
 
     Raises InvalidBatch with the Kafka error to answer. The batch bytes are
-    not copied; the header is returned for the append path.
+    not copied; the header is returned for the append path. Control batches
+    (transaction markers) are only accepted from the broker itself
+    (``allow_control``).
     """
     size = len(records)
     if size < LOG_OVERHEAD + 5:
@@ -158,7 +160,7 @@ def validate_produce_records(records, max_message_bytes: int) -> BatchHeader:
         raise InvalidBatch("CORRUPT_MESSAGE", "record batch CRC mismatch")
     if header.records_count <= 0 or header.last_offset_delta < 0:
         raise InvalidBatch("INVALID_RECORD", "batch has no records")
-    if header.is_control:
+    if header.is_control and not allow_control:
         raise InvalidBatch("INVALID_RECORD", "clients may not produce control batches")
     return header
 
@@ -318,3 +320,23 @@ def rebuild_batch(header: BatchHeader, kept: list[Record]) -> bytes:
     out += body
     struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
     return bytes(out)
+
+
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+_CONTROL_KEY = struct.Struct(">hh")       # version, type
+_MARKER_VALUE = struct.Struct(">hi")      # version, coordinator epoch (EndTransactionMarker v0)
+
+
+def control_type(batch) -> int:
+    """COMMIT or ABORT, from the key of a control batch's single record."""
+    record = next(iter_records(batch))
+    return _CONTROL_KEY.unpack_from(record.key)[1]
+
+
+def build_marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                       timestamp_ms: int) -> bytes:
+    """A transaction marker: a control batch of one record, as WriteTxnMarkers appends it."""
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    return build_batch([(key, value, [])], timestamp_ms=timestamp_ms, producer_id=producer_id,
+                       producer_epoch=producer_epoch, transactional=True, control=True)

@@ -4,7 +4,7 @@ Kafka's scheme, on whole segments:
 
 * the *cleanable* part of a log runs from its start to the first
   uncleanable offset: the active segment's base, the last stable offset
-  (the high watermark until transactions exist), and no segment holding a
+  (no open transaction's records are touched), and no segment holding a
   record younger than ``min.compaction.lag.ms``;
 * the *dirty* part is what was appended since the last clean (the
   ``cleaner-offset-checkpoint``); a log is cleaned when dirty bytes make up at
@@ -55,7 +55,7 @@ class CleanResult:
 
 def first_uncleanable_offset(plog, now_ms: int) -> int:
     """Where cleaning must stop: active segment, LSO (the HW for now), and the minimum compaction lag."""
-    bound = min(plog.active_segment.base_offset, plog.high_watermark)
+    bound = min(plog.active_segment.base_offset, plog.last_stable_offset)
     lag = plog.config.min_compaction_lag_ms
     if lag > 0:
         for segment in plog.segments[:-1]:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from protocol.records import BatchHeader, patch_base_offset
+from protocol.records import CONTROL_ABORT, BatchHeader, control_type, patch_base_offset
 from storage.log_config import LogConfig
 from storage.producer_state import ProducerStateManager
+from storage.transaction_index import AbortedTxn
 from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
 log = structlog.get_logger("storage.log")
@@ -100,7 +101,7 @@ class Log:
         if not self.segments:
             self.segments.append(LogSegment(self.directory, log_start_offset, self.config.index_interval_bytes,
                                             now_ms))
-        headers: list[BatchHeader] = []
+        headers: list[tuple[LogSegment, int, BatchHeader]] = []
         for i, segment in enumerate(self.segments):
             is_last = i + 1 == len(self.segments)
             past_recovery_point = not clean_shutdown and (is_last or self.segments[i + 1].base_offset > recovery_point)
@@ -108,7 +109,7 @@ class Log:
                               or not segment.offset_index.is_sane(segment.size))
             before = segment.size
             batches = segment.recover() if needs_recovery else list(segment.iter_headers(0))
-            headers.extend(h for _, h in batches)
+            headers.extend((segment, position, h) for position, h in batches)
             if segment.size != before:
                 log.warning("log_tail_truncated", topic=self.topic, partition=self.partition,
                             segment=segment.base_offset, bytes=before - segment.size)
@@ -117,10 +118,44 @@ class Log:
                     later.delete()
                 del self.segments[i + 1:]
                 break
-        last = headers[-1].next_offset if headers else self.segments[-1].base_offset
+        last = headers[-1][2].next_offset if headers else self.segments[-1].base_offset
         self.log_end_offset = max(last, self.segments[-1].base_offset)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
-        self.producer_state.truncate_and_reload(headers)
+        # Producer state, open transactions and the aborted-transaction indexes all follow from the log.
+        self.producer_state.truncate_and_reload([])
+        for segment in self.segments:
+            segment.txn_index.reset()
+        for segment, position, header in headers:
+            if header.has_producer_id:
+                self.producer_state.update(header, header.base_offset)
+                if header.is_transactional:
+                    self._track_transaction(segment, header, header.base_offset,
+                                            lambda: os.pread(segment.fileno(), header.size, position))
+
+    def _track_transaction(self, segment: LogSegment, header: BatchHeader, first_offset: int, batch) -> None:
+        """Open a transaction on its first data batch; close it on its marker, indexing it if aborted."""
+        if not header.is_control:
+            self.producer_state.track_transaction(header, first_offset)
+            return
+        first = self.producer_state.complete_transaction(header.producer_id)
+        if first is not None and control_type(batch()) == CONTROL_ABORT:
+            marker = first_offset + header.last_offset_delta
+            unstable = self.producer_state.first_unstable_offset()
+            segment.txn_index.append(AbortedTxn(header.producer_id, first, marker,
+                                                marker + 1 if unstable is None else unstable))
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset a read_committed consumer may not read: the oldest open transaction, or the HW."""
+        unstable = self.producer_state.first_unstable_offset()
+        return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions with records in [fetch_offset, upper_bound), from the segments' indexes."""
+        found: list[AbortedTxn] = []
+        for segment in self.segments[self._segment_for(fetch_offset):]:
+            found.extend(segment.txn_index.overlapping(fetch_offset, upper_bound))
+        return found
 
     def _complete_swap(self, swap_path: str) -> None:
         """Finish a cleaner swap cut short by a crash: the fsynced ``.swap`` replaces the segments it covers."""
@@ -236,6 +271,8 @@ class Log:
         self.log_end_offset = last_offset + 1
         if header.has_producer_id:
             self.producer_state.update(header, first_offset)
+            if header.is_transactional:
+                self._track_transaction(segment, header, first_offset, lambda: records)
         self._after_append(header.records_count, now_ms)
         return AppendInfo(first_offset, last_offset, append_time, self.log_start_offset)
 

@@ -63,6 +63,20 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}   # producer id -> first offset of its open transaction
+
+    # ------------------------------------------------------------------ transactions
+    def track_transaction(self, header: BatchHeader, first_offset: int) -> None:
+        """A transactional data batch opens its producer's transaction if none is open."""
+        if header.is_transactional and not header.is_control:
+            self.ongoing.setdefault(header.producer_id, first_offset)
+
+    def complete_transaction(self, producer_id: int) -> int | None:
+        """A marker ends the producer's open transaction; returns its first offset (None if none was open)."""
+        return self.ongoing.pop(producer_id, None)
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.ongoing.values()) if self.ongoing else None
 
     def check(self, header: BatchHeader) -> BatchMetadata | None:
         """Validate an idempotent batch before it is appended.
@@ -111,6 +125,7 @@ class ProducerStateManager:
 
     def truncate_and_reload(self, batches) -> None:
         self.producers.clear()
+        self.ongoing.clear()
         for header in batches:
             if header.has_producer_id:
                 self.update(header, header.base_offset)

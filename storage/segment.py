@@ -28,6 +28,7 @@ class LogSegment:
     def __init__(self, directory: str, base_offset: int, index_interval_bytes: int = 4096,
                  created_ms: int | None = None) -> None:
         from storage.index import OffsetIndex, TimeIndex
+        from storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
         self.directory = directory
         self.base_offset = base_offset
@@ -38,6 +39,7 @@ class LogSegment:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.offset_index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
         self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset)
+        self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX)
         self.size = os.fstat(self.fd).st_size
         self.indexes_missing = not indexes_existed and self.size > 0
         self.bytes_since_index_entry = 0
@@ -76,6 +78,7 @@ class LogSegment:
         os.fsync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # ------------------------------------------------------------------ reading
     def header_at(self, position: int) -> BatchHeader | None:
@@ -211,7 +214,7 @@ class LogSegment:
 
     def unlink_files(self) -> None:
         """Remove the segment's three files; open descriptors stay valid until ``close``."""
-        for path in (self.path, self.offset_index.path, self.time_index.path):
+        for path in (self.path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:

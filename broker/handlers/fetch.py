@@ -19,7 +19,7 @@ def _response(results) -> dict:
         topics[-1]["partitions"].append({
             "partition_index": r.partition, "error_code": r.error, "high_watermark": r.high_watermark,
             "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
-            "aborted_transactions": None, "preferred_read_replica": -1,
+            "aborted_transactions": r.aborted_transactions, "preferred_read_replica": -1,
             "records": r.records if r.records is not None else b"",
         })
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}

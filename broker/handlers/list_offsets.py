@@ -8,7 +8,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 def _lookup(partition, timestamp: int, isolation_level: int) -> dict:
     plog = partition.log
-    readable_end = plog.high_watermark
+    readable_end = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
     if timestamp == EARLIEST:
         return {"timestamp": -1, "offset": plog.log_start_offset}
     if timestamp == LATEST:

@@ -13,6 +13,8 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -22,6 +24,9 @@ from broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -31,12 +36,15 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 
 
@@ -63,6 +71,8 @@ HANDLERS: dict[int, Handler] = {
         describe_configs, alter_configs, create_partitions, incremental_alter_configs, describe_cluster,
         find_coordinator, join_group, sync_group, heartbeat, leave_group, offset_commit, offset_fetch,
         describe_groups, list_groups, delete_groups, offset_delete,
+        add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
+        describe_producers, describe_transactions, list_transactions,
     ])
 }
 

@@ -17,9 +17,11 @@ from broker.connection import serve_connection
 from broker.metadata import LocalMetadataStore, TopicMetadata
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
+from broker.inter_broker import InterBrokerChannel
 from coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from coordinators.internal_topic import InternalTopicStore
 from coordinators.scheduler import LoopScheduler
+from coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
 from protocol.errors import ErrorCode
 from storage.log_config import LogConfig
 from storage.log_manager import LogManager
@@ -27,6 +29,7 @@ from storage.log_manager import LogManager
 log = structlog.get_logger("broker.server")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TXN_TOPIC = "__transaction_state"
 
 
 class Broker:
@@ -42,6 +45,11 @@ class Broker:
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append)
+        self.inter_broker = InterBrokerChannel(self)
+        self.txn_store = InternalTopicStore(self.replica_manager, TXN_TOPIC, clock)
+        self.txn_coordinator = TransactionCoordinator(TransactionConfig.from_broker(config), LoopScheduler(clock),
+                                                      self.txn_store.append, self.producer_ids.generate,
+                                                      self.inter_broker.write_markers)
         self.connections: set = set()
         self.servers: list[asyncio.AbstractServer] = []
         self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
@@ -102,6 +110,44 @@ class Broker:
                            "compression.type": "producer"})
         return ErrorCode.NONE
 
+    def ensure_transaction_topic(self) -> ErrorCode:
+        """Create ``__transaction_state`` on first use (``transaction.state.log.*`` settings)."""
+        if TXN_TOPIC in self.metadata.topics:
+            return ErrorCode.NONE
+        replication = self.config["transaction.state.log.replication.factor"]
+        if replication > 1:   # one live broker
+            log.warning("transaction_topic_replication_unsatisfiable", replication_factor=replication, brokers=1)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        self.create_topic(TXN_TOPIC, self.config["transaction.state.log.num.partitions"], replication,
+                          {"cleanup.policy": "compact",
+                           "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+                           "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])})
+        return ErrorCode.NONE
+
+    def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
+        if TXN_TOPIC not in self.metadata.topics:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.replica_manager.get(TXN_TOPIC, self.txn_coordinator.partition_for(transactional_id)) is None:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def _load_transaction_coordinator(self) -> None:
+        if TXN_TOPIC not in self.metadata.topics:
+            return
+        count = 0
+        for index in range(self.metadata.topics[TXN_TOPIC].partitions):
+            for stored in self.txn_store.records(index):
+                if stored.key is None:
+                    continue
+                try:
+                    self.txn_coordinator.replay(stored.key, stored.value)
+                except Exception as exc:   # one unreadable record must not lose the others
+                    log.warning("transaction_record_unreadable", partition=index, error=str(exc))
+                count += 1
+        self.txn_coordinator.loaded()
+        log.info("transaction_coordinator_loaded", records=count,
+                 transactional_ids=len(self.txn_coordinator.transactions))
+
     def group_coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
         if OFFSETS_TOPIC not in self.metadata.topics:
@@ -117,9 +163,9 @@ class Broker:
             return
         started, count = time.monotonic(), 0
         for index in range(self.metadata.topics[OFFSETS_TOPIC].partitions):
-            for key, value in self.offsets_store.records(index):
+            for stored in self.offsets_store.records(index):
                 try:
-                    self.group_coordinator.replay(key, value)
+                    self.group_coordinator.replay_stored(index, stored)
                 except Exception as exc:   # one unreadable record must not lose the others
                     log.warning("offsets_record_unreadable", partition=index, error=str(exc))
                 count += 1
@@ -157,6 +203,16 @@ class Broker:
             asyncio.create_task(self._every(self.config["offsets.retention.check.interval.ms"],
                                             self.group_coordinator.expire_offsets)),
         ]
+        # After the listeners: finishing a prepared transaction sends its markers to this broker's listener.
+        self._load_transaction_coordinator()
+        self._tasks += [
+            asyncio.create_task(self._every(
+                self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                self.txn_coordinator.abort_timed_out)),
+            asyncio.create_task(self._every(
+                self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                self.txn_coordinator.expire_transactional_ids)),
+        ]
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self._every(self.config["log.cleaner.backoff.ms"],
                                                                self.log_manager.clean)))
@@ -184,6 +240,8 @@ class Broker:
             task.cancel()
         self.replica_manager.shutdown()   # parked requests answer now
         self.group_coordinator.shutdown()  # parked joins and syncs answer NOT_COORDINATOR
+        self.txn_coordinator.shutdown()    # unfinished marker writes resume from the log at the next start
+        await self.inter_broker.close()
         tasks = [conn.task for conn in list(self.connections)]
         for conn in list(self.connections):
             conn.reader.feed_eof()   # no new requests; the ones read are answered first

@@ -9,10 +9,21 @@ control batches skipped.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from protocol.errors import ErrorCode
-from protocol.records import build_batch, iter_records
+from protocol.records import CONTROL_COMMIT, build_batch, control_type, iter_records
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One record read back; ``marker`` is True/False (commit/abort) for a transaction marker."""
+    key: bytes | None
+    value: bytes | None
+    producer_id: int = -1
+    transactional: bool = False
+    marker: bool | None = None
 
 
 class InternalTopicStore:
@@ -21,10 +32,14 @@ class InternalTopicStore:
         self.topic = topic
         self.clock = clock
 
-    def append(self, partition: int, entries: list[tuple[bytes, bytes | None]]) -> ErrorCode:
+    def append(self, partition: int, entries: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
+               producer_epoch: int = -1) -> ErrorCode:
+        """Append one batch; with a producer id it is transactional (TxnOffsetCommit's pending offsets)."""
         if not entries:
             return ErrorCode.NONE
-        batch = build_batch([(key, value, []) for key, value in entries], timestamp_ms=int(self.clock() * 1000))
+        batch = build_batch([(key, value, []) for key, value in entries], timestamp_ms=int(self.clock() * 1000),
+                            producer_id=producer_id, producer_epoch=producer_epoch,
+                            transactional=producer_id >= 0)
         result = self.replica_manager.append_records(self.topic, partition, memoryview(batch), -1,
                                                     from_coordinator=True)
         if result.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
@@ -35,13 +50,14 @@ class InternalTopicStore:
             return ErrorCode.UNKNOWN_SERVER_ERROR
         return result.error
 
-    def records(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+    def records(self, partition: int) -> Iterator[StoredRecord]:
         found = self.replica_manager.get(self.topic, partition)
         if found is None:
             return
         for header, data in found.log.iter_batches(found.log.log_start_offset, found.log.high_watermark):
             if header.is_control:
+                yield StoredRecord(None, None, header.producer_id, True, control_type(data) == CONTROL_COMMIT)
                 continue
             for record in iter_records(data):
                 if record.key is not None:
-                    yield record.key, record.value
+                    yield StoredRecord(record.key, record.value, header.producer_id, header.is_transactional)

@@ -1,7 +1,7 @@
 """FindCoordinator: which broker coordinates a group (v4: several keys at once).
 
-The first lookup creates ``__consumer_offsets``. Transaction coordinators
-are not built yet: key type 1 answers COORDINATOR_NOT_AVAILABLE.
+The first lookup of a kind creates its internal topic (``__consumer_offsets``
+for groups, ``__transaction_state`` for transactional ids).
 """
 
 from protocol.errors import ErrorCode
@@ -15,7 +15,7 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
     if key_type == GROUP:
         error = broker.ensure_offsets_topic() or broker.group_coordinator_error(key)
     elif key_type == TRANSACTION:
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = broker.ensure_transaction_topic() or broker.transaction_coordinator_error(key)
     else:
         error = ErrorCode.INVALID_REQUEST
     if error:

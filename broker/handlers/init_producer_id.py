@@ -1,14 +1,19 @@
-"""InitProducerId without a transactional id: a fresh producer id at epoch 0 (idempotent producers)."""
+"""InitProducerId: a fresh producer id for idempotent producers; for a transactional id, the coordinator's
+(epoch bumped, older instances fenced, an open transaction aborted first)."""
 
-from protocol.errors import ErrorCode
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
-    if request.transactional_id is not None:
-        # The transaction coordinator is not built yet: say so with Kafka's retriable code.
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "producer_id": -1, "producer_epoch": -1}
-    producer_id = ctx.broker.producer_ids.generate()
-    ctx.log.info("producer_id_allocated", producer_id=producer_id)
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
+    broker = ctx.broker
+    if request.transactional_id is None:
+        producer_id = broker.producer_ids.generate()
+        ctx.log.info("producer_id_allocated", producer_id=producer_id)
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
+    error = broker.transaction_coordinator_error(request.transactional_id)
+    producer_id = epoch = -1
+    if not error:
+        error, producer_id, epoch = broker.txn_coordinator.init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, request.producer_id, request.producer_epoch,
+            ctx.api_version)
+    return {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}

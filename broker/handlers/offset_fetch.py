@@ -7,15 +7,19 @@ from protocol.errors import ErrorCode
 from protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
 
 
-def _fetch_group(ctx, group_id: str, topics) -> tuple[ErrorCode, list[dict]]:
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:
     requested = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     error = coordinator_error(ctx, group_id)
+    unstable: set = set()
     if error:
         if requested is None:
             return error, []
         found = {tp: None for tp in requested}
     else:
         found = ctx.broker.group_coordinator.fetch_offsets(group_id, requested)
+        if require_stable:
+            # KIP-447: a partition whose offset is pending in an open transaction is not answered yet.
+            unstable = ctx.broker.group_coordinator.unstable_offsets(group_id, list(found))
     by_topic: dict[str, list[dict]] = defaultdict(list)
     for (topic, partition), committed in found.items():
         by_topic[topic].append({
@@ -23,7 +27,7 @@ def _fetch_group(ctx, group_id: str, topics) -> tuple[ErrorCode, list[dict]]:
             "committed_offset": committed.offset if committed else -1,
             "committed_leader_epoch": committed.leader_epoch if committed else -1,
             "metadata": committed.metadata if committed else "",
-            "error_code": error})
+            "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, partition) in unstable else error})
     return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
@@ -31,11 +35,11 @@ def handle(ctx, request):
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch_group(ctx, group.group_id, group.topics)
+            error, topics = _fetch_group(ctx, group.group_id, group.topics, request.require_stable)
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = request.topics
     if ctx.api_version < 2 and not topics:
         topics = []   # v1 has no "all topics" form
-    error, found = _fetch_group(ctx, request.group_id, topics)
+    error, found = _fetch_group(ctx, request.group_id, topics, ctx.api_version >= 7 and request.require_stable)
     return {"throttle_time_ms": 0, "topics": found, "error_code": error}

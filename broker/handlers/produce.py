@@ -1,11 +1,63 @@
-"""Produce: validate and append each partition's batch; acks 0, 1 and all (-1)."""
+"""Produce: validate and append each partition's batch; acks 0, 1 and all (-1).
+
+A transactional batch for a partition where its producer has no open
+transaction yet is first verified with the transaction coordinator
+(AddPartitionsToTxn v4, verify only: KIP-890 part 1); a partition that was
+not added to the transaction gets INVALID_TXN_STATE and nothing is written.
+"""
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
+from protocol.records import InvalidBatch, validate_produce_records
+
+
+def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] | None:
+    """(producer id, epoch) of a transactional batch opening a transaction in this partition, else None."""
+    partition = rm.get(topic, index)
+    if partition is None or records is None:
+        return None
+    try:
+        header = validate_produce_records(records, partition.log.config.max_message_bytes)
+    except InvalidBatch:
+        return None   # the append reports it
+    if not header.is_transactional or header.producer_id in partition.log.producer_state.ongoing:
+        return None
+    return header.producer_id, header.producer_epoch
 
 
 def handle(ctx, request):
+    if request.transactional_id is None:
+        return _append_all(ctx, request, {})
+    rm = ctx.broker.replica_manager
+    to_verify: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic in request.topic_data:
+        for pdata in topic.partition_data:
+            found = _needs_verification(rm, topic.name, pdata.index, pdata.records)
+            if found is not None:
+                to_verify[(topic.name, pdata.index)] = found
+    if not to_verify:
+        return _append_all(ctx, request, {})
+    return _verify_then_append(ctx, request, to_verify)
+
+
+async def _verify_then_append(ctx, request, to_verify):
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for tp, producer in to_verify.items():
+        by_producer.setdefault(producer, []).append(tp)
+    for (producer_id, epoch), partitions in by_producer.items():
+        found = await ctx.broker.inter_broker.verify_partitions(request.transactional_id, producer_id, epoch,
+                                                                partitions)
+        for tp in partitions:
+            error = found.get(tp, ErrorCode.INVALID_TXN_STATE)
+            if error:
+                errors[tp] = error
+                ctx.log.info("transactional_produce_unverified", topic=tp[0], partition=tp[1], error=error.name)
+    return _append_all(ctx, request, errors)
+
+
+def _append_all(ctx, request, refused: dict):
     rm = ctx.broker.replica_manager
     acks = request.acks
     responses = []
@@ -15,9 +67,9 @@ def handle(ctx, request):
         for pdata in topic.partition_data:
             if acks not in (-1, 0, 1):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
-            elif request.transactional_id is not None:
-                result_error, info, message = (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None,
-                                               "transactions are not supported yet")
+            elif (topic.name, pdata.index) in refused:
+                error = refused[(topic.name, pdata.index)]
+                result_error, info, message = error, None, "the partition is not in the producer's transaction"
             else:
                 result = rm.append_records(topic.name, pdata.index, pdata.records, acks)
                 result_error, info, message = result.error, result.info, result.message
@@ -34,3 +86,5 @@ def handle(ctx, request):
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     return {"responses": responses, "throttle_time_ms": 0}
+
+

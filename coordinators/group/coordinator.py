@@ -540,6 +540,64 @@ class GroupCoordinator:
             self._maybe_drop_empty_group(group)
         return results
 
+    def txn_commit_offsets(self, *, group_id: str, producer_id: int, producer_epoch: int, generation_id: int,
+                           member_id: str, group_instance_id: str | None,
+                           offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+                           partition_exists: Callable[[str, int], bool]) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: offsets appended inside the producer's transaction, pending until its marker."""
+        def all_(error: ErrorCode) -> dict:
+            return {tp: error for tp in offsets}
+
+        if not group_id:
+            return all_(ErrorCode.INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
+        if group.is_(S.DEAD):
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            # v3+ (KIP-447): a consumer-group-aware producer proves it still belongs to the generation.
+            error = self._validate_member(group, member_id, group_instance_id)
+            if not error and generation_id != group.generation_id:
+                error = ErrorCode.ILLEGAL_GENERATION
+            if error:
+                return all_(error)
+        now = self.now_ms()
+        results, entries, accepted = {}, [], {}
+        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if not partition_exists(topic, partition):
+                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                committed = CommittedOffset(offset, leader_epoch, metadata, now)
+                accepted[(topic, partition)] = committed
+                entries.append(self._offset_record(group_id, topic, partition, committed))
+        error = self.store(self.partition_for(group_id), entries, producer_id=producer_id,
+                           producer_epoch=producer_epoch) if entries else ErrorCode.NONE
+        for tp, committed in accepted.items():
+            results[tp] = error
+            if not error:
+                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = committed
+        return results
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker on an offsets partition: its pending offsets become committed, or go."""
+        for group in self.groups.values():
+            if self.partition_for(group.group_id) != partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
+
+    def unstable_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Partitions with transactional offsets not yet committed or aborted (OffsetFetch require_stable)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return set()
+        return {tp for tp in partitions if group.has_pending_txn_offset(tp)}
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], CommittedOffset | None]:
         """Committed offsets of the partitions asked for (None: all the group has); None where none is."""
@@ -693,13 +751,30 @@ class GroupCoordinator:
                  "current_state_timestamp": group.state_timestamp_ms, "members": members}
         return records.group_metadata_key(group.group_id), records.group_metadata_value(value)
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """Apply one __consumer_offsets record: the same path for start-up loading and nothing else."""
+    def replay_stored(self, partition: int, stored) -> None:
+        """Apply one record read back from ``__consumer_offsets`` partition ``partition`` (a StoredRecord)."""
+        if stored.marker is not None:
+            self.complete_txn_offsets(partition, stored.producer_id, stored.marker)
+        else:
+            self.replay(stored.key, stored.value, stored.producer_id if stored.transactional else -1)
+
+    def replay(self, key: bytes, value: bytes | None, txn_producer_id: int = -1) -> None:
+        """Apply one __consumer_offsets record: the same path for start-up loading and nothing else.
+
+        A transactional offset record (``txn_producer_id`` >= 0) stays pending until its marker.
+        """
         decoded_key = records.decode_key(key)
         decoded = records.decode_value(decoded_key, value)
         if isinstance(decoded_key, records.OffsetKey):
             tp = (decoded_key.topic, decoded_key.partition)
             group = self.groups.get(decoded_key.group)
+            if txn_producer_id >= 0 and decoded is not None:
+                if group is None:
+                    group = self.groups[decoded_key.group] = GroupMetadata(decoded_key.group)
+                group.pending_txn_offsets.setdefault(txn_producer_id, {})[tp] = CommittedOffset(
+                    decoded.offset, getattr(decoded, "leader_epoch", -1), decoded.metadata,
+                    decoded.commit_timestamp)
+                return
             if decoded is None:
                 if group is not None:
                     group.offsets.pop(tp, None)
@@ -714,10 +789,13 @@ class GroupCoordinator:
         if decoded is None:
             self.groups.pop(group_id, None)
             return
-        offsets = self.groups[group_id].offsets if group_id in self.groups else {}
+        previous = self.groups.get(group_id)
+        offsets = previous.offsets if previous is not None else {}
         group = GroupMetadata(group_id, generation_id=decoded.generation, protocol_type=decoded.protocol_type or None,
                               protocol_name=decoded.protocol, state_timestamp_ms=decoded.current_state_timestamp,
                               offsets=offsets)
+        if previous is not None:
+            group.pending_txn_offsets = previous.pending_txn_offsets
         for m in decoded.members:
             member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                     m.rebalance_timeout, m.session_timeout, group.protocol_type or "",

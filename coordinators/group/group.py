@@ -110,6 +110,11 @@ class GroupMetadata:
     pending_members: set[str] = field(default_factory=set)   # got MEMBER_ID_REQUIRED, not joined yet
     new_member_added: bool = False      # lets the initial delayed join wait a little longer
     offsets: dict[tuple[str, int], "CommittedOffset"] = field(default_factory=dict)
+    # TxnOffsetCommit: offsets written inside a transaction, visible only after its COMMIT marker.
+    pending_txn_offsets: dict[int, dict[tuple[str, int], "CommittedOffset"]] = field(default_factory=dict)
+
+    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
+        return any(tp in offsets for offsets in self.pending_txn_offsets.values())
 
     @property
     def is_empty(self) -> bool:

@@ -48,8 +48,8 @@ class Harness:
         """A second coordinator rebuilt from the same log, as at broker start-up."""
         fresh = GroupCoordinator(self.config, self.scheduler, self.store.append)
         for i in range(PARTITIONS):
-            for key, value in self.store.records(i):
-                fresh.replay(key, value)
+            for stored in self.store.records(i):
+                fresh.replay_stored(i, stored)
         fresh.loaded()
         return fresh
 

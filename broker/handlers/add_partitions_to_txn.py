@@ -1,0 +1,38 @@
+"""AddPartitionsToTxn: clients (v0-3) add partitions to their transaction; brokers (v4) verify membership."""
+
+from protocol.errors import ErrorCode
+from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401
+
+
+def _results(topics, errors: dict) -> list[dict]:
+    return [{"name": t.name, "results_by_partition": [
+        {"partition_index": p, "partition_error_code": errors[(t.name, p)]} for p in t.partitions]}
+        for t in topics]
+
+
+def _add(ctx, transactional_id: str, producer_id: int, epoch: int, topics, verify_only: bool) -> dict:
+    broker = ctx.broker
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    error = broker.transaction_coordinator_error(transactional_id)
+    if error:
+        return {tp: error for tp in wanted}
+    if verify_only:
+        return broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
+    unknown = [tp for tp in wanted if broker.replica_manager.get(*tp) is None]
+    if unknown:
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in wanted}
+    error = broker.txn_coordinator.add_partitions(transactional_id, producer_id, epoch, wanted, ctx.api_version)
+    return {tp: error for tp in wanted}
+
+
+def handle(ctx, request):
+    if ctx.api_version <= 3:
+        errors = _add(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                      request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(request.v3_and_below_topics, errors)}
+    results = []
+    for txn in request.transactions:
+        errors = _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only)
+        results.append({"transactional_id": txn.transactional_id, "topic_results": _results(txn.topics, errors)})
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}

@@ -1,0 +1,25 @@
+"""DescribeProducers: the idempotent and transactional producers a partition's log knows."""
+
+from protocol.errors import ErrorCode
+from protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
+
+
+def handle(ctx, request):
+    rm = ctx.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for index in topic.partition_indexes:
+            partition = rm.get(topic.name, index)
+            if partition is None:
+                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   "active_producers": []})
+                continue
+            state = partition.log.producer_state
+            producers = [{"producer_id": pid, "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,
+                          "last_timestamp": entry.last_timestamp, "coordinator_epoch": -1,
+                          "current_txn_start_offset": state.ongoing.get(pid, -1)}
+                         for pid, entry in state.producers.items()]
+            partitions.append({"partition_index": index, "error_code": 0, "active_producers": producers})
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}

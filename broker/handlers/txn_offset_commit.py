@@ -1,0 +1,26 @@
+"""TxnOffsetCommit: a transactional producer's consumed offsets, pending in the group until its marker."""
+
+from broker.handlers.common import coordinator_error
+from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    offsets = {(t.name, p.partition_index): (p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
+               for t in request.topics for p in t.partitions}
+    error = coordinator_error(ctx, request.group_id)
+    if error:
+        results = {tp: error for tp in offsets}
+    else:
+        def partition_exists(topic: str, partition: int) -> bool:
+            meta = broker.metadata.topics.get(topic)
+            return meta is not None and 0 <= partition < meta.partitions
+
+        results = broker.group_coordinator.txn_commit_offsets(
+            group_id=request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
+            generation_id=request.generation_id, member_id=request.member_id,
+            group_instance_id=request.group_instance_id, offsets=offsets, partition_exists=partition_exists)
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": results[(t.name, p.partition_index)]}
+                                        for p in t.partitions]} for t in request.topics]}

@@ -1,0 +1,365 @@
+"""The transaction coordinator: Kafka's transactional-id state machine, persisted in ``__transaction_state``.
+
+Every durable transition is two-phase: the metadata gets a pending state, the
+new value is appended to ``__transaction_state`` (acks=all), and only then does
+the transition complete; a failed append leaves the old state. Ending a
+transaction goes Ongoing -> Prepare{Commit,Abort} (written; the client is
+answered) -> markers written to every partition through WriteTxnMarkers ->
+Complete{Commit,Abort} (written). A coordinator that restarts finds the
+Prepare state in the log and finishes the job.
+
+Invariants:
+* a transactional id maps to one producer id at a time; the epoch only grows
+  (a new producer id starts again at epoch 0);
+* while a pending state is set, every other request for the id answers
+  CONCURRENT_TRANSACTIONS;
+* markers for a transaction carry the epoch that ended it, which fences any
+  older producer on every partition it touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import structlog
+
+from coordinators.partitioning import partition_for
+from coordinators.transaction import records
+from coordinators.transaction.state import IllegalTransactionTransition, TransactionState
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger("coordinators.transaction")
+
+T = TransactionState
+Store = Callable[[int, list[tuple[bytes, bytes | None]]], ErrorCode]
+MAX_EPOCH = 32767 - 1   # Kafka keeps Short.MaxValue free
+
+
+@dataclass
+class Marker:
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: list[tuple[str, int]]
+
+
+SendMarkers = Callable[[Marker], Awaitable[None]]
+
+
+@dataclass
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TransactionState = T.EMPTY
+    last_producer_id: int = -1
+    last_producer_epoch: int = -1
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    pending: TransactionState | None = None
+
+    def transition_to(self, target: TransactionState) -> None:
+        if self.state not in target.valid_previous and self.state is not target:
+            raise IllegalTransactionTransition(self.transactional_id, self.state, target)
+        self.state = target
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    state_partitions: int = 50
+    max_timeout_ms: int = 900000
+    id_expiration_ms: int = 604800000
+
+    @classmethod
+    def from_broker(cls, config) -> "TransactionConfig":
+        return cls(config["transaction.state.log.num.partitions"], config["transaction.max.timeout.ms"],
+                   config["transactional.id.expiration.ms"])
+
+
+def fenced(version_has_producer_fenced: bool) -> ErrorCode:
+    """PRODUCER_FENCED where the API version knows it, INVALID_PRODUCER_EPOCH before."""
+    return ErrorCode.PRODUCER_FENCED if version_has_producer_fenced else ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TransactionConfig, scheduler, store: Store, new_producer_id: Callable[[], int],
+                 send_markers: SendMarkers) -> None:
+        self.config = config
+        self.scheduler = scheduler
+        self.store = store
+        self.new_producer_id = new_producer_id
+        self.send_markers = send_markers
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self.coordinator_epoch = 0
+        self._tasks: set[asyncio.Task] = set()
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.config.state_partitions)
+
+    def now_ms(self) -> int:
+        return self.scheduler.now_ms()
+
+    # ------------------------------------------------------------------ persistence
+    def _write(self, meta: TransactionMetadata, target: TransactionState, *, producer_id: int, epoch: int,
+               partitions: set, start_ms: int) -> ErrorCode:
+        """Two-phase: pending, append the would-be state, then apply it (or roll back to the old one)."""
+        now = self.now_ms()
+        meta.pending = target
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(partitions):
+            by_topic.setdefault(topic, []).append(p)
+        value = records.value({
+            "producer_id": producer_id, "producer_epoch": epoch, "transaction_timeout_ms": meta.timeout_ms,
+            "transaction_status": target.id,
+            "transaction_partitions": [{"topic": t, "partition_ids": ps} for t, ps in by_topic.items()],
+            "transaction_last_update_timestamp_ms": now, "transaction_start_timestamp_ms": start_ms})
+        error = self.store(self.partition_for(meta.transactional_id), [(records.key(meta.transactional_id), value)])
+        meta.pending = None
+        if error:
+            return error
+        if (producer_id, epoch) != (meta.producer_id, meta.producer_epoch):
+            if producer_id != meta.producer_id:
+                meta.last_producer_id = meta.producer_id
+            meta.last_producer_epoch = meta.producer_epoch
+        meta.producer_id, meta.producer_epoch = producer_id, epoch
+        meta.transition_to(target)
+        meta.partitions = set(partitions)
+        meta.start_ms = start_ms
+        meta.last_update_ms = now
+        return ErrorCode.NONE
+
+    # ------------------------------------------------------------------ InitProducerId
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int,
+                         expected_epoch: int, version: int) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch) for a (re)starting transactional producer; fences older instances."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            meta = self.transactions[transactional_id] = TransactionMetadata(
+                transactional_id, self.new_producer_id(), -1, timeout_ms)
+        if meta.pending is not None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if expected_producer_id >= 0 and not (
+                (expected_producer_id, expected_epoch) in ((meta.producer_id, meta.producer_epoch),
+                                                           (meta.last_producer_id, meta.last_producer_epoch))):
+            return fenced(version >= 4), -1, -1
+        if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if meta.state is T.ONGOING:
+            # The previous instance left a transaction open: abort it under a bumped epoch, then the
+            # client retries (CONCURRENT_TRANSACTIONS is retriable) and gets the next epoch.
+            self._fence_and_abort(meta, "a new producer instance started")
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        meta.timeout_ms = timeout_ms
+        producer_id, epoch = meta.producer_id, meta.producer_epoch + 1
+        if epoch > MAX_EPOCH:
+            producer_id, epoch = self.new_producer_id(), 0
+        error = self._write(meta, T.EMPTY, producer_id=producer_id, epoch=epoch, partitions=set(), start_ms=-1)
+        if error:
+            return error, -1, -1
+        log.info("transactional_producer_initialised", transactional_id=transactional_id,
+                 producer_id=producer_id, epoch=epoch)
+        return ErrorCode.NONE, producer_id, epoch
+
+    # ------------------------------------------------------------------ AddPartitions / AddOffsets
+    def _validate(self, transactional_id: str, producer_id: int, epoch: int, version_fenced: bool
+                  ) -> tuple[ErrorCode, TransactionMetadata | None]:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, meta
+        if epoch != meta.producer_epoch:
+            return fenced(version_fenced), meta
+        if meta.pending is not None:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, meta
+        return ErrorCode.NONE, meta
+
+    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                       partitions: list[tuple[str, int]], version: int) -> ErrorCode:
+        error, meta = self._validate(transactional_id, producer_id, epoch, version >= 2)
+        if error:
+            return error
+        if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        was_ongoing = meta.state is T.ONGOING
+        if was_ongoing and set(partitions) <= meta.partitions:
+            return ErrorCode.NONE
+        error = self._write(meta, T.ONGOING, producer_id=meta.producer_id, epoch=meta.producer_epoch,
+                            partitions=(meta.partitions if was_ongoing else set()) | set(partitions),
+                            start_ms=meta.start_ms if was_ongoing else self.now_ms())
+        if not error and not was_ongoing:
+            self._schedule_timeout(meta)   # a transaction's clock starts with its first partition
+        return error
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                          partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4 verify_only (KIP-890): is each partition part of the open transaction?"""
+        error, meta = self._validate(transactional_id, producer_id, epoch, True)
+        if error and error != ErrorCode.CONCURRENT_TRANSACTIONS:
+            return {tp: error for tp in partitions}
+        ongoing = meta.state is T.ONGOING
+        return {tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
+                for tp in partitions}
+
+    # ------------------------------------------------------------------ EndTxn
+    def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                        version: int) -> ErrorCode:
+        error, meta = self._validate(transactional_id, producer_id, epoch, version >= 2)
+        if error:
+            return error
+        state = meta.state
+        if state is T.ONGOING:
+            return self._prepare_end(meta, commit)
+        if state is T.COMPLETE_COMMIT:
+            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
+        if state is T.COMPLETE_ABORT:
+            return ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE
+        if state is T.PREPARE_COMMIT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
+        if state is T.PREPARE_ABORT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
+        return ErrorCode.INVALID_TXN_STATE   # Empty: nothing to end
+
+    def _prepare_end(self, meta: TransactionMetadata, commit: bool) -> ErrorCode:
+        target = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
+        error = self._write(meta, target, producer_id=meta.producer_id, epoch=meta.producer_epoch,
+                            partitions=meta.partitions, start_ms=meta.start_ms)
+        if error:
+            return error
+        self.scheduler.cancel(("txn-timeout", meta.transactional_id))
+        log.info("transaction_prepared", transactional_id=meta.transactional_id, commit=commit,
+                 partitions=len(meta.partitions))
+        self._spawn(self._complete(meta))
+        return ErrorCode.NONE
+
+    async def _complete(self, meta: TransactionMetadata) -> None:
+        """Write the markers, then the Complete state; retried until both are done."""
+        commit = meta.state is T.PREPARE_COMMIT
+        marker = Marker(meta.producer_id, meta.producer_epoch, commit, self.coordinator_epoch,
+                        sorted(meta.partitions))
+        if marker.partitions:
+            await self.send_markers(marker)
+        target = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
+        while True:
+            error = self._write(meta, target, producer_id=meta.producer_id, epoch=meta.producer_epoch,
+                                partitions=set(), start_ms=meta.start_ms)
+            if not error:
+                break
+            log.warning("transaction_complete_retry", transactional_id=meta.transactional_id, error=error.name)
+            await asyncio.sleep(0.1)
+        log.info("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ timeouts and fencing
+    def _schedule_timeout(self, meta: TransactionMetadata) -> None:
+        transactional_id = meta.transactional_id
+        self.scheduler.schedule(("txn-timeout", transactional_id), meta.timeout_ms,
+                                lambda: self._timed_out(transactional_id))
+
+    def _timed_out(self, transactional_id: str) -> None:
+        meta = self.transactions.get(transactional_id)
+        if meta is not None and meta.state is T.ONGOING and meta.pending is None:
+            self._fence_and_abort(meta, "transaction timed out")
+
+    def abort_timed_out(self) -> int:
+        """The periodic sweep (transaction.abort.timed.out.transaction.cleanup.interval.ms)."""
+        now, aborted = self.now_ms(), 0
+        for meta in list(self.transactions.values()):
+            if meta.state is T.ONGOING and meta.pending is None and now - meta.start_ms > meta.timeout_ms:
+                self._fence_and_abort(meta, "transaction timed out")
+                aborted += 1
+        return aborted
+
+    def _fence_and_abort(self, meta: TransactionMetadata, reason: str) -> None:
+        """Bump the epoch (fencing the current producer) and abort its open transaction under it."""
+        log.info("transaction_fenced_and_aborted", transactional_id=meta.transactional_id, reason=reason,
+                 producer_id=meta.producer_id, epoch=meta.producer_epoch)
+        meta.transition_to(T.PREPARE_EPOCH_FENCE)
+        epoch = meta.producer_epoch + 1
+        error = self._write(meta, T.PREPARE_ABORT, producer_id=meta.producer_id, epoch=epoch,
+                            partitions=meta.partitions, start_ms=meta.start_ms)
+        if error:
+            meta.state = T.ONGOING   # undo the in-memory step; the next sweep tries again
+            return
+        self.scheduler.cancel(("txn-timeout", meta.transactional_id))
+        self._spawn(self._complete(meta))
+
+    def expire_transactional_ids(self) -> int:
+        now, expired = self.now_ms(), 0
+        for meta in list(self.transactions.values()):
+            if meta.state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT) and meta.pending is None and \
+                    now - meta.last_update_ms > self.config.id_expiration_ms:
+                error = self.store(self.partition_for(meta.transactional_id),
+                                   [(records.key(meta.transactional_id), None)])
+                if not error:
+                    del self.transactions[meta.transactional_id]
+                    expired += 1
+        return expired
+
+    # ------------------------------------------------------------------ describe
+    def describe(self, transactional_id: str) -> dict:
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            return {"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id,
+                    "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
+                    "producer_id": -1, "producer_epoch": -1, "topics": []}
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(meta.partitions):
+            by_topic.setdefault(topic, []).append(p)
+        return {"error_code": 0, "transactional_id": transactional_id, "transaction_state": meta.state.label,
+                "transaction_timeout_ms": meta.timeout_ms, "transaction_start_time_ms": meta.start_ms,
+                "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+    def list(self, states: set[str], producer_ids: set[int]) -> list[dict]:
+        return [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                 "transaction_state": m.state.label}
+                for m in self.transactions.values()
+                if (not states or m.state.label in states) and (not producer_ids or m.producer_id in producer_ids)]
+
+    # ------------------------------------------------------------------ replay
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        transactional_id = records.decode_key(key)
+        decoded = records.decode_value(value)
+        if decoded is None:
+            self.transactions.pop(transactional_id, None)
+            return
+        previous = self.transactions.get(transactional_id)
+        meta = TransactionMetadata(transactional_id, decoded.producer_id, decoded.producer_epoch,
+                                   decoded.transaction_timeout_ms, T.from_id(decoded.transaction_status))
+        if previous is not None and previous.producer_id != decoded.producer_id:
+            meta.last_producer_id, meta.last_producer_epoch = previous.producer_id, previous.producer_epoch
+        meta.partitions = {(t.topic, p) for t in (decoded.transaction_partitions or []) for p in t.partition_ids}
+        meta.start_ms = decoded.transaction_start_timestamp_ms
+        meta.last_update_ms = decoded.transaction_last_update_timestamp_ms
+        self.transactions[transactional_id] = meta
+
+    def loaded(self) -> None:
+        """After replay: finish transactions a crash left prepared; time the open ones again."""
+        for meta in self.transactions.values():
+            if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
+                log.info("transaction_resumed", transactional_id=meta.transactional_id, state=meta.state.label)
+                self._spawn(self._complete(meta))
+            elif meta.state is T.ONGOING:
+                remaining = max(0, meta.start_ms + meta.timeout_ms - self.now_ms())
+                transactional_id = meta.transactional_id
+                self.scheduler.schedule(("txn-timeout", transactional_id), remaining,
+                                        lambda t=transactional_id: self._timed_out(t))
+
+    def shutdown(self) -> None:
+        self.scheduler.cancel_all()
+        for task in list(self._tasks):
+            task.cancel()

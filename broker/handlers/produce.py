@@ -21,8 +21,12 @@ def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] 
         header = validate_produce_records(records, partition.log.config.max_message_bytes)
     except InvalidBatch:
         return None   # the append reports it
-    if not header.is_transactional or header.producer_id in partition.log.producer_state.ongoing:
+    state = partition.log.producer_state
+    if not header.is_transactional or header.producer_id in state.ongoing:
         return None
+    known = state.producers.get(header.producer_id)
+    if known is not None and header.producer_epoch < known.epoch:
+        return None   # a stale epoch: the append answers INVALID_PRODUCER_EPOCH, as Produce does
     return header.producer_id, header.producer_epoch
 
 
@@ -51,6 +55,8 @@ async def _verify_then_append(ctx, request, to_verify):
                                                                 partitions)
         for tp in partitions:
             error = found.get(tp, ErrorCode.INVALID_TXN_STATE)
+            if error == ErrorCode.PRODUCER_FENCED:
+                error = ErrorCode.INVALID_PRODUCER_EPOCH   # Produce's word for a fenced producer
             if error:
                 errors[tp] = error
                 ctx.log.info("transactional_produce_unverified", topic=tp[0], partition=tp[1], error=error.name)

@@ -1,0 +1,46 @@
+"""A consume-transform-produce loop with exactly-once semantics (librdkafka), to be killed at any moment.
+
+Usage: ``python -m tests.integration.eos_worker BOOTSTRAP INPUT OUTPUT GROUP TXN_ID``.
+Each poll's records are transformed (value upper-cased, the ``i`` header
+kept) and written to OUTPUT inside a transaction together with the input
+offsets (``send_offsets_to_transaction``), then committed. It prints
+``committed N`` after each commit.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+
+def main() -> None:
+    bootstrap, source, sink, group, txn_id = sys.argv[1:6]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                         # A restarted static member takes its old place at once, without waiting out
+                         # the killed process's session.
+                         "group.instance.id": txn_id})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 2,
+                         "transaction.timeout.ms": 10000})
+    producer.init_transactions(30)
+    consumer.subscribe([source])
+    while True:
+        messages = [m for m in consumer.consume(50, timeout=0.2) if not m.error()]
+        if not messages:
+            continue
+        producer.begin_transaction()
+        for m in messages:
+            producer.produce(sink, m.value().upper(), key=m.key(), headers=m.headers(), partition=m.partition())
+        positions = {}
+        for m in messages:
+            positions[m.partition()] = m.offset() + 1
+        producer.send_offsets_to_transaction([TopicPartition(source, p, o) for p, o in positions.items()],
+                                             consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        print(f"committed {len(messages)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

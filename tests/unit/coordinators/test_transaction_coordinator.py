@@ -1,0 +1,173 @@
+"""The transaction coordinator on a manual clock over real logs: transitions, timeouts, fencing, replay."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from broker.replica_manager import ReplicaManager
+from coordinators.internal_topic import InternalTopicStore
+from coordinators.scheduler import ManualScheduler
+from coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from coordinators.transaction.state import IllegalTransactionTransition, TransactionState
+from protocol.errors import ErrorCode as E
+from protocol.records import build_batch, build_marker_batch
+from storage.log_config import LogConfig
+from storage.log_manager import LogManager
+
+T = TransactionState
+
+
+class Harness:
+    """Real __transaction_state and data logs; markers appended to the data logs as WriteTxnMarkers does."""
+
+    def __init__(self, directory: str) -> None:
+        self.scheduler = ManualScheduler()
+        self.log_manager = LogManager([directory], clock=lambda: self.scheduler.now_ms() / 1000)
+        self.rm = ReplicaManager(0, self.log_manager)
+        for i in range(3):
+            self.rm.make_leader("__transaction_state", i, LogConfig(cleanup_policy="compact"))
+        for i in range(2):
+            self.rm.make_leader("data", i, LogConfig())
+        self.store = InternalTopicStore(self.rm, "__transaction_state", lambda: self.scheduler.now_ms() / 1000)
+        self.next_pid = 100
+        self.markers = []
+        self.coordinator = self.make()
+
+    def make(self) -> TransactionCoordinator:
+        return TransactionCoordinator(TransactionConfig(state_partitions=3, max_timeout_ms=60_000), self.scheduler,
+                                      self.store.append, self.new_pid, self.write_markers)
+
+    def new_pid(self) -> int:
+        self.next_pid += 1
+        return self.next_pid
+
+    async def write_markers(self, marker) -> None:
+        self.markers.append(marker)
+        batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.commit, 0, 1)
+        for topic, p in marker.partitions:
+            assert self.rm.append_records(topic, p, memoryview(batch), -1, from_coordinator=True).error == 0
+
+    def reload(self) -> TransactionCoordinator:
+        fresh = self.make()
+        for i in range(3):
+            for stored in self.store.records(i):
+                if stored.key is not None:
+                    fresh.replay(stored.key, stored.value)
+        return fresh
+
+    def produce(self, pid, epoch, seq, partition=0):
+        batch = build_batch([(None, b"x", [])], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                            transactional=True)
+        return self.rm.append_records("data", partition, memoryview(batch), -1).error
+
+
+@pytest.fixture
+def h(tmp_path):
+    harness = Harness(str(tmp_path))
+    yield harness
+    harness.log_manager.shutdown()
+
+
+async def settle():
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_commit_goes_through_prepare_markers_and_complete(h):
+    c = h.coordinator
+    error, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)
+    assert (error, epoch) == (E.NONE, 0)
+    assert c.add_partitions("t", pid, epoch, [("data", 0), ("data", 1)], 3) == E.NONE
+    assert h.produce(pid, epoch, 0) == E.NONE
+    assert h.rm.get("data", 0).log.last_stable_offset == 0
+    assert c.end_transaction("t", pid, epoch, True, 3) == E.NONE
+    assert c.transactions["t"].state is T.PREPARE_COMMIT
+    assert c.init_producer_id("t", 10_000, -1, -1, 4)[0] == E.CONCURRENT_TRANSACTIONS
+    await settle()
+    assert c.transactions["t"].state is T.COMPLETE_COMMIT
+    assert [(m.commit, m.partitions) for m in h.markers] == [(True, [("data", 0), ("data", 1)])]
+    assert h.rm.get("data", 0).log.last_stable_offset == 2
+
+
+async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(h):
+    c = h.coordinator
+    _, pid, epoch = c.init_producer_id("slow", 5_000, -1, -1, 4)
+    c.add_partitions("slow", pid, epoch, [("data", 0)], 3)
+    h.produce(pid, epoch, 0)
+    h.scheduler.advance(4_999)
+    assert c.transactions["slow"].state is T.ONGOING
+    h.scheduler.advance(1)
+    await settle()
+    meta = c.transactions["slow"]
+    assert meta.state is T.COMPLETE_ABORT and meta.producer_epoch == epoch + 1
+    assert h.markers[-1].producer_epoch == epoch + 1 and not h.markers[-1].commit
+    # The old producer is fenced everywhere: at the coordinator and on the partition.
+    assert c.end_transaction("slow", pid, epoch, True, 3) == E.PRODUCER_FENCED
+    assert c.add_partitions("slow", pid, epoch, [("data", 0)], 1) == E.INVALID_PRODUCER_EPOCH
+    assert h.produce(pid, epoch, 1) == E.INVALID_PRODUCER_EPOCH
+    assert h.rm.get("data", 0).log.aborted_transactions(0, 10)[0].producer_id == pid
+
+
+async def test_the_periodic_sweep_aborts_what_the_timer_missed(h):
+    c = h.coordinator
+    _, pid, epoch = c.init_producer_id("swept", 1_000, -1, -1, 4)
+    c.add_partitions("swept", pid, epoch, [("data", 1)], 3)
+    h.scheduler.cancel(("txn-timeout", "swept"))
+    h.scheduler.advance(1_001)
+    assert c.abort_timed_out() == 1
+    await settle()
+    assert c.transactions["swept"].state is T.COMPLETE_ABORT
+
+
+async def test_replay_finishes_a_prepared_commit(h):
+    c = h.coordinator
+    _, pid, epoch = c.init_producer_id("crash", 10_000, -1, -1, 4)
+    c.add_partitions("crash", pid, epoch, [("data", 0)], 3)
+    h.produce(pid, epoch, 0)
+    c.end_transaction("crash", pid, epoch, True, 3)
+    c.shutdown()          # the coordinator "crashes" before writing markers
+    await settle()
+    assert h.markers == []
+    fresh = h.reload()
+    assert fresh.transactions["crash"].state is T.PREPARE_COMMIT
+    fresh.loaded()
+    await settle()
+    assert fresh.transactions["crash"].state is T.COMPLETE_COMMIT and h.markers[0].commit
+    assert h.reload().transactions["crash"].state is T.COMPLETE_COMMIT
+
+
+async def test_init_with_an_open_transaction_aborts_it_first(h):
+    c = h.coordinator
+    _, pid, epoch = c.init_producer_id("reopen", 10_000, -1, -1, 4)
+    c.add_partitions("reopen", pid, epoch, [("data", 0)], 3)
+    assert c.init_producer_id("reopen", 10_000, -1, -1, 4)[0] == E.CONCURRENT_TRANSACTIONS
+    await settle()
+    error, pid2, epoch2 = c.init_producer_id("reopen", 10_000, -1, -1, 4)
+    assert (error, pid2, epoch2) == (E.NONE, pid, epoch + 2)   # one bump to fence, one for the new instance
+    assert not h.markers[-1].commit
+
+
+async def test_errors(h):
+    c = h.coordinator
+    assert c.init_producer_id("", 1000, -1, -1, 4)[0] == E.INVALID_REQUEST
+    assert c.init_producer_id("t", 60_001, -1, -1, 4)[0] == E.INVALID_TRANSACTION_TIMEOUT
+    _, pid, epoch = c.init_producer_id("t", 1000, -1, -1, 4)
+    assert c.end_transaction("t", pid, epoch, True, 3) == E.INVALID_TXN_STATE
+    assert c.add_partitions("t", pid + 1, epoch, [("data", 0)], 3) == E.INVALID_PRODUCER_ID_MAPPING
+    assert c.add_partitions("unknown", pid, epoch, [("data", 0)], 3) == E.INVALID_PRODUCER_ID_MAPPING
+    assert c.verify_partitions("t", pid, epoch, [("data", 0)]) == {("data", 0): E.INVALID_TXN_STATE}
+    c.add_partitions("t", pid, epoch, [("data", 0)], 3)
+    assert c.verify_partitions("t", pid, epoch, [("data", 0), ("data", 1)]) == {
+        ("data", 0): E.NONE, ("data", 1): E.INVALID_TXN_STATE}
+    meta = c.transactions["t"]
+    with pytest.raises(IllegalTransactionTransition):
+        meta.transition_to(T.COMPLETE_COMMIT)
+    assert meta.state is T.ONGOING   # an illegal transition changes nothing
+
+
+def test_state_ids_and_predecessors_match_kafka():
+    assert [s.id for s in T] == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert T.PREPARE_ABORT.valid_previous == {T.ONGOING, T.PREPARE_EPOCH_FENCE}
+    assert T.DEAD.valid_previous == {T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT}

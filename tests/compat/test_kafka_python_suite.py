@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.compat.kafka_python_suite import MUST_PASS, run
+from tests.compat.kafka_python_suite import BROKER_OVERRIDES, MUST_PASS, run
 
 pytestmark = pytest.mark.compat
 
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.compat
 def test_kafka_python_must_pass_list(tmp_path):
     from tests.brokerproc import BrokerProcess
 
-    broker = BrokerProcess(str(tmp_path / "data")).start()
+    broker = BrokerProcess(str(tmp_path / "data"), BROKER_OVERRIDES).start()
     try:
         results = run(broker, MUST_PASS)
     finally:

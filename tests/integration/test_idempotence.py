@@ -74,3 +74,54 @@ def test_retries_through_dropped_responses_write_once(proxied_broker, topic_name
     assert len(values) == COUNT, f"{len(values) - COUNT:+d} records (duplicates or losses)"
     assert values == [b"%06d" % i for i in range(COUNT)]
     assert time.monotonic() - started < 60
+
+
+def produce_aiokafka(bootstrap, topic):
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    async def run():
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all",
+                                    linger_ms=2, max_batch_size=2000, retry_backoff_ms=20,
+                                    request_timeout_ms=5000, metadata_max_age_ms=100000)
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, value=b"%06d" % i, partition=0) for i in range(COUNT)]
+            await producer.flush()
+            for f in futures:
+                await f
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("produce", [produce_kafka_python, produce_confluent, produce_aiokafka],
+                         ids=["kafka-python", "confluent", "aiokafka"])
+def test_retries_across_a_broker_restart_write_once(proxied_broker, topic_name, produce):
+    """Dropped responses and a kill -9 of the broker mid-stream: producer state (rebuilt from the log at
+    start-up) still recognises the retried batches, so each record is in the log once, in order."""
+    import threading
+
+    broker, proxy = proxied_broker
+    make_topic(f"127.0.0.1:{proxy.port}", topic_name)
+    restarted = threading.Event()
+
+    def restart_midway():
+        deadline = time.monotonic() + 30
+        while proxy.seen < 15 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        broker.kill()
+        proxy.upstream_port = broker.start().port
+        restarted.set()
+
+    restarter = threading.Thread(target=restart_midway, daemon=True)
+    restarter.start()
+    produce(f"127.0.0.1:{proxy.port}", topic_name)
+    restarter.join(60)
+    assert restarted.is_set(), "the broker was not restarted while the producer ran"
+    proxy.drop_every = 10**9
+    values = read_values(f"127.0.0.1:{proxy.port}", topic_name)
+    assert len(values) == COUNT, f"{len(values) - COUNT:+d} records (duplicates or losses)"
+    assert values == [b"%06d" % i for i in range(COUNT)]

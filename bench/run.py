@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, loadgen
+from bench import brokers, groups, loadgen, transactions
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -58,6 +58,13 @@ def measure(broker, scale: float) -> list[tuple]:
                 rows.append(_one(broker, f"fetch {size} B", [
                     "-C", "-t", topic, *partitions, "-o", "beginning", "-c", str(count), "-b", broker.bootstrap]))
             delete_topic(broker.bootstrap, topic)
+    # The idempotent producer's cost: the acks=all scenario again with sequence numbers and producer state.
+    topic = f"bench-{size}-idempotent"
+    create_topic(broker.bootstrap, topic)
+    rows.append(_one(broker, f"produce {size} B idempotent", [
+        "-P", "-t", topic, "-s", str(size), "-c", str(count), "-a", "-1", "-b", broker.bootstrap,
+        "-X", "linger.ms=5", "-X", "enable.idempotence=true"]))
+    delete_topic(broker.bootstrap, topic)
     return rows
 
 
@@ -125,7 +132,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
-    parser.add_argument("--suite", choices=["all", "throughput", "groups"], default="all",
+    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions"], default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--kbroker-override", action="append", default=[], metavar="KEY=VALUE",
                         help="broker config for the kbroker run (e.g. kbroker.fetch.sendfile=false)")
@@ -147,6 +154,8 @@ def main() -> int:
                     rows += measure(broker, args.scale)
                 if args.suite in ("all", "groups"):
                     rows += groups.measure(broker, create_topic)
+                if args.suite in ("all", "transactions"):
+                    rows += transactions.measure(broker, create_topic)
             finally:
                 broker.stop()
     result = table(rows, notes)

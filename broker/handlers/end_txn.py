@@ -1,10 +1,33 @@
-"""EndTxn: commit or abort; answered once the Prepare state is written (markers follow asynchronously)."""
+"""EndTxn: commit or abort.
+
+The outcome is decided once the Prepare state is written; the response then
+waits (up to ``MARKER_WAIT_S``) for the markers and the Complete state, so the
+producer's next transaction does not start by bouncing off
+CONCURRENT_TRANSACTIONS and its client's retry backoff. If markers are slow
+(a partition leader is away), the answer goes anyway and they complete later.
+"""
+
+import asyncio
 
 from protocol.messages.end_txn import END_TXN as API  # noqa: F401  (the registry reads API)
+
+MARKER_WAIT_S = 5.0
 
 
 def handle(ctx, request):
     broker = ctx.broker
     error = broker.transaction_coordinator_error(request.transactional_id) or broker.txn_coordinator.end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.api_version)
-    return {"throttle_time_ms": 0, "error_code": error}
+    response = {"throttle_time_ms": 0, "error_code": error}
+    completion = None if error else broker.txn_coordinator.completion(request.transactional_id)
+    if completion is None:
+        return response
+
+    async def after_markers():
+        try:
+            await asyncio.wait_for(asyncio.shield(completion), MARKER_WAIT_S)
+        except (asyncio.TimeoutError, Exception):   # decided already: the markers finish in the background
+            pass
+        return response
+
+    return asyncio.ensure_future(after_markers())

@@ -97,6 +97,7 @@ class TransactionCoordinator:
         self.transactions: dict[str, TransactionMetadata] = {}
         self.coordinator_epoch = 0
         self._tasks: set[asyncio.Task] = set()
+        self._completions: dict[str, asyncio.Task] = {}
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.config.state_partitions)
@@ -238,8 +239,13 @@ class TransactionCoordinator:
         self.scheduler.cancel(("txn-timeout", meta.transactional_id))
         log.info("transaction_prepared", transactional_id=meta.transactional_id, commit=commit,
                  partitions=len(meta.partitions))
-        self._spawn(self._complete(meta))
+        self._completions[meta.transactional_id] = self._spawn(self._complete(meta))
         return ErrorCode.NONE
+
+    def completion(self, transactional_id: str) -> asyncio.Task | None:
+        """The marker-writing task of a transaction that EndTxn just prepared, while it runs."""
+        task = self._completions.get(transactional_id)
+        return task if task is not None and not task.done() else None
 
     async def _complete(self, meta: TransactionMetadata) -> None:
         """Write the markers, then the Complete state; retried until both are done."""
@@ -258,10 +264,11 @@ class TransactionCoordinator:
             await asyncio.sleep(0.1)
         log.info("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # ------------------------------------------------------------------ timeouts and fencing
     def _schedule_timeout(self, meta: TransactionMetadata) -> None:

@@ -85,6 +85,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10000),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (int, 3600000),
     "producer.id.expiration.ms": (int, 86400000),
+    "producer.id.expiration.check.interval.ms": (int, 600000),
     "group.initial.rebalance.delay.ms": (int, 3000),
     "group.min.session.timeout.ms": (int, 6000),
     "group.max.session.timeout.ms": (int, 1800000),

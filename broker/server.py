@@ -213,6 +213,9 @@ class Broker:
                 self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
                 self.txn_coordinator.expire_transactional_ids)),
         ]
+        self._tasks.append(asyncio.create_task(self._every(
+            self.config["producer.id.expiration.check.interval.ms"],
+            lambda: self.log_manager.expire_producers(self.config["producer.id.expiration.ms"]))))
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self._every(self.config["log.cleaner.backoff.ms"],
                                                                self.log_manager.clean)))

@@ -24,7 +24,13 @@ import structlog
 
 from protocol.records import CONTROL_ABORT, BatchHeader, control_type, patch_base_offset
 from storage.log_config import LogConfig
-from storage.producer_state import ProducerStateManager
+from storage.producer_state import (
+    SNAPSHOT_SUFFIX,
+    CorruptSnapshot,
+    ProducerStateManager,
+    decode_snapshot,
+    encode_snapshot,
+)
 from storage.transaction_index import AbortedTxn
 from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
@@ -101,15 +107,17 @@ class Log:
         if not self.segments:
             self.segments.append(LogSegment(self.directory, log_start_offset, self.config.index_interval_bytes,
                                             now_ms))
-        headers: list[tuple[LogSegment, int, BatchHeader]] = []
+        scanned: dict[int, list[tuple[int, BatchHeader]]] = {}
         for i, segment in enumerate(self.segments):
             is_last = i + 1 == len(self.segments)
             past_recovery_point = not clean_shutdown and (is_last or self.segments[i + 1].base_offset > recovery_point)
             needs_recovery = (segment.indexes_missing or past_recovery_point
                               or not segment.offset_index.is_sane(segment.size))
             before = segment.size
-            batches = segment.recover() if needs_recovery else list(segment.iter_headers(0))
-            headers.extend((segment, position, h) for position, h in batches)
+            if needs_recovery:
+                scanned[i] = segment.recover()
+            elif is_last:
+                scanned[i] = list(segment.iter_headers(0))
             if segment.size != before:
                 log.warning("log_tail_truncated", topic=self.topic, partition=self.partition,
                             segment=segment.base_offset, bytes=before - segment.size)
@@ -118,19 +126,77 @@ class Log:
                     later.delete()
                 del self.segments[i + 1:]
                 break
-        last = headers[-1][2].next_offset if headers else self.segments[-1].base_offset
+        last_index = len(self.segments) - 1
+        if last_index not in scanned:
+            scanned[last_index] = list(self.segments[last_index].iter_headers(0))
+        tail = scanned[last_index]
+        last = tail[-1][1].next_offset if tail else self.segments[-1].base_offset
         self.log_end_offset = max(last, self.segments[-1].base_offset)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
-        # Producer state, open transactions and the aborted-transaction indexes all follow from the log.
+        self._rebuild_producer_state(scanned)
+
+    # ------------------------------------------------------------------ producer state and snapshots
+    def _snapshot_path(self, offset: int) -> str:
+        return os.path.join(self.directory, segment_name(offset) + SNAPSHOT_SUFFIX)
+
+    def _snapshot_offsets(self) -> list[int]:
+        return sorted(int(os.path.basename(p)[:20])
+                      for p in glob.glob(os.path.join(self.directory, "*" + SNAPSHOT_SUFFIX)))
+
+    def _load_snapshot(self) -> int | None:
+        """Load the newest sound snapshot at or below the log end; its offset, or None if there is none."""
+        for offset in reversed(self._snapshot_offsets()):
+            path = self._snapshot_path(offset)
+            if offset > self.log_end_offset:   # written for data a crash took away
+                os.unlink(path)
+                continue
+            try:
+                with open(path, "rb") as f:
+                    decode_snapshot(f.read(), self.producer_state)
+                return offset
+            except CorruptSnapshot as exc:
+                log.warning("producer_snapshot_corrupt", topic=self.topic, partition=self.partition,
+                            offset=offset, error=str(exc))
+                os.unlink(path)
         self.producer_state.truncate_and_reload([])
-        for segment in self.segments:
-            segment.txn_index.reset()
-        for segment, position, header in headers:
-            if header.has_producer_id:
+        return None
+
+    def _rebuild_producer_state(self, scanned: dict[int, list[tuple[int, BatchHeader]]]) -> None:
+        """Producer state, open transactions and aborted-transaction indexes, from the newest snapshot plus
+        the batches after it (or the whole log without one): start-up reads only what the snapshot lacks."""
+        snapshot = self._load_snapshot()
+        start = snapshot if snapshot is not None else -1
+        for i, segment in enumerate(self.segments):
+            if self._segment_end(i) <= start and segment.size:
+                continue   # covered by the snapshot, its .txnindex included
+            segment.txn_index.truncate_from(max(start, 0))
+            batches = scanned.get(i)
+            if batches is None:
+                batches = list(segment.iter_headers(0))
+            for position, header in batches:
+                if header.base_offset < start or not header.has_producer_id:
+                    continue
                 self.producer_state.update(header, header.base_offset)
                 if header.is_transactional:
                     self._track_transaction(segment, header, header.base_offset,
-                                            lambda: os.pread(segment.fileno(), header.size, position))
+                                            lambda s=segment, h=header, p=position: os.pread(s.fileno(), h.size, p))
+        log.debug("producer_state_loaded", topic=self.topic, partition=self.partition, snapshot=snapshot,
+                  producers=len(self.producer_state.producers))
+
+    def take_snapshot(self) -> None:
+        """Write the producer state as of the log end offset (atomically), keeping the newest two."""
+        path = self._snapshot_path(self.log_end_offset)
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(encode_snapshot(self.producer_state))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        for offset in self._snapshot_offsets()[:-2]:
+            try:
+                os.unlink(self._snapshot_path(offset))
+            except FileNotFoundError:
+                pass
 
     def _track_transaction(self, segment: LogSegment, header: BatchHeader, first_offset: int, batch) -> None:
         """Open a transaction on its first data batch; close it on its marker, indexing it if aborted."""
@@ -198,6 +264,10 @@ class Log:
         os.rename(swap_path, os.path.join(self.directory, segment_name(base) + LOG_SUFFIX))
         fresh = LogSegment(self.directory, base, self.config.index_interval_bytes, old[0].created_ms)
         fresh.recover()   # builds its indexes
+        fresh.txn_index.reset()
+        for segment in old:   # aborted transactions stay known to read_committed fetches
+            for entry in segment.txn_index.entries:
+                fresh.txn_index.append(entry)
         fresh.flush()
         self.segments.insert(position, fresh)
         dir_fd = os.open(self.directory, os.O_RDONLY)
@@ -237,6 +307,7 @@ class Log:
         segment = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes,
                              created_ms=self._now_ms() if now_ms is None else now_ms)
         self.segments.append(segment)
+        self.take_snapshot()   # at the roll, as Kafka: recovery then replays only the new segment
         _FLUSHER.submit(self._flush_rolled, finished, segment.base_offset)
         log.info("segment_rolled", topic=self.topic, partition=self.partition, base_offset=segment.base_offset)
         return segment
@@ -429,6 +500,8 @@ class Log:
     def close(self) -> None:
         for segment in self.segments:
             segment.flush()
+        self.take_snapshot()   # the next start-up reads no batch headers for producer state
+        for segment in self.segments:
             segment.close()
         for _, segment in self._pending_deletes:
             segment.close()

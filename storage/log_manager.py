@@ -126,6 +126,11 @@ class LogManager:
                 write_checkpoint(path, {tp: o for tp, o in checkpoints.items() if tp in self.logs})
         return cleaned
 
+    def expire_producers(self, expiration_ms: int) -> int:
+        """``producer.id.expiration.ms``: drop idle producers' state from every log."""
+        now_ms = int(self.clock() * 1000)
+        return sum(lg.producer_state.expire(now_ms, expiration_ms) for lg in self.logs.values())
+
     def flush_by_time(self) -> None:
         for lg in self.logs.values():
             lg.maybe_flush_by_time()

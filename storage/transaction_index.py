@@ -49,6 +49,15 @@ class TransactionIndex:
         """Entries of transactions that may have records in [fetch_offset, upper_bound)."""
         return [e for e in self.entries if e.last_offset >= fetch_offset and e.first_offset < upper_bound]
 
+    def truncate_from(self, offset: int) -> None:
+        """Drop entries whose marker is at or past ``offset`` (they are rebuilt from the log)."""
+        kept = [e for e in self.entries if e.last_offset < offset]
+        if len(kept) == len(self.entries):
+            return
+        self.reset()
+        for entry in kept:
+            self.append(entry)
+
     def reset(self) -> None:
         self.entries = []
         try:

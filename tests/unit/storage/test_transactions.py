@@ -70,3 +70,64 @@ def test_a_marker_without_an_open_transaction_changes_nothing(tmp_path):
     marker(log, 3, commit=False)
     assert log.aborted_transactions(0, 2) == [] and log.last_stable_offset == 2
     log.close()
+
+
+def idempotent(log, pid, seq, value=b"v", epoch=0):
+    return append(log, build_batch([(None, value, [])], producer_id=pid, producer_epoch=epoch, base_sequence=seq))
+
+
+def state_of(log):
+    return ({pid: (e.epoch, [(b.first_seq, b.last_offset) for b in e.batches])
+             for pid, e in log.producer_state.producers.items()}, dict(log.producer_state.ongoing))
+
+
+def test_snapshots_at_roll_and_close_replace_the_scan(tmp_path, monkeypatch):
+    directory = str(tmp_path / "t-0")
+    config = LogConfig(segment_bytes=300)
+    log = Log(directory, "t", 0, config)
+    for seq in range(12):
+        idempotent(log, 5, seq, b"x" * 60)
+    txn_data(log, 9, 0, [b"open"])
+    assert len(log.segments) > 3
+    assert sorted(n for n in os.listdir(directory) if n.endswith(".snapshot"))   # written at each roll
+    expected = state_of(log)
+    log.close()
+    from storage.segment import LogSegment
+
+    scanned = []
+    original = LogSegment.iter_headers
+    monkeypatch.setattr(LogSegment, "iter_headers",
+                        lambda self, position=0: scanned.append(self.base_offset) or original(self, position))
+    reopened = Log(directory, "t", 0, config, high_watermark=log.log_end_offset, clean_shutdown=True)
+    assert state_of(reopened) == expected
+    assert scanned == [reopened.segments[-1].base_offset]   # only the last segment, for the log end offset
+    assert idempotent(reopened, 5, 11, b"x" * 60).duplicate          # dedup survives the restart
+    assert reopened.last_stable_offset == expected[1][9]
+    reopened.close()
+
+
+def test_a_corrupt_snapshot_falls_back_to_the_log(tmp_path):
+    directory = str(tmp_path / "t-0")
+    log = Log(directory, "t", 0, LogConfig())
+    for seq in range(3):
+        idempotent(log, 5, seq)
+    expected = state_of(log)
+    log.close()
+    [snapshot] = [n for n in os.listdir(directory) if n.endswith(".snapshot")]
+    with open(os.path.join(directory, snapshot), "r+b") as f:
+        f.seek(10)
+        f.write(b"\xff\xff")
+    reopened = Log(directory, "t", 0, LogConfig(), clean_shutdown=True)
+    assert state_of(reopened) == expected
+    assert snapshot not in os.listdir(directory)   # dropped, not trusted
+    reopened.close()
+
+
+def test_idle_producers_expire_but_not_with_an_open_transaction(tmp_path):
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    append(log, build_batch([(None, b"a", [])], producer_id=1, producer_epoch=0, base_sequence=0, timestamp_ms=1000))
+    append(log, build_batch([(None, b"b", [])], producer_id=2, producer_epoch=0, base_sequence=0, timestamp_ms=1000,
+                            transactional=True))
+    assert log.producer_state.expire(now_ms=100_000, expiration_ms=50_000) == 1
+    assert set(log.producer_state.producers) == {2}
+    log.close()

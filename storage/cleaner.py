@@ -20,7 +20,12 @@ Kafka's scheme, on whole segments:
 Batches keep their base and last offsets (offsets never change), their
 producer id, epoch and sequence; a batch emptied entirely is dropped unless
 it is its producer's latest, which keeps the producer's sequence state.
-Control batches stay. A batch with nothing removed is copied byte for byte.
+A batch with nothing removed is copied byte for byte.
+
+Transactions, as Kafka's cleaner treats them: batches of an aborted
+transaction (known from the segments' ``.txnindex``) go whole; a marker goes
+once no record of its transaction is left and it has been through a clean
+and is older than ``delete.retention.ms``, like a tombstone.
 
 Crash safety: the cleaned segment is written to ``.cleaned``, fsynced,
 renamed to ``.swap``, and only then replaces the old segments; ``Log._load``
@@ -118,6 +123,8 @@ def clean(plog, first_dirty: int, now_ms: int) -> CleanResult:
     latest = _offset_map(plog, max(first_dirty, plog.log_start_offset), upto)
     delete_horizon = now_ms - plog.config.delete_retention_ms
     producers = plog.producer_state.producers
+    aborted = [entry for segment in plog.segments for entry in segment.txn_index.entries]
+    context = _TxnContext(aborted)
     result.segments_before = len(segments)
     result.bytes_before = sum(s.size for s in segments)
     for group in _groups(segments, plog.config.segment_bytes):
@@ -131,7 +138,7 @@ def clean(plog, first_dirty: int, now_ms: int) -> CleanResult:
                 for header, data in plog.iter_batches(segment.base_offset, end):
                     if header.base_offset < segment.base_offset:
                         continue   # iter_batches starts at the batch holding the offset
-                    out = _retained(header, data, latest, delete_horizon, first_dirty, producers, result)
+                    out = _retained(header, data, latest, delete_horizon, first_dirty, producers, result, context)
                     if out is not None:
                         os.write(fd, out)
                         written += len(out)
@@ -149,11 +156,30 @@ def clean(plog, first_dirty: int, now_ms: int) -> CleanResult:
     return result
 
 
+class _TxnContext:
+    """What the cleaner knows of transactions while it walks the log in offset order."""
+
+    def __init__(self, aborted) -> None:
+        self.aborted = aborted
+        self.has_data: dict[int, bool] = {}   # producer id -> records of its current transaction were kept
+
+    def is_aborted(self, header) -> bool:
+        return any(a.producer_id == header.producer_id and a.first_offset <= header.base_offset <= a.last_offset
+                   for a in self.aborted)
+
+
 def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first_dirty: int, producers,
-              result: CleanResult) -> bytes | None:
+              result: CleanResult, context: _TxnContext) -> bytes | None:
     """The batch as it is after cleaning: unchanged bytes, a rebuilt batch, or None when it goes."""
     if header.is_control:
+        had_data = context.has_data.pop(header.producer_id, False)
+        if not had_data and header.base_offset < first_dirty and header.max_timestamp < delete_horizon:
+            result.records_removed += 1
+            return None   # a marker whose transaction left nothing behind, past delete.retention.ms
         return bytes(data)
+    if header.is_transactional and context.is_aborted(header):
+        result.records_removed += header.records_count
+        return None
     records = list(iter_records(data))
     kept = []
     for r in records:
@@ -165,6 +191,8 @@ def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first
             continue   # a tombstone that has been through a clean and outlived delete.retention.ms
         kept.append(r)
     result.records_removed += len(records) - len(kept)
+    if header.is_transactional and kept:
+        context.has_data[header.producer_id] = True
     if len(kept) == len(records):
         return bytes(data)
     if not kept:

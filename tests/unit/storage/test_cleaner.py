@@ -193,3 +193,35 @@ def test_log_manager_checkpoints_the_first_dirty_offset(tmp_path):
     with open(tmp_path / "cleaner-offset-checkpoint") as f:
         assert f.read().split("\n")[2:3] == ["compacted 0 30"]
     manager.shutdown()
+
+
+def txn(log, pid, seq, pairs, commit=None, epoch=0):
+    from protocol.records import build_marker_batch
+
+    if pairs:
+        put(log, pairs, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)
+    if commit is not None:
+        data = build_marker_batch(pid, epoch, commit, 0, log.clock.ms)
+        header = validate_produce_records(memoryview(data), 1 << 20, allow_control=True)
+        log.append_as_leader(memoryview(data), header, leader_epoch=0)
+        log.high_watermark = log.log_end_offset
+
+
+def test_aborted_transactions_go_and_empty_markers_go_after_delete_retention(log):
+    txn(log, 7, 0, [(b"a", b"committed")], commit=True)          # 0-1
+    txn(log, 8, 0, [(b"b", b"aborted")], commit=False)           # 2-3
+    txn(log, 7, 1, [(b"a", b"superseded-later")], commit=True)   # 4-5
+    log.roll()
+    put(log, [(b"a", b"plain")])                                  # 6: supersedes both values of a
+    log.roll()
+    first = cleaner.clean(log, 0, log.clock.ms)
+    kinds = [(h.base_offset, h.is_control, h.records_count) for h, _ in log.iter_batches(0)]
+    # The aborted batch is gone; markers stay until they have been through a clean and aged.
+    assert (2, False, 1) not in kinds and all(o in [k[0] for k in kinds] for o in (1, 3, 5))
+    assert latest(log)[b"a"] == (6, b"plain") and b"b" not in latest(log)
+    log.clock.ms += 2000
+    put(log, [(b"c", b"x")])
+    log.roll()
+    cleaner.clean(log, first.first_uncleanable, log.clock.ms)
+    assert not [h for h, _ in log.iter_batches(0) if h.is_control]   # nothing of their transactions is left
+    assert latest(log) == {b"a": (6, b"plain"), b"c": (7, b"x")}

@@ -81,8 +81,9 @@ async def test_find_coordinator_single_and_batched(conn, broker):
     assert (v0.error_code, v0.node_id, v0.port) == (0, 0, broker.port)
     v4 = await conn.request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["a", "b", "c"]})
     assert [(c.key, c.error_code, c.port) for c in v4.coordinators] == [(k, 0, broker.port) for k in "abc"]
-    txn = await conn.request(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx"]})
-    assert txn.coordinators[0].error_code == E.COORDINATOR_NOT_AVAILABLE
+    txn = await conn.request(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx-a", "tx-b"]})
+    assert [(c.key, c.error_code, c.port) for c in txn.coordinators] == [("tx-a", 0, broker.port),
+                                                                        ("tx-b", 0, broker.port)]
     bad = await conn.request(FIND_COORDINATOR, 4, {"key_type": 7, "coordinator_keys": ["x"]})
     assert bad.coordinators[0].error_code == E.INVALID_REQUEST
 

@@ -132,18 +132,12 @@ class Broker:
         return ErrorCode.NONE
 
     def _load_transaction_coordinator(self) -> None:
-        if TXN_TOPIC not in self.metadata.topics:
-            return
-        count = 0
-        for index in range(self.metadata.topics[TXN_TOPIC].partitions):
-            for stored in self.txn_store.records(index):
-                if stored.key is None:
-                    continue
-                try:
-                    self.txn_coordinator.replay(stored.key, stored.value)
-                except Exception as exc:   # one unreadable record must not lose the others
-                    log.warning("transaction_record_unreadable", partition=index, error=str(exc))
-                count += 1
+        """Rebuild transactional ids from ``__transaction_state``; prepared transactions are then finished."""
+        def apply(_partition, stored):
+            if stored.key is not None:
+                self.txn_coordinator.replay(stored.key, stored.value)
+
+        count = self._replay(TXN_TOPIC, self.txn_store, apply)
         self.txn_coordinator.loaded()
         log.info("transaction_coordinator_loaded", records=count,
                  transactional_ids=len(self.txn_coordinator.transactions))
@@ -157,18 +151,24 @@ class Broker:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
+    def _replay(self, topic: str, store: InternalTopicStore, apply) -> int:
+        """Feed every record of a local internal topic to ``apply(partition, record)``; returns the count."""
+        if topic not in self.metadata.topics:
+            return 0
+        count = 0
+        for index in range(self.metadata.topics[topic].partitions):
+            for stored in store.records(index):
+                try:
+                    apply(index, stored)
+                except Exception as exc:   # one unreadable record must not lose the others
+                    log.warning("internal_record_unreadable", topic=topic, partition=index, error=str(exc))
+                count += 1
+        return count
+
     def _load_group_coordinator(self) -> None:
         """Rebuild groups and committed offsets by replaying every local ``__consumer_offsets`` partition."""
-        if OFFSETS_TOPIC not in self.metadata.topics:
-            return
-        started, count = time.monotonic(), 0
-        for index in range(self.metadata.topics[OFFSETS_TOPIC].partitions):
-            for stored in self.offsets_store.records(index):
-                try:
-                    self.group_coordinator.replay_stored(index, stored)
-                except Exception as exc:   # one unreadable record must not lose the others
-                    log.warning("offsets_record_unreadable", partition=index, error=str(exc))
-                count += 1
+        started = time.monotonic()
+        count = self._replay(OFFSETS_TOPIC, self.offsets_store, self.group_coordinator.replay_stored)
         self.group_coordinator.loaded()
         log.info("group_coordinator_loaded", records=count, groups=len(self.group_coordinator.groups),
                  seconds=round(time.monotonic() - started, 3))

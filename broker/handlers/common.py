@@ -31,3 +31,14 @@ def coordinator_error(ctx, group_id: str) -> ErrorCode:
 def client_host(ctx) -> str:
     """Kafka reports a member's host as ``/address``."""
     return "/" + ctx.peer.rsplit(":", 1)[0]
+
+
+def partition_exists(ctx):
+    """A predicate: does this topic-partition exist (for offset commits)?"""
+    topics = ctx.broker.metadata.topics
+
+    def exists(topic: str, partition: int) -> bool:
+        meta = topics.get(topic)
+        return meta is not None and 0 <= partition < meta.partitions
+
+    return exists

@@ -1,6 +1,6 @@
 """OffsetCommit: group members (generation checked) or standalone consumers (generation -1, empty group)."""
 
-from broker.handlers.common import coordinator_error
+from broker.handlers.common import coordinator_error, partition_exists
 from protocol.messages.offset_commit import OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
@@ -15,15 +15,11 @@ def handle(ctx, request):
     if error:
         results = {tp: error for tp in offsets}
     else:
-        def partition_exists(topic: str, partition: int) -> bool:
-            meta = broker.metadata.topics.get(topic)
-            return meta is not None and 0 <= partition < meta.partitions
-
         retention = request.retention_time_ms if 2 <= ctx.api_version <= 4 else -1
         results = broker.group_coordinator.commit_offsets(
             group_id=request.group_id, generation_id=request.generation_id_or_member_epoch,
             member_id=request.member_id, group_instance_id=request.group_instance_id, retention_time_ms=retention,
-            offsets=offsets, partition_exists=partition_exists)
+            offsets=offsets, partition_exists=partition_exists(ctx))
     topics = [{"name": topic.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": results[(topic.name, p.partition_index)]}
         for p in topic.partitions]} for topic in request.topics]

@@ -1,6 +1,6 @@
 """TxnOffsetCommit: a transactional producer's consumed offsets, pending in the group until its marker."""
 
-from broker.handlers.common import coordinator_error
+from broker.handlers.common import coordinator_error, partition_exists
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
@@ -12,14 +12,10 @@ def handle(ctx, request):
     if error:
         results = {tp: error for tp in offsets}
     else:
-        def partition_exists(topic: str, partition: int) -> bool:
-            meta = broker.metadata.topics.get(topic)
-            return meta is not None and 0 <= partition < meta.partitions
-
         results = broker.group_coordinator.txn_commit_offsets(
             group_id=request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
             generation_id=request.generation_id, member_id=request.member_id,
-            group_instance_id=request.group_instance_id, offsets=offsets, partition_exists=partition_exists)
+            group_instance_id=request.group_instance_id, offsets=offsets, partition_exists=partition_exists(ctx))
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": results[(t.name, p.partition_index)]}

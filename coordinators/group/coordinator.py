@@ -515,8 +515,24 @@ class GroupCoordinator:
             if error:
                 return all_(error)
             member = group.members[member_id]
+        expire = -1
+        if retention_time_ms is not None and retention_time_ms >= 0:
+            expire = self.now_ms() + retention_time_ms
+        results, entries, accepted = self._offsets_to_write(group_id, offsets, partition_exists, expire)
+        error = self._store(group_id, entries)
+        for tp, committed in accepted.items():
+            results[tp] = error
+            if not error:
+                group.offsets[tp] = committed
+        if member is not None:
+            self._heartbeat(group, member)
+        if not accepted and group.is_(S.EMPTY) and not group.offsets:
+            self._maybe_drop_empty_group(group)
+        return results
+
+    def _offsets_to_write(self, group_id: str, offsets: dict, partition_exists, expire: int):
+        """Per-partition checks shared by both commits: (errors so far, records to append, accepted offsets)."""
         now = self.now_ms()
-        expire = now + retention_time_ms if retention_time_ms is not None and retention_time_ms >= 0 else -1
         results: dict[tuple[str, int], ErrorCode] = {}
         entries, accepted = [], {}
         for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
@@ -529,16 +545,7 @@ class GroupCoordinator:
                 committed = CommittedOffset(offset, leader_epoch, metadata, now, expire)
                 accepted[(topic, partition)] = committed
                 entries.append(self._offset_record(group_id, topic, partition, committed))
-        error = self._store(group_id, entries)
-        for tp, committed in accepted.items():
-            results[tp] = error
-            if not error:
-                group.offsets[tp] = committed
-        if member is not None:
-            self._heartbeat(group, member)
-        if not accepted and group.is_(S.EMPTY) and not group.offsets:
-            self._maybe_drop_empty_group(group)
-        return results
+        return results, entries, accepted
 
     def txn_commit_offsets(self, *, group_id: str, producer_id: int, producer_epoch: int, generation_id: int,
                            member_id: str, group_instance_id: str | None,
@@ -562,18 +569,7 @@ class GroupCoordinator:
                 error = ErrorCode.ILLEGAL_GENERATION
             if error:
                 return all_(error)
-        now = self.now_ms()
-        results, entries, accepted = {}, [], {}
-        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
-            metadata = metadata or ""
-            if not partition_exists(topic, partition):
-                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                committed = CommittedOffset(offset, leader_epoch, metadata, now)
-                accepted[(topic, partition)] = committed
-                entries.append(self._offset_record(group_id, topic, partition, committed))
+        results, entries, accepted = self._offsets_to_write(group_id, offsets, partition_exists, -1)
         error = self.store(self.partition_for(group_id), entries, producer_id=producer_id,
                            producer_epoch=producer_epoch) if entries else ErrorCode.NONE
         for tp, committed in accepted.items():

@@ -23,6 +23,16 @@ def fresh_broker(tmp_path):
     proc.kill()
 
 
+@pytest.fixture
+async def conn(broker):
+    """A raw protocol connection (the project's own client) to the shared broker, client id ``wire-test``."""
+    from client.connection import KafkaConnection
+
+    connection = await KafkaConnection.open("127.0.0.1", broker.port, client_id="wire-test")
+    yield connection
+    await connection.close()
+
+
 _counter = itertools.count()
 
 

@@ -23,13 +23,6 @@ def subscription(*topics: str) -> bytes:
 
 
 @pytest.fixture
-async def conn(broker):
-    connection = await KafkaConnection.open("127.0.0.1", broker.port, client_id="wire-test")
-    yield connection
-    await connection.close()
-
-
-@pytest.fixture
 async def topic(conn, topic_name):
     resp = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": topic_name, "num_partitions": 3,
                                                              "replication_factor": 1}], "timeout_ms": 5000})

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from client.connection import KafkaConnection
 from protocol.errors import ErrorCode as E
 from protocol.records import build_batch, build_marker_batch
 from tests.integration.test_bad_input import still_serving
 
 PRODUCE, FIND_COORDINATOR, INIT_PID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN = 0, 10, 22, 24, 25, 26
 TXN_OFFSET_COMMIT, DESCRIBE_TXNS, LIST_TXNS, DESCRIBE_PRODUCERS, CREATE_TOPICS, OFFSET_FETCH = 28, 65, 66, 61, 19, 9
-
-
-@pytest.fixture
-async def conn(broker):
-    connection = await KafkaConnection.open("127.0.0.1", broker.port, client_id="txn-wire")
-    yield connection
-    await connection.close()
 
 
 @pytest.fixture

@@ -3,9 +3,11 @@ same transactional id, leaves every input record in the output exactly once (rea
 
 from __future__ import annotations
 
+import queue
 import random
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -48,10 +50,14 @@ def run_with_kills(broker, topic_name, kills: int, count: int) -> None:
            f"eos-{topic_name}", f"eos-txn-{topic_name}"]
     for _ in range(kills):
         worker = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        commits = rng.randint(1, 6)
-        for _ in range(commits):     # kill after a random number of commits, mid-transaction or between them
-            line = worker.stdout.readline()
-            if not line:
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda w=worker: [lines.put(x) for x in w.stdout], daemon=True).start()
+        # Kill after a random number of commits, mid-transaction or between them; once the input is
+        # used up no more commits come, so each wait is bounded.
+        for _ in range(rng.randint(1, 6)):
+            try:
+                lines.get(timeout=10)
+            except queue.Empty:
                 break
         time.sleep(rng.random() * 0.05)
         worker.kill()
@@ -77,4 +83,4 @@ def test_consume_transform_produce_killed_five_times(broker, topic_name):
 
 @pytest.mark.slow
 def test_consume_transform_produce_killed_twenty_times(broker, topic_name):
-    run_with_kills(broker, topic_name, kills=20, count=5000)
+    run_with_kills(broker, topic_name, kills=20, count=10000)

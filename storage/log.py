@@ -304,6 +304,7 @@ class Log:
         if self.active_segment.size == 0:
             return self.active_segment
         finished = self.active_segment
+        finished.seal_time_index()
         segment = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes,
                              created_ms=self._now_ms() if now_ms is None else now_ms)
         self.segments.append(segment)
@@ -498,6 +499,7 @@ class Log:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
+        self.active_segment.seal_time_index()
         for segment in self.segments:
             segment.flush()
         self.take_snapshot()   # the next start-up reads no batch headers for producer state

@@ -44,6 +44,7 @@ class LogSegment:
         self.indexes_missing = not indexes_existed and self.size > 0
         self.bytes_since_index_entry = 0
         self.max_timestamp = self.time_index.max_timestamp
+        self.offset_of_max_timestamp = self.time_index.values[-1] if self.time_index.values else base_offset
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         self.first_batch_timestamp: int | None = None
 
@@ -65,14 +66,23 @@ class LogSegment:
         self._index_batch(position, length, last_offset, max_timestamp)
 
     def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
-        """Sparse indexing: an offset entry every ``index_interval_bytes``, a time entry per new maximum."""
-        if self.bytes_since_index_entry > self.index_interval_bytes or position == 0:
-            self.offset_index.append(last_offset, position)
-            self.bytes_since_index_entry = 0
-        self.bytes_since_index_entry += size
+        """Sparse indexing, as Kafka's: every ``index_interval_bytes`` an offset entry and a time entry
+        (the largest timestamp so far and the offset holding it). A time entry (T, O) promises that no
+        record up to O is later than T, so a lookup may start its scan at O however sparse the entries."""
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
-            self.time_index.append(max_timestamp, last_offset)
+            self.offset_of_max_timestamp = last_offset
+        if self.bytes_since_index_entry > self.index_interval_bytes or position == 0:
+            self.offset_index.append(last_offset, position)
+            if self.max_timestamp >= 0:
+                self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_index_entry = 0
+        self.bytes_since_index_entry += size
+
+    def seal_time_index(self) -> None:
+        """Record the final largest timestamp when the segment rolls or closes, so a restart knows it."""
+        if self.max_timestamp >= 0:
+            self.time_index.append(self.max_timestamp, self.offset_of_max_timestamp)
 
     def flush(self) -> None:
         os.fsync(self.fd)
@@ -194,6 +204,7 @@ class LogSegment:
             self.size = end
         if valid:
             self.first_batch_timestamp = valid[0][1].max_timestamp
+        self.seal_time_index()
         self.indexes_missing = False
         return valid
 

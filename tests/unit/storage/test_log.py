@@ -196,3 +196,22 @@ def test_segments_roll_by_age_on_the_injected_clock(tmp_path):
     now[0] += 61
     append(log, [b"c"], timestamp_ms=1_091_000)
     assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_sparse_time_index_still_finds_every_timestamp_and_survives_a_restart(tmp_path):
+    """Time entries come every index.interval.bytes, as Kafka's: lookups scan from the entry before."""
+    directory = str(tmp_path / "t-0")
+    config = LogConfig(index_interval_bytes=300, segment_bytes=4000)
+    log = Log(directory, "t", 0, config)
+    for i in range(200):
+        append(log, [b"x" * 20], timestamp_ms=10_000 + 10 * i - (5 if i % 7 == 0 else 0))
+    assert all(len(s.time_index) < 20 for s in log.segments)   # far fewer entries than batches
+    for target in (10_000, 10_004, 10_455, 11_990):
+        expected = next((i, 10_000 + 10 * i - (5 if i % 7 == 0 else 0)) for i in range(200)
+                        if 10_000 + 10 * i - (5 if i % 7 == 0 else 0) >= target)
+        assert log.offset_for_timestamp(target) == expected
+    largest = [s.largest_timestamp() for s in log.segments]
+    log.close()
+    reopened = Log(directory, "t", 0, config, clean_shutdown=True)
+    assert [s.largest_timestamp() for s in reopened.segments] == largest
+    reopened.close()

@@ -1,20 +1,27 @@
-"""ListTransactions: transactional ids this broker coordinates, filtered by state, producer id and age (v1)."""
+"""ListTransactions: transactional ids this broker coordinates, filtered by state, producer id and age (v1).
+
+State names the coordinator does not know are reported back in ``unknown_state_filters``; a filter made
+only of unknown states matches nothing.
+"""
 
 from coordinators.transaction.state import TransactionState
 from protocol.messages.list_transactions import LIST_TRANSACTIONS as API  # noqa: F401  (the registry reads API)
 
+KNOWN_STATES = {s.label for s in TransactionState}
+
 
 def handle(ctx, request):
-    known = {s.label for s in TransactionState}
+    coordinator = ctx.broker.txn_coordinator
     states = set(request.state_filters)
-    found = ctx.broker.txn_coordinator.list(states & known, set(request.producer_id_filters))
+    unknown = states - KNOWN_STATES
+    if states and not states - unknown:
+        found = []
+    else:
+        found = coordinator.list(states - unknown, set(request.producer_id_filters))
     if ctx.api_version >= 1 and request.duration_filter >= 0:
-        now = ctx.broker.txn_coordinator.now_ms()
-        coordinator = ctx.broker.txn_coordinator
+        now = coordinator.now_ms()
         found = [f for f in found
                  if (meta := coordinator.transactions.get(f["transactional_id"])) is not None
                  and meta.start_ms >= 0 and now - meta.start_ms >= request.duration_filter]
-    if states - known:
-        found = [] if not states & known else found
-    return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": sorted(states - known),
+    return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": sorted(unknown),
             "transaction_states": found}

@@ -164,3 +164,21 @@ async def test_txn_offsets_are_unstable_until_the_marker(conn, topic):
         if await offset(True) == (0, 42):
             break
     assert await offset(True) == (0, 42)
+
+
+async def test_list_transactions_filters(conn, topic):
+    txn_id = f"listed-{topic}"
+    started = await init(conn, txn_id)
+    assert await add(conn, txn_id, started.producer_id, started.producer_epoch, topic) == [0]
+
+    async def listed(states, pids=(), duration=-1):
+        resp = await conn.request(LIST_TXNS, 1, {"state_filters": list(states), "producer_id_filters": list(pids),
+                                                 "duration_filter": duration})
+        return {t.transactional_id for t in resp.transaction_states}, list(resp.unknown_state_filters)
+
+    assert txn_id in (await listed(["Ongoing"]))[0]
+    assert txn_id not in (await listed(["CompleteCommit"]))[0]
+    assert await listed(["Sleeping"]) == (set(), ["Sleeping"])
+    assert (await listed([], [started.producer_id]))[0] == {txn_id}
+    assert txn_id not in (await listed(["Ongoing"], duration=3_600_000))[0]
+    assert await end(conn, txn_id, started.producer_id, started.producer_epoch, commit=False) == 0

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
+import os
 import signal
 import sys
 import time
@@ -61,7 +63,12 @@ def run_kafka_python(args) -> None:
                              partition_assignment_strategy=[assignors[args.assignor]])
     consumer.subscribe([args.topic], listener=Listener())
     while not STOP:
-        batches = consumer.poll(timeout_ms=100)
+        # A long poll: kafka-python 3.0.12 loses a join that completes after poll()'s timeout when the
+        # rejoin was triggered by a metadata change (the leader's first assignment saw no partitions):
+        # need_rejoin() is False by then, the join task's result is never consumed, and heartbeats stay
+        # disabled until the session expires. Seen in its debug log; with 1 s polls the join finishes
+        # inside the poll that started it.
+        batches = consumer.poll(timeout_ms=1000)
         offsets = {}
         for tp, messages in batches.items():
             for m in messages:
@@ -169,6 +176,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--process-ms", type=int, default=50)
     args = parser.parse_args()
+    if os.environ.get("GROUP_WORKER_DEBUG"):   # the client's own debug log on stderr, for diagnosing a hang
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
+                            format="%(relativeCreated)d %(name)s %(message)s")
     signal.signal(signal.SIGTERM, _on_term)
     emit("started")
     if args.client == "aiokafka":

@@ -71,7 +71,10 @@ class Worker:
             t.join(5)
 
     def diagnostics(self) -> str:
-        return f"{self.name} rc={self.proc.poll()} stderr tail:\n" + "".join(self.stderr[-15:])
+        changes = [(round(e["t"], 3), e["ev"], e.get("partitions")) for e in list(self.events)
+                   if e["ev"] in ("assigned", "revoked", "commit_failed")]
+        return (f"{self.name} rc={self.proc.poll()} records={len(self.of('rec'))} rebalances={changes[-12:]}\n"
+                f"stderr tail:\n" + "".join(self.stderr[-15:]))
 
 
 def wait_until(condition, timeout: float, what: str, workers: list[Worker] = ()) -> None:

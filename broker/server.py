@@ -93,36 +93,35 @@ class Broker:
         self.replica_manager.update_config(name, self.topic_config(name))
 
     # ------------------------------------------------------------------ internal topics
-    def ensure_offsets_topic(self) -> ErrorCode:
-        """Create ``__consumer_offsets`` on first use, as Kafka does on the first FindCoordinator.
+    def _ensure_internal_topic(self, name: str, partitions: int, replication: int,
+                               configs: dict[str, str]) -> ErrorCode:
+        """Create an internal topic on first use, as Kafka does on the first FindCoordinator of its kind.
 
-        Its replication factor comes from ``offsets.topic.replication.factor``;
-        with fewer live brokers than that, Kafka answers COORDINATOR_NOT_AVAILABLE.
+        With fewer live brokers than its replication factor (one here), Kafka
+        answers COORDINATOR_NOT_AVAILABLE and creates nothing.
         """
-        if OFFSETS_TOPIC in self.metadata.topics:
+        if name in self.metadata.topics:
             return ErrorCode.NONE
-        replication = self.config["offsets.topic.replication.factor"]
         if replication > 1:   # one live broker
-            log.warning("offsets_topic_replication_unsatisfiable", replication_factor=replication, brokers=1)
+            log.warning("internal_topic_replication_unsatisfiable", topic=name, replication_factor=replication,
+                        brokers=1)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        self.create_topic(OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"], replication,
-                          {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"]),
-                           "compression.type": "producer"})
+        self.create_topic(name, partitions, replication, {"cleanup.policy": "compact", **configs})
         return ErrorCode.NONE
+
+    def ensure_offsets_topic(self) -> ErrorCode:
+        """``__consumer_offsets``, from the ``offsets.topic.*`` settings."""
+        return self._ensure_internal_topic(
+            OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"], self.config["offsets.topic.replication.factor"],
+            {"segment.bytes": str(self.config["offsets.topic.segment.bytes"]), "compression.type": "producer"})
 
     def ensure_transaction_topic(self) -> ErrorCode:
-        """Create ``__transaction_state`` on first use (``transaction.state.log.*`` settings)."""
-        if TXN_TOPIC in self.metadata.topics:
-            return ErrorCode.NONE
-        replication = self.config["transaction.state.log.replication.factor"]
-        if replication > 1:   # one live broker
-            log.warning("transaction_topic_replication_unsatisfiable", replication_factor=replication, brokers=1)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        self.create_topic(TXN_TOPIC, self.config["transaction.state.log.num.partitions"], replication,
-                          {"cleanup.policy": "compact",
-                           "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
-                           "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])})
-        return ErrorCode.NONE
+        """``__transaction_state``, from the ``transaction.state.log.*`` settings."""
+        return self._ensure_internal_topic(
+            TXN_TOPIC, self.config["transaction.state.log.num.partitions"],
+            self.config["transaction.state.log.replication.factor"],
+            {"segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+             "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])})
 
     def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
         if TXN_TOPIC not in self.metadata.topics:

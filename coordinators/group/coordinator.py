@@ -174,6 +174,14 @@ class GroupCoordinator:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.NONE
 
+    def _validate_generation(self, group: GroupMetadata, member_id: str, instance_id: str | None,
+                             generation_id: int) -> ErrorCode:
+        """_validate_member, then ILLEGAL_GENERATION for a caller speaking for another generation."""
+        error = self._validate_member(group, member_id, instance_id)
+        if not error and generation_id != group.generation_id:
+            error = ErrorCode.ILLEGAL_GENERATION
+        return error
+
     def _add_member_and_rebalance(self, group: GroupMetadata, member_id: str, instance_id: str | None,
                                   respond: Respond, args: dict) -> None:
         now = self.now_ms()
@@ -391,9 +399,7 @@ class GroupCoordinator:
             return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.is_(S.DEAD):
             return respond(sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-        error = self._validate_member(group, member_id, group_instance_id)
-        if not error and generation_id != group.generation_id:
-            error = ErrorCode.ILLEGAL_GENERATION
+        error = self._validate_generation(group, member_id, group_instance_id, generation_id)
         if not error and ((protocol_type is not None and protocol_type != group.protocol_type)
                           or (protocol_name is not None and protocol_name != group.protocol_name)):
             error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -507,9 +513,7 @@ class GroupCoordinator:
         member = None
         if not (generation_id < 0 and group.is_(S.EMPTY)):
             # Only a group with no members takes commits from outside it (consumers using assign()).
-            error = self._validate_member(group, member_id, group_instance_id)
-            if not error and generation_id != group.generation_id:
-                error = ErrorCode.ILLEGAL_GENERATION
+            error = self._validate_generation(group, member_id, group_instance_id, generation_id)
             if not error and group.is_(S.COMPLETING_REBALANCE):
                 error = ErrorCode.REBALANCE_IN_PROGRESS
             if error:
@@ -564,9 +568,7 @@ class GroupCoordinator:
             return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_id >= 0 or member_id or group_instance_id is not None:
             # v3+ (KIP-447): a consumer-group-aware producer proves it still belongs to the generation.
-            error = self._validate_member(group, member_id, group_instance_id)
-            if not error and generation_id != group.generation_id:
-                error = ErrorCode.ILLEGAL_GENERATION
+            error = self._validate_generation(group, member_id, group_instance_id, generation_id)
             if error:
                 return all_(error)
         results, entries, accepted = self._offsets_to_write(group_id, offsets, partition_exists, -1)

@@ -9,21 +9,24 @@ not added to the transaction gets INVALID_TXN_STATE and nothing is written.
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
-from protocol.records import InvalidBatch, validate_produce_records
+from protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
 
 
 def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] | None:
     """(producer id, epoch) of a transactional batch opening a transaction in this partition, else None."""
     partition = rm.get(topic, index)
-    if partition is None or records is None:
-        return None
-    try:
-        header = validate_produce_records(records, partition.log.config.max_message_bytes)
-    except InvalidBatch:
-        return None   # the append reports it
+    if partition is None or records is None or len(records) < HEADER_SIZE:
+        return None   # the append reports what is wrong
+    # The header alone decides the common case (a transaction already open here) without a CRC pass;
+    # the append validates the batch in full either way.
+    header = BatchHeader.parse(records)
     state = partition.log.producer_state
     if not header.is_transactional or header.producer_id in state.ongoing:
         return None
+    try:
+        validate_produce_records(records, partition.log.config.max_message_bytes)
+    except InvalidBatch:
+        return None   # a bad batch gets its own error from the append, not a verification
     known = state.producers.get(header.producer_id)
     if known is not None and header.producer_epoch < known.epoch:
         return None   # a stale epoch: the append answers INVALID_PRODUCER_EPOCH, as Produce does

@@ -158,7 +158,7 @@ class Log:
                 log.warning("producer_snapshot_corrupt", topic=self.topic, partition=self.partition,
                             offset=offset, error=str(exc))
                 os.unlink(path)
-        self.producer_state.truncate_and_reload([])
+        self.producer_state.clear()
         return None
 
     def _rebuild_producer_state(self, scanned: dict[int, list[tuple[int, BatchHeader]]]) -> None:

@@ -12,7 +12,7 @@ The checks follow Kafka 3.x (``ProducerAppendInfo.checkSequence``, KIP-360):
 * within an epoch the first sequence must follow the last one (wrapping from
   Int32.MaxValue to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER.
 
-State is rebuilt from the log's batch headers at start-up (``load``).
+State is rebuilt at start-up from the newest `.snapshot` plus the batches after it (``Log._load``).
 """
 
 from __future__ import annotations
@@ -136,12 +136,10 @@ class ProducerStateManager:
                                                first_offset + header.last_offset_delta, header.max_timestamp))
         entry.last_timestamp = header.max_timestamp
 
-    def truncate_and_reload(self, batches) -> None:
+    def clear(self) -> None:
+        """Forget every producer and open transaction (the log's replay then rebuilds them)."""
         self.producers.clear()
         self.ongoing.clear()
-        for header in batches:
-            if header.has_producer_id:
-                self.update(header, header.base_offset)
 
 
 # ---------------------------------------------------------------------- snapshots
@@ -180,8 +178,7 @@ def decode_snapshot(data: bytes, state: "ProducerStateManager") -> None:
     version, crc, count = _SNAP_HEADER.unpack_from(data)
     if version != SNAPSHOT_VERSION or crc32c.crc32c(data[6:]) != crc:
         raise CorruptSnapshot("snapshot version or CRC mismatch")
-    state.producers.clear()
-    state.ongoing.clear()
+    state.clear()
     pos = _SNAP_HEADER.size
     try:
         for _ in range(count):

@@ -9,24 +9,11 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from tests.brokerproc import BrokerProcess
 from tests.integration.groupworkers import wait_until
-from tests.integration.workload import make_topic
+from tests.integration.workload import make_topic, read_partition
 
 
 def read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    out = []
-    try:
-        while True:
-            m = consumer.poll(5)
-            assert m is not None, "no end of partition within 5 s"
-            if m.error():
-                break
-            out.append((m.offset(), m.key(), m.value()))
-    finally:
-        consumer.close()
-    return out
+    return [(m.offset(), m.key(), m.value()) for m in read_partition(bootstrap, topic, poll_timeout=5)]
 
 
 def test_compacted_topic_keeps_the_latest_value_per_key(broker, topic_name):

@@ -3,29 +3,17 @@
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from kafka import KafkaProducer
 
-from tests.integration.workload import make_topic
+from tests.integration.workload import make_topic, read_partition
 from tests.proxy import DroppingProxy
 
 COUNT = 3000
 
 
 def read_values(bootstrap, topic):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values = []
-    try:
-        while True:
-            m = consumer.poll(10)
-            assert m is not None
-            if m.error():
-                return values
-            values.append(m.value())
-    finally:
-        consumer.close()
+    return [m.value() for m in read_partition(bootstrap, topic)]
 
 
 @pytest.fixture

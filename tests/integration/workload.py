@@ -52,3 +52,22 @@ def make_topic(bootstrap: str, name: str, partitions: int = 1, configs: dict | N
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, 1, config=configs or {})])[name].result(10)
+
+
+def read_partition(bootstrap: str, topic: str, poll_timeout: float = 10) -> list:
+    """Every message of partition 0, start to end (librdkafka, partition EOF); fails if a poll times out."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    messages = []
+    try:
+        while True:
+            m = consumer.poll(poll_timeout)
+            assert m is not None, f"no end of partition within {poll_timeout} s"
+            if m.error():
+                return messages
+            messages.append(m)
+    finally:
+        consumer.close()

@@ -134,8 +134,7 @@ class GroupCoordinator:
     def _join_current_member(self, group: GroupMetadata, member_id: str, instance_id: str | None,
                              respond: Respond, args: dict) -> None:
         if member_id in group.pending_members:
-            if self._is_full(group) and member_id not in group.pending_members:
-                return respond(join_result(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id))
+            # Its place was counted against group.max.size when it got its id (MEMBER_ID_REQUIRED).
             return self._add_member_and_rebalance(group, member_id, instance_id, respond, args)
         error = self._validate_member(group, member_id, instance_id)
         if error:

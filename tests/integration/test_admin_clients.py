@@ -1,0 +1,85 @@
+"""Group and transaction admin APIs through real clients' admin tools (kafka-python, confluent-kafka).
+
+ListGroups with a state filter, OffsetDelete, LeaveGroup v3+ by instance id, DescribeTransactions,
+ListTransactions and DescribeProducers each answer what the client expects.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from tests.integration.workload import make_topic
+
+
+def test_group_admin_through_kafka_python_and_confluent(broker, topic_name):
+    from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+    from kafka.admin import MemberToRemove
+
+    make_topic(broker.bootstrap, topic_name, 2)
+    group = f"admin-{topic_name}"
+    consumer = KafkaConsumer(topic_name, bootstrap_servers=broker.bootstrap, group_id=group,
+                             group_instance_id="instance-1", enable_auto_commit=False,
+                             session_timeout_ms=10000, heartbeat_interval_ms=300)
+    deadline = time.monotonic() + 20
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(timeout_ms=500)
+    assert consumer.assignment()
+    consumer.commit({TopicPartition(topic_name, 0): OffsetAndMetadata(3, "", -1)})
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        stable = admin.list_groups(states_filter=["Stable"])
+        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable"} in stable
+        assert all(g["group_state"] == "Stable" for g in stable)
+        rd_admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = rd_admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(10)
+        assert group in {g.group_id for g in listed.valid}
+        # The static member is removed by its instance id (LeaveGroup v3+), as admin tools do.
+        removed = admin.remove_group_members(group, [MemberToRemove(group_instance_id="instance-1")])
+        assert [e.__name__ for e in removed.values()] == ["NoError"]
+        consumer.close(autocommit=False)
+        empty = admin.list_groups(states_filter=["Empty"])
+        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Empty"} in empty
+
+        def committed() -> dict[int, int]:
+            found = rd_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+            return {tp.partition: tp.offset for tp in found.topic_partitions}
+
+        assert committed() == {0: 3}
+        deleted = admin.delete_group_offsets(group, [TopicPartition(topic_name, 0)])   # OffsetDelete
+        assert [e.__name__ for e in deleted.values()] == ["NoError"]
+        assert committed() == {}
+    finally:
+        admin.close()
+
+
+def test_transaction_admin_through_kafka_python(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1)
+    txn_id = f"admin-txn-{topic_name}"
+    tp = TopicPartition(topic_name, 0)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=txn_id)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(topic_name, b"open", partition=0).get(10)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+
+    def ongoing() -> set[str]:
+        return {t.transactional_id for listings in admin.list_transactions(state_filters=["Ongoing"]).values()
+                for t in listings}
+
+    try:
+        described = admin.describe_transactions([txn_id])[txn_id]
+        assert (described.state.value, described.topic_partitions) == ("Ongoing", {tp})
+        assert txn_id in ongoing()
+        [state] = admin.describe_producers([tp])[tp].active_producers
+        assert (state.producer_id, state.producer_epoch, state.last_sequence, state.current_transaction_start_offset) \
+            == (described.producer_id, described.producer_epoch, 0, 0)
+        producer.abort_transaction()
+        producer.close()
+        assert txn_id not in ongoing()
+        assert admin.describe_transactions([txn_id])[txn_id].state.value == "CompleteAbort"
+    finally:
+        admin.close()

@@ -31,6 +31,7 @@ from storage.producer_state import (
     decode_snapshot,
     encode_snapshot,
 )
+from storage.replica_log import ReplicaLogMixin
 from storage.transaction_index import AbortedTxn
 from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
@@ -65,7 +66,7 @@ def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-class Log:
+class Log(ReplicaLogMixin):
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
                  clean_shutdown: bool = False, clock=time.time) -> None:
@@ -81,6 +82,7 @@ class Log:
         self.last_flush_ms = self._now_ms()
         os.makedirs(directory, exist_ok=True)
         self._load(recovery_point, log_start_offset, clean_shutdown)
+        self._load_epoch_cache()
         self.recovery_point = min(recovery_point, self.log_end_offset)
         self.high_watermark = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
 
@@ -328,6 +330,8 @@ class Log:
         now_ms = self._now_ms()
         segment = self._maybe_roll(len(records), now_ms)
         first_offset = self.log_end_offset
+        if leader_epoch > self.leader_epoch_cache.latest_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, first_offset)
         head = bytearray(records[:_HEAD_PATCH_SIZE])
         patch_base_offset(head, 0, first_offset, leader_epoch)
         last_offset = first_offset + header.last_offset_delta

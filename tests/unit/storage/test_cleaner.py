@@ -82,7 +82,7 @@ def test_segments_merge_while_they_fit(tmp_path):
     assert len(lg.segments) == 7
     cleaner.clean(lg, 0, lg.clock.ms)
     assert len(lg.segments) == 2 and lg.segments[0].base_offset == 0
-    assert sorted(n for n in os.listdir(lg.directory) if not n.endswith(".snapshot")) == ["00000000000000000000.index", "00000000000000000000.log",
+    assert sorted(n for n in os.listdir(lg.directory) if not n.endswith(".snapshot") and n != "leader-epoch-checkpoint") == ["00000000000000000000.index", "00000000000000000000.log",
                                                 "00000000000000000000.timeindex", "00000000000000000060.index",
                                                 "00000000000000000060.log", "00000000000000000060.timeindex"]
     lg.close()

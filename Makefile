@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := kcat docker-compose
+APT_PACKAGES := kcat docker-compose zookeeper
 PYTEST := $(BIN)/python -m pytest
 
 .PHONY: run test test-slow test-compat bench apt install clean

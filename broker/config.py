@@ -74,6 +74,25 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "connections.max.idle.ms": (int, 600000),
     "cluster.id": (str, None),
     "zookeeper.connect": (str, None),
+    "zookeeper.session.timeout.ms": (int, 18000),
+    "zookeeper.connection.timeout.ms": (_opt_int, None),
+    "broker.rack": (str, None),
+    "listener.security.protocol.map": (_list, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                              "SASL_SSL:SASL_SSL"),
+    "inter.broker.listener.name": (str, None),
+    "num.replica.fetchers": (int, 1),
+    "replica.fetch.max.bytes": (int, 1048576),
+    "replica.fetch.min.bytes": (int, 1),
+    "replica.fetch.wait.max.ms": (int, 500),
+    "replica.fetch.backoff.ms": (int, 1000),
+    "replica.fetch.response.max.bytes": (int, 10485760),
+    "replica.socket.timeout.ms": (int, 30000),
+    "replica.high.watermark.checkpoint.interval.ms": (int, 5000),
+    "controlled.shutdown.enable": (_bool, True),
+    "controlled.shutdown.max.retries": (int, 3),
+    "controlled.shutdown.retry.backoff.ms": (int, 5000),
+    "auto.leader.rebalance.enable": (_bool, True),
+    "leader.imbalance.check.interval.seconds": (int, 300),
     "offsets.topic.num.partitions": (int, 50),
     "offsets.topic.replication.factor": (int, 3),
     "transaction.state.log.num.partitions": (int, 50),
@@ -206,6 +225,11 @@ class BrokerConfig:
     @property
     def listeners(self) -> list[tuple[str, str, int]]:
         return [parse_listener(x) for x in self.get("listeners")]
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener brokers use to reach each other: ``inter.broker.listener.name`` or the first one."""
+        return self.get("inter.broker.listener.name") or self.listeners[0][0]
 
     @property
     def advertised_listeners(self) -> list[tuple[str, str, int]]:

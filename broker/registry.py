@@ -13,6 +13,13 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    elect_leaders,
+    offset_for_leader_epoch,
+    controlled_shutdown,
+    alter_partition,
+    stop_replica,
+    update_metadata,
+    leader_and_isr,
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -73,6 +80,8 @@ HANDLERS: dict[int, Handler] = {
         describe_groups, list_groups, delete_groups, offset_delete,
         add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
         describe_producers, describe_transactions, list_transactions,
+        leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,
+        offset_for_leader_epoch, elect_leaders,
     ])
 }
 

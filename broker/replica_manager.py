@@ -11,10 +11,12 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 
 import structlog
 
+from broker.partition import READ_COMMITTED, Partition
 from broker.purgatory import DelayedOperation, Purgatory
 from protocol.errors import ErrorCode
 from protocol.records import InvalidBatch, iter_records, validate_produce_records
@@ -25,33 +27,7 @@ from storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.replica_manager")
 
-READ_COMMITTED = 1
-
-
-@dataclass
-class Partition:
-    topic: str
-    index: int
-    log: Log
-    leader_id: int
-    leader_epoch: int = 0
-    replicas: list[int] = field(default_factory=list)
-    isr: list[int] = field(default_factory=list)
-
-    def fetch_bound(self, replica_id: int, isolation_level: int = 0) -> int:
-        """Where a fetch stops: followers (replica_id >= 0) read to the log end, consumers to the HW,
-        read_committed consumers to the last stable offset."""
-        if replica_id >= 0:
-            return self.log.log_end_offset
-        return self.log.last_stable_offset if isolation_level == READ_COMMITTED else self.log.high_watermark
-
-    def maybe_increment_high_watermark(self) -> bool:
-        """Single broker: the ISR is this broker, so the HW follows its log end offset."""
-        new_hw = self.log.log_end_offset
-        if new_hw > self.log.high_watermark:
-            self.log.high_watermark = new_hw
-            return True
-        return False
+__all__ = ["Partition", "ReplicaManager", "READ_COMMITTED"]
 
 
 @dataclass
@@ -67,6 +43,8 @@ class FetchPartitionRequest:
     partition: int
     fetch_offset: int
     max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
 
 
 @dataclass
@@ -79,14 +57,23 @@ class FetchPartitionResult:
     log_start_offset: int = -1
     records: FileRegion | None = None
     aborted_transactions: list | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    current_leader: tuple[int, int] | None = None
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager) -> None:
+    def __init__(self, broker_id: int, log_manager: LogManager, clock=time.time) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
+        self.clock = clock
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetch_purgatory = Purgatory("fetch")
+        self.produce_purgatory = Purgatory("produce")
+        # Set by the cluster member: called with (partition, replica_id) when a follower may rejoin the ISR.
+        self.on_follower_caught_up = None
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
 
     # ------------------------------------------------------------------ partitions
     def make_leader(self, topic: str, index: int, config: LogConfig) -> Partition:
@@ -95,10 +82,55 @@ class ReplicaManager:
         if existing is not None:
             return existing
         partition_log = self.log_manager.get_or_create(topic, index, config)
-        partition = Partition(topic, index, partition_log, self.broker_id, 0, [self.broker_id], [self.broker_id])
+        partition = Partition(topic, index, partition_log, self.broker_id, 0, [self.broker_id], [self.broker_id],
+                              broker_id=self.broker_id)
         partition.maybe_increment_high_watermark()
         self.partitions[tp] = partition
         return partition
+
+    def become_leader_or_follower(self, topic: str, index: int, state, topic_id: bytes,
+                                  config: LogConfig) -> ErrorCode:
+        """Apply one partition of a LeaderAndIsr; an older leader epoch than ours changes nothing."""
+        tp = (topic, index)
+        partition = self.partitions.get(tp)
+        if partition is not None and state.leader_epoch <= partition.leader_epoch:
+            if state.leader_epoch < partition.leader_epoch:
+                return ErrorCode.STALE_CONTROLLER_EPOCH
+            if state.partition_epoch <= partition.partition_epoch:
+                return ErrorCode.NONE   # already applied (a new controller resends what it knows)
+        if partition is None:
+            partition = Partition(topic, index, self.log_manager.get_or_create(topic, index, config), -1, -1,
+                                  broker_id=self.broker_id)
+            self.partitions[tp] = partition
+        partition.leader_id, partition.leader_epoch = state.leader, state.leader_epoch
+        partition.replicas, partition.isr = list(state.replicas), list(state.isr)
+        partition.partition_epoch, partition.topic_id = state.partition_epoch, topic_id
+        if partition.is_leader:
+            plog = partition.log
+            plog.leader_epoch_cache.assign(state.leader_epoch, plog.log_end_offset)
+            partition.reset_followers(self.now_ms())
+            partition.maybe_increment_high_watermark()
+        else:
+            partition.followers, partition.pending_isr = {}, None
+        self.high_watermark_moved(tp)   # parked produces and fetches re-check who leads
+        log.info("partition_state_changed", topic=topic, partition=index, leader=state.leader,
+                 leader_epoch=state.leader_epoch, isr=list(state.isr))
+        return ErrorCode.NONE
+
+    def stop_replica(self, topic: str, index: int, delete: bool) -> None:
+        """Stop serving a replica; with ``delete`` its log goes too (topic deletion)."""
+        tp = (topic, index)
+        partition = self.partitions.get(tp)
+        if partition is None:
+            if delete:
+                self.log_manager.delete(topic, index)
+            return
+        if delete:
+            self.partitions.pop(tp)
+            self.log_manager.delete(topic, index)
+        else:
+            partition.leader_id = -1
+        self.high_watermark_moved(tp)
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
@@ -126,6 +158,9 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not partition.is_leader:
+            return PartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                   message=f"broker {self.broker_id} is not the leader of {topic}-{index}")
         if records is None:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
         config = partition.log.config
@@ -145,6 +180,10 @@ class ReplicaManager:
             self.fetch_purgatory.check_and_complete((topic, index))
         return PartitionResult(info=info)
 
+    def high_watermark_moved(self, tp: tuple[str, int]) -> None:
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
     # ------------------------------------------------------------------ fetch
     def read(self, request: FetchPartitionRequest, replica_id: int, isolation_level: int,
              min_one_batch: bool) -> FetchPartitionResult:
@@ -153,7 +192,25 @@ class ReplicaManager:
         if partition is None:
             result.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return result
+        result.error = self._fetch_error(partition, request, replica_id)
+        if result.error:
+            result.current_leader = (partition.leader_id, partition.leader_epoch)
+            return result
         plog = partition.log
+        if request.last_fetched_epoch >= 0:
+            epoch, end = plog.leader_epoch_cache.end_offset_for(request.last_fetched_epoch, plog.log_end_offset)
+            if epoch < request.last_fetched_epoch or end < request.fetch_offset:
+                # The fetcher's log diverges from ours: it truncates to this point first (KIP-320).
+                result.diverging_epoch = (epoch, end)
+                result.high_watermark = plog.high_watermark
+                result.log_start_offset = plog.log_start_offset
+                return result
+        if replica_id >= 0:
+            partition.update_follower(replica_id, request.fetch_offset, self.now_ms())
+            if partition.maybe_increment_high_watermark():
+                self.high_watermark_moved((request.topic, request.partition))
+            if self.on_follower_caught_up is not None and partition.can_join_isr(replica_id):
+                self.on_follower_caught_up(partition, replica_id)
         result.high_watermark = plog.high_watermark
         result.last_stable_offset = plog.last_stable_offset
         result.log_start_offset = plog.log_start_offset
@@ -172,6 +229,20 @@ class ReplicaManager:
                     for a in plog.aborted_transactions(request.fetch_offset, bound)]
         return result
 
+    @staticmethod
+    def _fetch_error(partition: Partition, request: FetchPartitionRequest, replica_id: int) -> ErrorCode:
+        """Only the leader serves fetches, to the partition's own replicas or consumers, at its epoch."""
+        if not partition.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if request.current_leader_epoch >= 0:
+            if request.current_leader_epoch < partition.leader_epoch:
+                return ErrorCode.FENCED_LEADER_EPOCH
+            if request.current_leader_epoch > partition.leader_epoch:
+                return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if replica_id >= 0 and replica_id not in partition.replicas:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER   # Kafka: "not recognized as a valid replica"
+        return ErrorCode.NONE
+
     def fetch(self, requests: list[FetchPartitionRequest], *, replica_id: int, isolation_level: int,
               max_bytes: int) -> list[FetchPartitionResult]:
         """Read every requested partition within the response's ``max_bytes`` (the first batch always fits)."""
@@ -180,7 +251,8 @@ class ReplicaManager:
         got_records = False
         for req in requests:
             limited = FetchPartitionRequest(req.topic, req.partition, req.fetch_offset,
-                                            max(0, min(req.max_bytes, remaining)))
+                                            max(0, min(req.max_bytes, remaining)), req.current_leader_epoch,
+                                            req.last_fetched_epoch)
             result = self.read(limited, replica_id, isolation_level, min_one_batch=not got_records)
             if result.records is not None:
                 remaining -= result.records.length
@@ -189,6 +261,7 @@ class ReplicaManager:
         return results
 
     def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
 
 
@@ -215,8 +288,8 @@ class DelayedFetch(DelayedOperation):
         accumulated = 0
         for req in self.requests:
             partition = self.manager.get(req.topic, req.partition)
-            if partition is None:
-                return self.force_complete()  # the topic went away: answer with the error now
+            if partition is None or not partition.is_leader:
+                return self.force_complete()  # the topic went away or moved: answer with the error now
             plog = partition.log
             bound = partition.fetch_bound(self.replica_id, self.isolation_level)
             if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:

@@ -40,15 +40,16 @@ class Broker:
         self.default_log_config = config.log_config()
         self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, config["cluster.id"])
         self.log_manager = LogManager(config.log_dirs, clock=clock)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
+        self.cluster = None   # a ClusterMember once started with zookeeper.connect
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append)
         self.inter_broker = InterBrokerChannel(self)
         self.txn_store = InternalTopicStore(self.replica_manager, TXN_TOPIC, clock)
         self.txn_coordinator = TransactionCoordinator(TransactionConfig.from_broker(config), LoopScheduler(clock),
-                                                      self.txn_store.append, self.producer_ids.generate,
+                                                      self.txn_store.append, lambda: self.producer_ids.generate(),
                                                       self.inter_broker.write_markers)
         self.connections: set = set()
         self.servers: list[asyncio.AbstractServer] = []
@@ -56,6 +57,7 @@ class Broker:
         self.bound: list[tuple[str, int]] = []              # where the listeners actually listen
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
+        self._internal_creating: set[str] = set()
 
     @property
     def cluster_id(self) -> str:
@@ -69,6 +71,8 @@ class Broker:
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str]) -> TopicMetadata:
         topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
+        if self.cluster is not None:
+            return topic   # the controller makes the leaders and tells every replica
         config = self.topic_config(name)
         for index in range(partitions):
             self.replica_manager.make_leader(name, index, config)
@@ -77,6 +81,8 @@ class Broker:
 
     def delete_topic(self, name: str) -> None:
         self.metadata.delete_topic(name)
+        if self.cluster is not None:
+            return   # StopReplica from the controller removes the replicas everywhere
         self.replica_manager.remove_topic(name)
         if name != OFFSETS_TOPIC and OFFSETS_TOPIC in self.metadata.topics:
             self.group_coordinator.remove_topic_offsets(name)
@@ -102,6 +108,16 @@ class Broker:
         """
         if name in self.metadata.topics:
             return ErrorCode.NONE
+        if self.cluster is not None:
+            live = len(self.cluster.cache.brokers)
+            if replication > live:
+                log.warning("internal_topic_replication_unsatisfiable", topic=name, replication_factor=replication,
+                            brokers=live)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if name not in self._internal_creating:
+                self._internal_creating.add(name)
+                self.create_topic(name, partitions, replication, {"cleanup.policy": "compact", **configs})
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE   # until the controller has made its leaders
         if replication > 1:   # one live broker
             log.warning("internal_topic_replication_unsatisfiable", topic=name, replication_factor=replication,
                         brokers=1)
@@ -126,7 +142,8 @@ class Broker:
     def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
         if TXN_TOPIC not in self.metadata.topics:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if self.replica_manager.get(TXN_TOPIC, self.txn_coordinator.partition_for(transactional_id)) is None:
+        partition = self.replica_manager.get(TXN_TOPIC, self.txn_coordinator.partition_for(transactional_id))
+        if partition is None or not partition.is_leader:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
@@ -145,8 +162,8 @@ class Broker:
         """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
         if OFFSETS_TOPIC not in self.metadata.topics:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = self.group_coordinator.partition_for(group_id)
-        if self.replica_manager.get(OFFSETS_TOPIC, partition) is None:
+        partition = self.replica_manager.get(OFFSETS_TOPIC, self.group_coordinator.partition_for(group_id))
+        if partition is None or not partition.is_leader:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
@@ -172,10 +189,64 @@ class Broker:
         log.info("group_coordinator_loaded", records=count, groups=len(self.group_coordinator.groups),
                  seconds=round(time.monotonic() - started, 3))
 
+    # ------------------------------------------------------------------ cluster callbacks
+    def on_leadership_change(self, topic: str, index: int, is_leader: bool) -> None:
+        """Load a coordinator shard when this broker comes to lead its internal partition (cluster mode)."""
+        if topic == OFFSETS_TOPIC and is_leader:
+            def apply(_partition, stored):
+                self.group_coordinator.replay_stored(index, stored)
+            for stored in self.offsets_store.records(index):
+                apply(index, stored)
+            self.group_coordinator.loaded()
+        elif topic == TXN_TOPIC and is_leader:
+            for stored in self.txn_store.records(index):
+                if stored.key is not None:
+                    self.txn_coordinator.replay(stored.key, stored.value)
+            self.txn_coordinator.loaded()
+
+    def on_topic_deleted(self, name: str) -> None:
+        if name != OFFSETS_TOPIC:
+            self.group_coordinator.remove_topic_offsets(name)
+
+    def on_controller_seen(self, controller_id: int) -> None:
+        log.debug("controller_seen", controller_id=controller_id)
+
+    def live_brokers(self) -> list[tuple[int, str, int, str | None]]:
+        """(id, host, port, rack) of every live broker, as the advertised first listener."""
+        if self.cluster is None:
+            _, host, port = self.endpoints[0]
+            return [(self.broker_id, host, port, None)]
+        listener = self.endpoints[0][0]
+        out = []
+        for b in sorted(self.cluster.cache.brokers.values(), key=lambda b: b.broker_id):
+            host, port = b.endpoints.get(listener) or next(iter(b.endpoints.values()))
+            out.append((b.broker_id, host, port, b.rack))
+        return out
+
+    @property
+    def controller_id(self) -> int:
+        return self.broker_id if self.cluster is None else self.cluster.cache.controller_id
+
+    def partition_info(self, topic: str, index: int):
+        """(leader, leader_epoch, replicas, isr, offline) as clients see it, or None."""
+        if self.cluster is not None:
+            info = self.cluster.cache.partition(topic, index)
+            return None if info is None else (info.leader, info.leader_epoch, info.replicas, info.isr,
+                                               info.offline)
+        p = self.replica_manager.get(topic, index)
+        return None if p is None else (p.leader_id, p.leader_epoch, list(p.replicas), list(p.isr), [])
+
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         started = time.monotonic()
         self.log_manager.load_all(self.topic_config)
+        if self.config["zookeeper.connect"]:
+            await self._start_listeners()
+            await self._start_cluster()
+            self._start_periodic_tasks()
+            log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints, cluster=True,
+                     seconds=round(time.monotonic() - started, 3))
+            return
         for name, topic in self.metadata.topics.items():
             config = self.topic_config(name)
             for index in range(topic.partitions):
@@ -184,6 +255,23 @@ class Broker:
             if topic not in self.metadata.topics:  # deleted while we were down
                 self.log_manager.delete(topic, index)
         self._load_group_coordinator()
+        await self._start_listeners()
+        self._start_periodic_tasks()
+        # After the listeners: finishing a prepared transaction sends its markers to this broker's listener.
+        self._load_transaction_coordinator()
+        log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
+                 partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
+
+    async def _start_cluster(self) -> None:
+        """ZooKeeper mode: register, join the controller election; the controller assigns our replicas."""
+        from broker.cluster.member import ClusterMember, ZkProducerIdManager
+
+        self.cluster = ClusterMember(self)
+        self.metadata = self.cluster.topics
+        await self.cluster.start()
+        self.producer_ids = ZkProducerIdManager(self.cluster.zk, self.broker_id)
+
+    async def _start_listeners(self) -> None:
         advertised = self.config.advertised_listeners
         for i, (name, host, port) in enumerate(self.config.listeners):
             server = await asyncio.start_server(lambda r, w: serve_connection(self, r, w), host or None, port,
@@ -193,6 +281,8 @@ class Broker:
             self.bound.append((bound_host, bound_port))
             adv_name, adv_host, adv_port = advertised[i] if i < len(advertised) else (name, host, port)
             self.endpoints.append((adv_name, adv_host or host or "127.0.0.1", adv_port or bound_port))
+
+    def _start_periodic_tasks(self) -> None:
         self._tasks = [
             asyncio.create_task(self._every(self.config["log.retention.check.interval.ms"],
                                             self.log_manager.cleanup)),
@@ -202,8 +292,6 @@ class Broker:
             asyncio.create_task(self._every(self.config["offsets.retention.check.interval.ms"],
                                             self.group_coordinator.expire_offsets)),
         ]
-        # After the listeners: finishing a prepared transaction sends its markers to this broker's listener.
-        self._load_transaction_coordinator()
         self._tasks += [
             asyncio.create_task(self._every(
                 self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
@@ -218,8 +306,6 @@ class Broker:
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self._every(self.config["log.cleaner.backoff.ms"],
                                                                self.log_manager.clean)))
-        log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
-                 partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
 
     @property
     def port(self) -> int:
@@ -236,6 +322,8 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop accepting, finish in-flight requests, flush logs and checkpoints."""
+        if self.cluster is not None:
+            await self.cluster.controlled_shutdown()   # leaderships move while we still serve
         for server in self.servers:
             server.close()
         for task in self._tasks:
@@ -251,6 +339,8 @@ class Broker:
             await asyncio.wait(tasks, timeout=10)
         for server in self.servers:
             await server.wait_closed()
+        if self.cluster is not None:
+            await self.cluster.stop()
         self.log_manager.shutdown()
         log.info("broker_stopped", broker_id=self.broker_id)
         self._stopped.set()

@@ -35,8 +35,9 @@ def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
         if partitions != -1 or replication != -1:
             return (ErrorCode.INVALID_REQUEST,
                     "Both numPartitions or replicationFactor and replicasAssignments were set.", 0, 0)
+        live = {b[0] for b in broker.live_brokers()}
         for a in topic.assignments:
-            if any(b != broker.broker_id for b in a.broker_ids) or not a.broker_ids:
+            if any(b not in live for b in a.broker_ids) or not a.broker_ids:
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker in assignment {a.broker_ids}", 0, 0
         partitions = len(topic.assignments)
         replication = len(topic.assignments[0].broker_ids)
@@ -48,9 +49,10 @@ def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
         return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", 0, 0
     if replication <= 0:
         return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.", 0, 0
-    if replication > 1:
+    live_count = len(broker.live_brokers())
+    if replication > live_count:
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Replication factor: {replication} larger than available brokers: 1.", 0, 0)
+                f"Replication factor: {replication} larger than available brokers: {live_count}.", 0, 0)
     for c in topic.configs:
         problem = validate_topic_config(c.name, c.value)
         if problem:
@@ -59,6 +61,27 @@ def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
 
 
 def handle(ctx, request):
+    response = _create(ctx, request)
+    if ctx.broker.cluster is None or request.validate_only:
+        return response
+    return _wait_for_leaders(ctx, request, response)
+
+
+async def _wait_for_leaders(ctx, request, response):
+    """As Kafka's DelayedCreatePartitions: answer once the new partitions have leaders, or at the timeout."""
+    loop_time = ctx.broker.cluster.loop.time
+    deadline = loop_time() + max(request.timeout_ms, 0) / 1000
+    for result in response["topics"]:
+        if result["error_code"] == 0:
+            ok = await ctx.broker.cluster.wait_for_leaders(result["name"], result["num_partitions"],
+                                                           max(0.0, deadline - loop_time()))
+            if not ok:
+                result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
+                              error_message="Topic creation did not complete within the timeout")
+    return response
+
+
+def _create(ctx, request):
     broker = ctx.broker
     results = []
     seen: set = set()

@@ -1,4 +1,4 @@
-"""DescribeCluster: this broker, the cluster id and the controller."""
+"""DescribeCluster: the live brokers, the cluster id and the controller."""
 
 from broker.handlers.metadata import NO_OPERATIONS
 from protocol.errors import ErrorCode
@@ -13,8 +13,8 @@ def handle(ctx, request):
         return {"error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message": "only broker endpoints",
                 "endpoint_type": request.endpoint_type, "cluster_id": broker.cluster_id, "controller_id": -1,
                 "brokers": []}
-    _, host, port = broker.endpoints[0]
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": BROKERS_ENDPOINT,
-            "cluster_id": broker.cluster_id, "controller_id": broker.broker_id,
-            "brokers": [{"broker_id": broker.broker_id, "host": host, "port": port, "rack": None}],
+            "cluster_id": broker.cluster_id, "controller_id": broker.controller_id,
+            "brokers": [{"broker_id": b, "host": host, "port": port, "rack": rack}
+                        for b, host, port, rack in broker.live_brokers()],
             "cluster_authorized_operations": NO_OPERATIONS}

@@ -22,6 +22,12 @@ def _response(results) -> dict:
             "aborted_transactions": r.aborted_transactions, "preferred_read_replica": -1,
             "records": r.records if r.records is not None else b"",
         })
+        if r.diverging_epoch is not None:
+            topics[-1]["partitions"][-1]["diverging_epoch"] = {"epoch": r.diverging_epoch[0],
+                                                               "end_offset": r.diverging_epoch[1]}
+        if r.current_leader is not None:
+            topics[-1]["partitions"][-1]["current_leader"] = {"leader_id": r.current_leader[0],
+                                                              "leader_epoch": r.current_leader[1]}
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
 
 
@@ -30,13 +36,14 @@ def handle(ctx, request):
     if request.session_id != 0:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
                 "responses": []}
-    requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes)
+    requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                      p.current_leader_epoch, p.last_fetched_epoch)
                 for t in request.topics for p in t.partitions]
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     results = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                        max_bytes=max_bytes)
     available = sum(r.records.length for r in results if r.records is not None)
-    has_error = any(r.error != ErrorCode.NONE for r in results)
+    has_error = any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for r in results)
     if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
         return _response(results)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,

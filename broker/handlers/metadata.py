@@ -8,9 +8,8 @@ NO_OPERATIONS = -2147483648
 
 
 def brokers(ctx) -> list[dict]:
-    broker = ctx.broker
-    _, host, port = broker.endpoints[0]
-    return [{"node_id": broker.broker_id, "host": host, "port": port, "rack": None}]
+    return [{"node_id": b, "host": host, "port": port, "rack": rack}
+            for b, host, port, rack in ctx.broker.live_brokers()]
 
 
 def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:
@@ -21,14 +20,17 @@ def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:
                 "partitions": [], "topic_authorized_operations": NO_OPERATIONS}
     partitions = []
     for index in range(meta.partitions):
-        p = broker.replica_manager.get(name, index)
-        if p is None:
+        found = broker.partition_info(name, index)
+        if found is None or found[0] < 0:
             partitions.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": index,
-                               "leader_id": -1, "replica_nodes": [], "isr_nodes": []})
+                               "leader_id": -1, "leader_epoch": found[1] if found else -1,
+                               "replica_nodes": found[2] if found else [], "isr_nodes": found[3] if found else [],
+                               "offline_replicas": found[4] if found else []})
             continue
-        partitions.append({"error_code": 0, "partition_index": index, "leader_id": p.leader_id,
-                           "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
-                           "isr_nodes": list(p.isr), "offline_replicas": []})
+        leader, epoch, replicas, isr, offline = found
+        partitions.append({"error_code": 0, "partition_index": index, "leader_id": leader,
+                           "leader_epoch": epoch, "replica_nodes": replicas, "isr_nodes": isr,
+                           "offline_replicas": offline})
     return {"error_code": 0, "name": name, "topic_id": meta.topic_id, "is_internal": meta.is_internal,
             "partitions": partitions, "topic_authorized_operations": NO_OPERATIONS}
 
@@ -61,5 +63,5 @@ def handle(ctx, request):
                                     broker.config["default.replication.factor"], {})
             topics.append(describe_topic(ctx, name))
     return {"throttle_time_ms": 0, "brokers": brokers(ctx), "cluster_id": broker.cluster_id,
-            "controller_id": broker.broker_id, "topics": topics,
+            "controller_id": broker.controller_id, "topics": topics,
             "cluster_authorized_operations": NO_OPERATIONS}

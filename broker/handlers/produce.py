@@ -7,6 +7,7 @@ not added to the transaction gets INVALID_TXN_STATE and nothing is written.
 """
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE
+from broker.replication.delayed_produce import DelayedProduce
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
@@ -70,6 +71,7 @@ def _append_all(ctx, request, refused: dict):
     rm = ctx.broker.replica_manager
     acks = request.acks
     responses = []
+    waiting = {}
     failed = False
     for topic in request.topic_data:
         partitions = []
@@ -87,6 +89,8 @@ def _append_all(ctx, request, refused: dict):
                 partitions.append({"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
                                    "log_append_time_ms": info.log_append_time,
                                    "log_start_offset": info.log_start_offset})
+                if acks == -1:
+                    waiting[(topic.name, pdata.index)] = (info.last_offset + 1, partitions[-1])
             else:
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
                                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message})
@@ -94,6 +98,13 @@ def _append_all(ctx, request, refused: dict):
     if acks == 0:
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
         return CLOSE_CONNECTION if failed else NO_RESPONSE
-    return {"responses": responses, "throttle_time_ms": 0}
+    response = {"responses": responses, "throttle_time_ms": 0}
+    if any(rm.get(*tp) is None or rm.get(*tp).log.high_watermark < need for tp, (need, _) in waiting.items()):
+        # acks=all: answer once the ISR has every batch (at once on a single broker, whose append moves the HW).
+        op = DelayedProduce(rm, waiting, response, max(request.timeout_ms, 0))
+        if not rm.produce_purgatory.try_complete_else_watch(op, list(waiting)):
+            return op.future
+        return op.future.result()
+    return response
 
 

@@ -1,0 +1,88 @@
+"""ControllerChannel: the controller's requests to each broker, one ordered queue per broker.
+
+Requests to one broker leave in the order they were queued (a LeaderAndIsr
+must not overtake the one before it); a broker that cannot be reached is
+retried until it leaves the live set, when its queue is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from client.connection import ConnectionClosed, KafkaConnection
+
+log = structlog.get_logger("broker.cluster.channel")
+
+
+class _BrokerQueue:
+    def __init__(self, broker_id: int, host: str, port: int, client_id: str) -> None:
+        self.broker_id = broker_id
+        self.address = (host, port)
+        self.client_id = client_id
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.conn: KafkaConnection | None = None
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        delay = 0.05
+        while True:
+            api_key, version, body, done = await self.queue.get()
+            while True:
+                try:
+                    if self.conn is None or self.conn.closed:
+                        self.conn = await KafkaConnection.open(*self.address, client_id=self.client_id, timeout=5)
+                    response = await self.conn.request(api_key, version, body, timeout=30)
+                    if done is not None and not done.done():
+                        done.set_result(response)
+                    delay = 0.05
+                    break
+                except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                    log.debug("controller_request_retry", broker=self.broker_id, api_key=api_key, error=str(exc))
+                    if self.conn is not None:
+                        await self.conn.close()
+                    self.conn = None
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+
+    async def close(self) -> None:
+        self.task.cancel()
+        try:
+            await self.task
+        except (asyncio.CancelledError, Exception):
+            pass
+        if self.conn is not None:
+            await self.conn.close()
+
+
+class ControllerChannel:
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self.queues: dict[int, _BrokerQueue] = {}
+
+    def add_broker(self, broker_id: int, host: str, port: int) -> None:
+        existing = self.queues.get(broker_id)
+        if existing is not None and existing.address == (host, port):
+            return
+        if existing is not None:
+            asyncio.ensure_future(existing.close())
+        self.queues[broker_id] = _BrokerQueue(broker_id, host, port, self.client_id)
+
+    def remove_broker(self, broker_id: int) -> None:
+        queue = self.queues.pop(broker_id, None)
+        if queue is not None:
+            asyncio.ensure_future(queue.close())
+
+    def send(self, broker_id: int, api_key: int, version: int, body: dict) -> asyncio.Future | None:
+        queue = self.queues.get(broker_id)
+        if queue is None:
+            return None
+        done = asyncio.get_running_loop().create_future()
+        queue.queue.put_nowait((api_key, version, body, done))
+        return done
+
+    async def close(self) -> None:
+        for broker_id in list(self.queues):
+            queue = self.queues.pop(broker_id)
+            await queue.close()

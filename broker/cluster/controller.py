@@ -1,0 +1,434 @@
+"""KafkaController: the one broker that owns partition state, elected through ``/controller``.
+
+Every broker runs one; the one that creates the ephemeral ``/controller``
+znode is active, with the epoch it bumped in ``/controller_epoch``. Events
+(controller changes, broker changes, new and deleted topics, AlterPartition,
+ControlledShutdown, ElectLeaders) are processed one at a time from a queue,
+as Kafka's ControllerEventManager does, so the controller's view never
+changes under a handler.
+
+Invariants:
+* the controller is the only writer of partition state znodes, always with a
+  conditional write on the version it last read; a failed write means another
+  controller took over, and this one resigns;
+* a new leader comes from the live ISR (never elsewhere unless
+  ``unclean.leader.election.enable``), and every leader change bumps the
+  leader epoch;
+* brokers learn state only from LeaderAndIsr / UpdateMetadata / StopReplica
+  carrying this controller's epoch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from broker.cluster.channel import ControllerChannel
+from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger("broker.cluster.controller")
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+NO_LEADER = -1
+LEADER_DURING_DELETE = -2
+
+
+class KafkaController:
+    def __init__(self, broker, zk: KafkaZkClient) -> None:
+        self.broker = broker
+        self.zk = zk
+        self.broker_id = broker.broker_id
+        self.inter_broker_listener = broker.config.inter_broker_listener
+        self.epoch = 0
+        self.active = False
+        self.live: dict[int, BrokerInfo] = {}
+        self.shutting_down: set[int] = set()
+        self.assignments: dict[str, TopicAssignment] = {}
+        self.states: dict[tuple[str, int], LeaderIsr] = {}
+        self.channel = ControllerChannel(f"controller-{self.broker_id}")
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.create_task(self._process())
+        self._rebalance_task: asyncio.Task | None = None
+        self._dirty: set[tuple[str, int]] = set()   # states changed in memory, not yet written
+
+    # ------------------------------------------------------------------ event plumbing
+    async def _zk(self, fn, *args):
+        return await asyncio.to_thread(fn, *args)
+
+    def _watch(self, event: str):
+        """A kazoo watch callback (runs on kazoo's thread) that queues ``event`` on the loop."""
+        def fire(_watched_event):
+            self.loop.call_soon_threadsafe(self.enqueue, event)
+        return fire
+
+    def enqueue(self, event: str, *args) -> asyncio.Future:
+        done = self.loop.create_future()
+        self.queue.put_nowait((event, args, done))
+        return done
+
+    async def _process(self) -> None:
+        while True:
+            event, args, done = await self.queue.get()
+            try:
+                result = await getattr(self, "_on_" + event)(*args)
+                if not done.done():
+                    done.set_result(result)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("controller_event_failed", controller_event=event)
+                if not done.done():
+                    done.set_exception(exc)
+
+    # ------------------------------------------------------------------ election
+    async def _on_elect(self) -> None:
+        current = await self._zk(self.zk.controller_id, self._watch("elect"))
+        if current == self.broker_id and self.active:
+            return
+        if current != -1:
+            if self.active:
+                await self._resign("another broker is controller")
+            self.broker.on_controller_seen(current)
+            return
+        epoch = await self._zk(self.zk.try_become_controller, self.broker_id)
+        if epoch is None:
+            await self._on_elect()   # lost the race: watch the winner
+            return
+        self.epoch = epoch
+        self.active = True
+        log.info("controller_elected", broker_id=self.broker_id, controller_epoch=epoch)
+        await self._initialize()
+
+    async def _resign(self, reason: str) -> None:
+        log.warning("controller_resigned", broker_id=self.broker_id, reason=reason)
+        self.active = False
+        self.states.clear()
+        self.assignments.clear()
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+        await self.channel.close()
+
+    async def _initialize(self) -> None:
+        """Rebuild the whole view from ZooKeeper, settle offline partitions, tell every broker."""
+        self.live = await self._zk(self.zk.live_brokers, self._watch("broker_change"))
+        for broker_id, info in self.live.items():
+            self.channel.add_broker(broker_id, *info.endpoint(self.inter_broker_listener))
+        names = await self._zk(self.zk.topic_names, self._watch("topic_change"))
+        for name in names:
+            await self._load_topic(name)
+        self.broker.on_controller_seen(self.broker_id)
+        self._elect_offline(set(self.states))
+        await self._write_pending()
+        self._send_update_metadata(set(self.live))
+        for broker_id in self.live:
+            self._send_leader_and_isr(broker_id, [tp for tp in self.states if self._hosts(broker_id, tp)])
+        await self._on_delete_topics()
+        if self.broker.config["auto.leader.rebalance.enable"]:
+            self._rebalance_task = asyncio.create_task(self._auto_rebalance())
+
+    async def _load_topic(self, name: str) -> list[tuple[str, int]]:
+        """Read a topic's assignment and partition states; create the state of new partitions."""
+        assignment = await self._zk(self.zk.topic_assignment, name, self._watch("topic_change"))
+        if assignment is None:
+            return []
+        self.assignments[name] = assignment
+        fresh = []
+        for p, replicas in assignment.partitions.items():
+            state = await self._zk(self.zk.partition_state, name, p)
+            if state is None:
+                live = [r for r in replicas if r in self.live]
+                state = LeaderIsr(live[0] if live else NO_LEADER, 0, live, self.epoch, -1)
+                fresh.append((name, p))
+                self._dirty.add((name, p))
+            self.states[(name, p)] = state
+        return fresh
+
+    # ------------------------------------------------------------------ helpers
+    def _replicas(self, tp: tuple[str, int]) -> list[int]:
+        return self.assignments[tp[0]].partitions.get(tp[1], [])
+
+    def _hosts(self, broker_id: int, tp: tuple[str, int]) -> bool:
+        return broker_id in self._replicas(tp)
+
+    def _elect_offline(self, partitions: set[tuple[str, int]], avoid: set[int] = frozenset()) -> set:
+        """Pick a new leader from the live ISR for each partition whose leader is gone (or in ``avoid``).
+
+        Marks changed states with zk_version -1 - version (written by ``_write_pending``).
+        """
+        changed = set()
+        unclean = self.broker.config["unclean.leader.election.enable"]
+        for tp in partitions:
+            state = self.states[tp]
+            if state.leader in self.live and state.leader not in avoid and state.leader not in self.shutting_down:
+                continue
+            usable = [r for r in self._replicas(tp) if r in self.live and r not in avoid
+                      and r not in self.shutting_down]
+            in_isr = [r for r in usable if r in state.isr]
+            if in_isr:
+                leader, isr = in_isr[0], [r for r in state.isr if r in self.live and r not in self.shutting_down
+                                          or r == in_isr[0]]
+            elif unclean and usable:
+                leader, isr = usable[0], [usable[0]]
+                log.warning("unclean_leader_election", topic=tp[0], partition=tp[1], leader=leader)
+            else:
+                # No ISR member is alive: the partition stays offline; the ISR keeps the last leader so
+                # that it (and only it) can come back as leader without losing acknowledged writes.
+                if state.leader == NO_LEADER:
+                    continue
+                leader, isr = NO_LEADER, [r for r in state.isr if r == state.leader] or state.isr
+            self._change(tp, leader, isr)
+            changed.add(tp)
+        return changed
+
+    def _change(self, tp, leader: int, isr: list[int]) -> None:
+        state = self.states[tp]
+        if state.zk_version >= 0:   # an existing state: every change fences the previous leader epoch
+            state.leader_epoch += 1
+        state.leader, state.isr, state.controller_epoch = leader, isr, self.epoch
+        self._dirty.add(tp)
+
+    async def _write_pending(self) -> None:
+        """Write every changed partition state to ZooKeeper (create or conditional update)."""
+        dirty, self._dirty = set(self._dirty), set()
+        for tp in dirty:
+            state = self.states.get(tp)
+            if state is None:
+                continue
+            if state.zk_version < 0:
+                created = await self._zk(self.zk.create_partition_state, tp[0], tp[1], state)
+                if not created:   # another controller created it: read it back
+                    self.states[tp] = await self._zk(self.zk.partition_state, tp[0], tp[1])
+            elif not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
+                await self._resign(f"conditional write of {tp} failed: a newer controller owns the state")
+                raise RuntimeError("controller moved")
+
+    def _partition_state(self, tp, *, for_leader_and_isr: bool) -> dict:
+        state = self.states[tp]
+        body = {"partition_index": tp[1], "controller_epoch": state.controller_epoch, "leader": state.leader,
+                "leader_epoch": state.leader_epoch, "isr": state.isr, "replicas": self._replicas(tp)}
+        if for_leader_and_isr:
+            body.update(partition_epoch=state.zk_version, adding_replicas=[], removing_replicas=[], is_new=False)
+        else:
+            body.update(zk_version=state.zk_version,
+                        offline_replicas=[r for r in self._replicas(tp) if r not in self.live])
+        return body
+
+    def _send_leader_and_isr(self, broker_id: int, partitions) -> None:
+        if not partitions or broker_id not in self.live:
+            return
+        topics: dict[str, list] = {}
+        for tp in sorted(partitions):
+            topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=True))
+        leaders = {self.states[tp].leader for tp in partitions} & set(self.live)
+        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1, "type": 0,
+                "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id, "partition_states": ps}
+                                 for t, ps in topics.items()],
+                "live_leaders": [{"broker_id": b, "host_name": self.live[b].endpoint(self.inter_broker_listener)[0],
+                                  "port": self.live[b].endpoint(self.inter_broker_listener)[1]} for b in leaders]}
+        self.channel.send(broker_id, LEADER_AND_ISR, 7, body)
+
+    def _send_update_metadata(self, brokers, deleted: list[str] = ()) -> None:
+        topics: dict[str, list] = {}
+        for tp in sorted(self.states):
+            topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=False))
+        for name in deleted:
+            topics[name] = [{"partition_index": 0, "controller_epoch": self.epoch, "leader": LEADER_DURING_DELETE,
+                             "leader_epoch": 0, "isr": [], "zk_version": 0, "replicas": [], "offline_replicas": []}]
+        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
+                "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id
+                                  if t in self.assignments else bytes(16), "partition_states": ps}
+                                 for t, ps in topics.items()],
+                "live_brokers": [{"id": b, "rack": info.rack,
+                                  "endpoints": [{"port": port, "host": host, "listener": name, "security_protocol": 0}
+                                                for name, host, port in info.endpoints]}
+                                 for b, info in sorted(self.live.items())]}
+        for broker_id in brokers:
+            self.channel.send(broker_id, UPDATE_METADATA, 8, body)
+
+    async def _publish(self, changed: set) -> None:
+        """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker."""
+        if changed:
+            await self._write_pending()
+            by_broker: dict[int, list] = {}
+            for tp in changed:
+                for r in self._replicas(tp):
+                    by_broker.setdefault(r, []).append(tp)
+            for broker_id, tps in by_broker.items():
+                self._send_leader_and_isr(broker_id, tps)
+        self._send_update_metadata(set(self.live))
+
+    # ------------------------------------------------------------------ events
+    async def _on_broker_change(self) -> None:
+        if not self.active:
+            return
+        now = await self._zk(self.zk.live_brokers, self._watch("broker_change"))
+        gone = set(self.live) - set(now)
+        born = {b for b, info in now.items() if b not in self.live or self.live[b].endpoints != info.endpoints}
+        self.live = now
+        self.shutting_down -= gone | born
+        for b in gone:
+            self.channel.remove_broker(b)
+        for b in born:
+            self.channel.add_broker(b, *now[b].endpoint(self.inter_broker_listener))
+        log.info("controller_broker_change", live=sorted(now), failed=sorted(gone), started=sorted(born))
+        changed = self._elect_offline(set(self.states))
+        for tp, state in self.states.items():
+            dead_in_isr = [r for r in state.isr if r in gone and r != state.leader]
+            if dead_in_isr and tp not in changed and state.leader != NO_LEADER:
+                self._change(tp, state.leader, [r for r in state.isr if r not in gone])
+                changed.add(tp)
+        await self._write_pending()
+        self._send_update_metadata(set(self.live))
+        for tp in changed:
+            for r in self._replicas(tp):
+                if r not in born:
+                    self._send_leader_and_isr(r, [tp])
+        for b in born:   # a (re)started broker learns every partition it hosts, as follower or leader
+            self._send_leader_and_isr(b, [tp for tp in self.states if self._hosts(b, tp)])
+
+    async def _on_topic_change(self) -> None:
+        if not self.active:
+            return
+        names = await self._zk(self.zk.topic_names, self._watch("topic_change"))
+        fresh = []
+        for name in names:
+            known = self.assignments.get(name)
+            assignment = await self._zk(self.zk.topic_assignment, name)
+            if assignment is None or (known is not None and known.partitions == assignment.partitions):
+                continue
+            fresh += await self._load_topic(name)
+        if fresh:
+            log.info("controller_partitions_created", partitions=len(fresh))
+            await self._publish(set(fresh))
+
+    async def _on_delete_topics(self) -> None:
+        if not self.active:
+            return
+        names = await self._zk(self.zk.topics_to_delete, self._watch("delete_topics"))
+        if not names:
+            return
+        for name in names:
+            assignment = self.assignments.pop(name, None)
+            if assignment is not None:
+                by_broker: dict[int, list[int]] = {}
+                for p, replicas in assignment.partitions.items():
+                    self.states.pop((name, p), None)
+                    for r in replicas:
+                        by_broker.setdefault(r, []).append(p)
+                for b, ps in by_broker.items():
+                    self.channel.send(b, STOP_REPLICA, 4, {
+                        "controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
+                        "topic_states": [{"topic_name": name, "partition_states": [
+                            {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in ps]}]})
+            await self._zk(self.zk.delete_topic_znodes, name)
+            log.info("controller_topic_deleted", topic=name)
+        self._send_update_metadata(set(self.live), deleted=names)
+
+    async def _on_alter_partition(self, request) -> dict:
+        """A leader's ISR change: validated against the current state, written conditionally."""
+        if not self.active:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+        topics = []
+        changed = set()
+        for topic in request.topics:
+            results = []
+            for p in topic.partitions:
+                tp = (topic.topic_name, p.partition_index)
+                state = self.states.get(tp)
+                new_isr = list(p.new_isr) if p.new_isr else [b.broker_id for b in (p.new_isr_with_epochs or [])]
+                error = ErrorCode.NONE
+                if state is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif request.broker_id != state.leader or p.leader_epoch != state.leader_epoch:
+                    error = ErrorCode.FENCED_LEADER_EPOCH
+                elif p.partition_epoch != state.zk_version:
+                    error = ErrorCode.INVALID_UPDATE_VERSION
+                elif state.leader not in new_isr or any(b not in self.live or b in self.shutting_down
+                                                        for b in new_isr if b not in state.isr):
+                    error = ErrorCode.INELIGIBLE_REPLICA
+                elif any(b not in self._replicas(tp) for b in new_isr):
+                    error = ErrorCode.INVALID_REQUEST
+                if error:
+                    results.append({"partition_index": p.partition_index, "error_code": error, "leader_id": -1,
+                                    "leader_epoch": -1, "isr": [], "partition_epoch": -1})
+                    continue
+                state.isr = new_isr
+                state.controller_epoch = self.epoch
+                if not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
+                    await self._resign(f"conditional write of {tp} failed")
+                    return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+                changed.add(tp)
+                log.info("isr_changed", topic=tp[0], partition=tp[1], isr=new_isr, leader_epoch=state.leader_epoch)
+                results.append({"partition_index": p.partition_index, "error_code": 0, "leader_id": state.leader,
+                                "leader_epoch": state.leader_epoch, "isr": new_isr,
+                                "partition_epoch": state.zk_version})
+            topics.append({"topic_name": topic.topic_name, "topic_id": topic.topic_id, "partitions": results})
+        if changed:
+            self._send_update_metadata(set(self.live))
+        return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
+
+    async def _on_controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list]:
+        """Move leadership off ``broker_id`` and drop it from every ISR; what cannot move is returned."""
+        if not self.active:
+            return ErrorCode.NOT_CONTROLLER, []
+        if broker_id not in self.live:
+            return ErrorCode.BROKER_NOT_AVAILABLE, []
+        self.shutting_down.add(broker_id)
+        changed = self._elect_offline({tp for tp, s in self.states.items() if s.leader == broker_id
+                                       and len(self._replicas(tp)) > 1}, avoid={broker_id})
+        for tp, state in self.states.items():
+            if tp not in changed and broker_id in state.isr and state.leader not in (broker_id, NO_LEADER):
+                self._change(tp, state.leader, [r for r in state.isr if r != broker_id])
+                changed.add(tp)
+        await self._publish(changed)
+        remaining = [tp for tp, s in self.states.items() if s.leader == broker_id]
+        log.info("controlled_shutdown", broker_id=broker_id, moved=len(changed), remaining=len(remaining))
+        return ErrorCode.NONE, remaining
+
+    async def _on_elect_preferred(self, partitions) -> dict:
+        """Preferred-replica election: the first assigned replica leads again where it is live and in the ISR."""
+        results = {}
+        changed = set()
+        for tp in (partitions if partitions is not None else list(self.states)):
+            state = self.states.get(tp)
+            if state is None:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+                continue
+            preferred = self._replicas(tp)[0]
+            if state.leader == preferred:
+                results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader is already the preferred replica")
+            elif preferred in self.live and preferred in state.isr and preferred not in self.shutting_down:
+                self._change(tp, preferred, state.isr)
+                changed.add(tp)
+                results[tp] = (ErrorCode.NONE, None)
+            else:
+                results[tp] = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                               f"Preferred replica {preferred} is not live or not in the ISR")
+        if changed:
+            await self._publish(changed)
+        return results
+
+    async def _auto_rebalance(self) -> None:
+        interval = self.broker.config["leader.imbalance.check.interval.seconds"]
+        while self.active:
+            await asyncio.sleep(interval)
+            imbalanced = [tp for tp, s in self.states.items() if s.leader != self._replicas(tp)[0]
+                          and self._replicas(tp)[0] in s.isr and self._replicas(tp)[0] in self.live]
+            if imbalanced:
+                await self.enqueue("elect_preferred", imbalanced)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.enqueue("elect")
+
+    async def close(self) -> None:
+        if self.active:
+            await self._zk(self.zk.resign_controller, self.broker_id)
+        self.active = False
+        self.task.cancel()
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+        await self.channel.close()

@@ -1,0 +1,396 @@
+"""ClusterMember: this broker's part in a ZooKeeper cluster.
+
+It registers the broker in ``/brokers/ids``, runs the controller election,
+applies the controller's LeaderAndIsr / UpdateMetadata / StopReplica (fenced
+by controller epoch), starts and stops replica fetchers, proposes ISR changes
+with AlterPartition, writes new topics to ZooKeeper, and hands leadership
+away with ControlledShutdown before a clean stop.
+
+Fencing: when this broker's ZooKeeper session expires (or the process was
+paused longer than the session timeout, e.g. SIGSTOP), it stops acting as
+leader of anything at once; the controller has meanwhile elected others, and
+this broker only leads again when a LeaderAndIsr says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import structlog
+from kazoo.protocol.states import KazooState
+
+from broker.cluster.assignment import assign_replicas
+from broker.cluster.controller import KafkaController
+from broker.cluster.metadata_cache import MetadataCache
+from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
+from broker.metadata import TopicMetadata
+from broker.replication.fetcher import ReplicaFetcherManager
+from client.connection import ConnectionClosed, KafkaConnection
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger("broker.cluster.member")
+ALTER_PARTITION, CONTROLLED_SHUTDOWN = 56, 7
+
+
+class ZkTopicStore:
+    """The broker's ``metadata`` in a cluster: topics as the controller reported them, configs from ZooKeeper."""
+
+    def __init__(self, member: "ClusterMember") -> None:
+        self.member = member
+        self.topics: dict[str, TopicMetadata] = {}
+        self.cluster_id = ""
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+                     ) -> TopicMetadata:
+        """Write the assignment to ZooKeeper (in the background); the controller takes it from there."""
+        brokers = {b.broker_id: b.rack for b in self.member.cache.brokers.values()}
+        assignment = TopicAssignment(name, uuid.uuid4().bytes,
+                                     assign_replicas(brokers, partitions, replication_factor))
+        self.member.spawn(self.member.write_topic(assignment, configs))
+        return TopicMetadata(name, assignment.topic_id, partitions, replication_factor, dict(configs))
+
+    def delete_topic(self, name: str) -> None:
+        self.member.spawn(self.member.zk_call(self.member.zk.mark_topic_for_deletion, name))
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.member.spawn(self.member.zk_call(self.member.zk.set_topic_config, name, configs))
+
+
+class ClusterMember:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.config = broker.config
+        self.broker_id = broker.broker_id
+        self.zk = KafkaZkClient(self.config["zookeeper.connect"], self.config["zookeeper.session.timeout.ms"],
+                                self.config["zookeeper.connection.timeout.ms"])
+        self.cache = MetadataCache()
+        self.topics = ZkTopicStore(self)
+        self.controller: KafkaController | None = None
+        self.fetchers = ReplicaFetcherManager(self.broker_id, broker.replica_manager, self.config,
+                                              self._leader_address)
+        self.controller_epoch_seen = 0
+        self.loop = asyncio.get_running_loop()
+        self._tasks: set[asyncio.Task] = set()
+        self._alter_in_flight: set[tuple[str, int]] = set()
+        self._controller_conn: KafkaConnection | None = None
+        self._last_tick = time.monotonic()
+        broker.replica_manager.on_follower_caught_up = self._expand_isr
+
+    # ------------------------------------------------------------------ plumbing
+    async def zk_call(self, fn, *args):
+        return await asyncio.to_thread(fn, *args)
+
+    def spawn(self, coro) -> asyncio.Task:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _leader_address(self, broker_id: int):
+        return self.cache.endpoint(broker_id, self.config.inter_broker_listener)
+
+    # ------------------------------------------------------------------ start and session
+    async def start(self) -> None:
+        await self.zk_call(self.zk.start)
+        self.topics.cluster_id = await self.zk_call(self.zk.get_or_create_cluster_id,
+                                                    self.config["cluster.id"] or _new_cluster_id())
+        self.zk.add_listener(self._session_state)
+        await self._register()
+        self.controller = KafkaController(self.broker, self.zk)
+        self.controller.start()
+        self.spawn(self._watch_pauses())
+        self.spawn(self._shrink_isr_periodically())
+
+    async def _register(self) -> None:
+        endpoints = self.broker.endpoints
+        security = {}
+        for item in self.config["listener.security.protocol.map"]:
+            name, _, protocol = item.partition(":")
+            if any(e[0] == name for e in endpoints):
+                security[name] = protocol
+        info = BrokerInfo(self.broker_id, list(endpoints), self.config["broker.rack"])
+        await self.zk_call(self.zk.register_broker, info, security,
+                           self.config["zookeeper.session.timeout.ms"] / 1000 + 5)
+        log.info("broker_registered", broker_id=self.broker_id, endpoints=endpoints)
+
+    def _session_state(self, state) -> None:
+        """kazoo's thread: a lost session means the controller has already moved our leaderships."""
+        if state == KazooState.LOST:
+            self.loop.call_soon_threadsafe(self._session_lost)
+
+    def _session_lost(self) -> None:
+        log.warning("zookeeper_session_expired", broker_id=self.broker_id)
+        self.fence_leaderships("zookeeper session expired")
+        if self.controller is not None and self.controller.active:
+            self.controller.enqueue("elect")
+        self.spawn(self._reregister())
+
+    async def _reregister(self) -> None:
+        while True:
+            try:
+                await self._register()
+                if self.controller is not None:
+                    self.controller.enqueue("elect")
+                return
+            except Exception as exc:   # ZooKeeper still away: keep trying
+                log.warning("broker_reregister_failed", error=str(exc))
+                await asyncio.sleep(1)
+
+    async def _watch_pauses(self) -> None:
+        """A process paused past its session timeout (SIGSTOP) must not go on as leader: the timer runs
+        before any socket is read after the pause, so no write is accepted first."""
+        limit = self.config["zookeeper.session.timeout.ms"] / 1000
+        while True:
+            await asyncio.sleep(0.2)
+            now = time.monotonic()
+            if now - self._last_tick > limit:
+                self.fence_leaderships(f"process paused for {now - self._last_tick:.1f}s")
+            self._last_tick = now
+
+    def fence_leaderships(self, reason: str) -> None:
+        rm = self.broker.replica_manager
+        fenced = 0
+        for tp, partition in rm.partitions.items():
+            if partition.is_leader:
+                partition.leader_id = -1
+                partition.partition_epoch = -1   # the controller's next word about it is applied in full
+                rm.high_watermark_moved(tp)
+                fenced += 1
+        if fenced:
+            log.warning("leaderships_fenced", partitions=fenced, reason=reason)
+
+    # ------------------------------------------------------------------ controller requests
+    def check_controller_epoch(self, epoch: int) -> bool:
+        if epoch < self.controller_epoch_seen:
+            return False
+        self.controller_epoch_seen = epoch
+        return True
+
+    async def update_metadata(self, request) -> ErrorCode:
+        if not self.check_controller_epoch(request.controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        added, deleted = self.cache.update(request)
+        store = self.topics.topics
+        for name in deleted:
+            store.pop(name, None)
+        for name in added - set(store):
+            configs = await self.zk_call(self.zk.topic_config, name)
+            store[name] = TopicMetadata(name, self.cache.topic_ids.get(name, bytes(16)), 0, 1, configs)
+        for name, parts in self.cache.partitions.items():
+            meta = store.get(name)
+            if meta is not None:
+                meta.partitions = len(parts)
+                meta.topic_id = self.cache.topic_ids.get(name, meta.topic_id)
+                meta.replication_factor = len(parts[0].replicas) if 0 in parts else 1
+        for name in deleted:
+            self.broker.on_topic_deleted(name)
+        return ErrorCode.NONE
+
+    async def leader_and_isr(self, request) -> tuple[ErrorCode, dict]:
+        if not self.check_controller_epoch(request.controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+        rm = self.broker.replica_manager
+        errors = {}
+        for leader in request.live_leaders:
+            if leader.broker_id not in self.cache.brokers:
+                self.cache.brokers.setdefault(leader.broker_id, _live(leader, self.config.inter_broker_listener))
+        for topic in request.topic_states:
+            name = topic.topic_name
+            if name not in self.topics.topics:
+                configs = await self.zk_call(self.zk.topic_config, name)
+                self.topics.topics[name] = TopicMetadata(name, topic.topic_id, 0, 1, configs)
+            config = self.broker.topic_config(name)
+            for state in topic.partition_states:
+                tp = (name, state.partition_index)
+                error = rm.become_leader_or_follower(name, state.partition_index, state, topic.topic_id, config)
+                errors[(topic.topic_id, state.partition_index)] = error
+                if error:
+                    continue
+                partition = rm.get(*tp)
+                if partition.is_leader:
+                    self.fetchers.unfollow(tp)
+                else:
+                    self.fetchers.follow(tp, state.leader, state.leader_epoch)
+                self.broker.on_leadership_change(name, state.partition_index, partition.is_leader)
+        return ErrorCode.NONE, errors
+
+    def stop_replica(self, request) -> tuple[ErrorCode, list]:
+        if not self.check_controller_epoch(request.controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        out = []
+        for topic in request.topic_states:
+            for p in topic.partition_states:
+                tp = (topic.topic_name, p.partition_index)
+                self.fetchers.unfollow(tp)
+                self.broker.on_leadership_change(tp[0], tp[1], False)
+                self.broker.replica_manager.stop_replica(tp[0], tp[1], p.delete_partition)
+                out.append((tp, ErrorCode.NONE))
+        return ErrorCode.NONE, out
+
+    # ------------------------------------------------------------------ topics
+    async def write_topic(self, assignment: TopicAssignment, configs: dict[str, str]) -> ErrorCode:
+        try:
+            await self.zk_call(self.zk.create_topic, assignment, configs)
+        except TopicExists:
+            return ErrorCode.TOPIC_ALREADY_EXISTS
+        log.info("topic_created", topic=assignment.name, partitions=len(assignment.partitions))
+        return ErrorCode.NONE
+
+    async def wait_for_leaders(self, name: str, partitions: int, timeout_s: float) -> bool:
+        deadline = self.loop.time() + timeout_s
+        while not self.cache.has_leaders(name, partitions):
+            remaining = deadline - self.loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self.cache.changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ ISR changes
+    def _expand_isr(self, partition, replica_id: int) -> None:
+        self._propose_isr(partition, partition.isr + [replica_id])
+
+    async def _shrink_isr_periodically(self) -> None:
+        max_lag = self.config["replica.lag.time.max.ms"]
+        rm = self.broker.replica_manager
+        while True:
+            await asyncio.sleep(max_lag / 2000)
+            now = rm.now_ms()
+            for partition in list(rm.partitions.values()):
+                if partition.is_leader and len(partition.isr) > 1:
+                    lagging = partition.out_of_sync(now, max_lag)
+                    if lagging:
+                        log.info("isr_shrinking", topic=partition.topic, partition=partition.index,
+                                 out_of_sync=lagging)
+                        self._propose_isr(partition, [r for r in partition.isr if r not in lagging])
+
+    def _propose_isr(self, partition, new_isr: list[int]) -> None:
+        tp = (partition.topic, partition.index)
+        if tp in self._alter_in_flight:
+            return
+        self._alter_in_flight.add(tp)
+        partition.pending_isr = new_isr
+        self.spawn(self._alter_partition(partition, new_isr, partition.leader_epoch, partition.partition_epoch))
+
+    async def _controller_request(self, api_key: int, version: int, body: dict):
+        address = self.cache.endpoint(self.cache.controller_id, self.config.inter_broker_listener)
+        if address is None:
+            raise ConnectionClosed("no controller known")
+        conn = self._controller_conn
+        if conn is None or conn.closed or (conn.writer.get_extra_info("peername") or ())[:2] != address:
+            if conn is not None:
+                await conn.close()
+            conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}")
+        return await conn.request(api_key, version, body, timeout=30)
+
+    async def _alter_partition(self, partition, new_isr, leader_epoch: int, partition_epoch: int) -> None:
+        tp = (partition.topic, partition.index)
+        rm = self.broker.replica_manager
+        try:
+            body = {"broker_id": self.broker_id, "broker_epoch": -1, "topics": [{
+                "topic_name": tp[0], "topic_id": partition.topic_id, "partitions": [{
+                    "partition_index": tp[1], "leader_epoch": leader_epoch, "new_isr": new_isr,
+                    "leader_recovery_state": 0, "partition_epoch": partition_epoch}]}]}
+            try:
+                response = await self._controller_request(ALTER_PARTITION, 1, body)
+            except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                log.info("alter_partition_failed", topic=tp[0], partition=tp[1], error=str(exc))
+                await asyncio.sleep(0.5)
+                return
+            error = ErrorCode(response.error_code)
+            result = response.topics[0].partitions[0] if not error and response.topics else None
+            if result is not None:
+                error = ErrorCode(result.error_code)
+            current = rm.get(*tp)
+            if current is not partition or partition.leader_epoch != leader_epoch:
+                return
+            if error == ErrorCode.NONE:
+                partition.isr = list(result.isr)
+                partition.partition_epoch = result.partition_epoch
+                partition.maybe_increment_high_watermark()
+                rm.high_watermark_moved(tp)   # a shrink may let the HW move, or fail parked acks=all produces
+            else:
+                log.info("alter_partition_rejected", topic=tp[0], partition=tp[1], error=error.name)
+                await asyncio.sleep(0.2)
+        finally:
+            partition.pending_isr = None
+            self._alter_in_flight.discard(tp)
+
+    # ------------------------------------------------------------------ shutdown
+    async def controlled_shutdown(self) -> None:
+        """Ask the controller to move our leaderships; retried per ``controlled.shutdown.*``."""
+        if not self.config["controlled.shutdown.enable"]:
+            return
+        for attempt in range(self.config["controlled.shutdown.max.retries"]):
+            try:
+                if self.controller is not None and self.controller.active:
+                    error, remaining = await self.controller.enqueue("controlled_shutdown", self.broker_id)
+                else:
+                    response = await self._controller_request(CONTROLLED_SHUTDOWN, 3, {
+                        "broker_id": self.broker_id, "broker_epoch": -1})
+                    error, remaining = ErrorCode(response.error_code), response.remaining_partitions
+                if error == ErrorCode.NONE:
+                    log.info("controlled_shutdown_succeeded", remaining=len(remaining))
+                    await self._wait_leaderships_moved(5.0)
+                    return
+                log.warning("controlled_shutdown_failed", error=error.name, attempt=attempt)
+            except Exception as exc:
+                log.warning("controlled_shutdown_failed", error=str(exc), attempt=attempt)
+            await asyncio.sleep(self.config["controlled.shutdown.retry.backoff.ms"] / 1000)
+
+    async def _wait_leaderships_moved(self, timeout_s: float) -> None:
+        """The controller answers before its LeaderAndIsr reach us: wait until we lead nothing movable."""
+        rm = self.broker.replica_manager
+        deadline = self.loop.time() + timeout_s
+        while self.loop.time() < deadline:
+            if not any(p.is_leader and len(p.replicas) > 1 and len(p.isr) > 1 for p in rm.partitions.values()):
+                return
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self.fetchers.shutdown()
+        if self.controller is not None:
+            await self.controller.close()
+        if self._controller_conn is not None:
+            await self._controller_conn.close()
+        await self.zk_call(self.zk.stop)
+
+
+def _live(leader, listener: str):
+    from broker.cluster.metadata_cache import LiveBroker
+
+    return LiveBroker(leader.broker_id, {listener: (leader.host_name, leader.port)})
+
+
+def _new_cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ZkProducerIdManager:
+    """Producer ids in blocks from ``/latest_producer_id_block``: no two brokers ever hand out the same id.
+
+    A new block is a conditional ZooKeeper update, made once per block (1000 ids)
+    on the caller's thread: short on loopback, and rare.
+    """
+
+    def __init__(self, zk: KafkaZkClient, broker_id: int) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.next_id = 0
+        self.block_end = -1
+
+    def generate(self) -> int:
+        if self.next_id > self.block_end:
+            self.next_id, self.block_end = self.zk.allocate_producer_id_block(self.broker_id)
+        producer_id = self.next_id
+        self.next_id += 1
+        return producer_id

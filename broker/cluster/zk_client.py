@@ -1,0 +1,366 @@
+"""KafkaZkClient: cluster metadata in ZooKeeper, in Kafka's znode layout and JSON formats.
+
+Everything here is blocking kazoo calls; the broker runs them on worker
+threads (``asyncio.to_thread``) so a slow or absent ZooKeeper never stalls the
+event loop. Watches fire on kazoo's thread and are handed to the loop by the
+caller's callback.
+
+The layout, inspectable with ``zkCli.sh``::
+
+    /cluster/id                                       {"version":"1","id":...}
+    /brokers/ids/<id>                 (ephemeral)     endpoints, rack, timestamp
+    /controller                       (ephemeral)     {"version":1,"brokerid":...}
+    /controller_epoch                                 "<epoch>"
+    /brokers/topics/<topic>                           replica assignment, topic id
+    /brokers/topics/<topic>/partitions/<p>/state      leader, leader_epoch, isr, controller_epoch
+    /config/topics/<topic>                            {"version":1,"config":{...}}
+    /config/changes/config_change_<seq>               {"version":2,"entity_path":"topics/<topic>"}
+    /admin/delete_topics/<topic>
+    /latest_producer_id_block                         {"version":1,"broker":..,"block_start":..,"block_end":..}
+
+Partition state is only ever written by the controller, with a conditional
+write on the znode version it read (the "zk version" in LeaderAndIsr).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import dataclass, field
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
+                    "/config/brokers", "/admin/delete_topics", "/isr_change_notification")
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+def _json(data: bytes | None):
+    return json.loads(data.decode()) if data else None
+
+
+def _dump(obj) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def uuid_to_str(raw: bytes) -> str:
+    """Kafka prints a Uuid as URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def uuid_from_str(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass
+class BrokerInfo:
+    broker_id: int
+    endpoints: list[tuple[str, str, int]]        # (listener name, host, port)
+    rack: str | None = None
+
+    def endpoint(self, listener: str | None = None) -> tuple[str, int]:
+        for name, host, port in self.endpoints:
+            if listener is None or name == listener:
+                return host, port
+        name, host, port = self.endpoints[0]
+        return host, port
+
+    def to_json(self, security_map: dict[str, str]) -> bytes:
+        host, port = self.endpoints[0][1], self.endpoints[0][2]
+        return _dump({"version": 5, "host": host, "port": port, "jmx_port": -1,
+                      "timestamp": str(int(time.time() * 1000)),
+                      "endpoints": [f"{n}://{h}:{p}" for n, h, p in self.endpoints],
+                      "listener_security_protocol_map": security_map, "rack": self.rack, "features": {}})
+
+    @classmethod
+    def from_json(cls, broker_id: int, data: bytes) -> "BrokerInfo":
+        raw = _json(data)
+        endpoints = []
+        for spec in raw.get("endpoints", []):
+            name, rest = spec.split("://", 1)
+            host, _, port = rest.rpartition(":")
+            endpoints.append((name, host.strip("[]"), int(port)))
+        return cls(broker_id, endpoints, raw.get("rack"))
+
+
+@dataclass
+class LeaderIsr:
+    """One partition's state znode, with the znode version a conditional write must match."""
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+    zk_version: int = 0
+
+    def to_json(self) -> bytes:
+        return _dump({"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1,
+                      "leader_epoch": self.leader_epoch, "isr": self.isr})
+
+
+@dataclass
+class TopicAssignment:
+    name: str
+    topic_id: bytes
+    partitions: dict[int, list[int]] = field(default_factory=dict)
+
+
+class KafkaZkClient:
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None
+                 ) -> None:
+        hosts, slash, chroot = connect.partition("/")
+        self.chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
+        self.hosts = hosts
+        self.connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
+        self.zk = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000,
+                              connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1})
+
+    def path(self, p: str) -> str:
+        return self.chroot + p
+
+    # ------------------------------------------------------------------ session
+    def start(self) -> None:
+        self.zk.start(timeout=self.connection_timeout)
+        for p in PERSISTENT_PATHS:
+            self.zk.ensure_path(self.path(p))
+
+    def stop(self) -> None:
+        try:
+            self.zk.stop()
+            self.zk.close()
+        except Exception:   # already closed or never connected: nothing to release
+            pass
+
+    @property
+    def session_id(self) -> int | None:
+        sid = self.zk.client_id
+        return sid[0] if sid else None
+
+    def add_listener(self, callback) -> None:
+        self.zk.add_listener(callback)
+
+    # ------------------------------------------------------------------ cluster id
+    def get_or_create_cluster_id(self, proposed: str) -> str:
+        p = self.path("/cluster/id")
+        try:
+            self.zk.create(p, _dump({"version": "1", "id": proposed}), makepath=True)
+            return proposed
+        except NodeExistsError:
+            return _json(self.zk.get(p)[0])["id"]
+
+    # ------------------------------------------------------------------ brokers
+    def register_broker(self, info: BrokerInfo, security_map: dict[str, str], wait_s: float) -> None:
+        """Create the ephemeral ``/brokers/ids/<id>``; an old session's znode is waited out, not stolen."""
+        p = self.path(f"/brokers/ids/{info.broker_id}")
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self.zk.create(p, info.to_json(security_map), ephemeral=True)
+                return
+            except NodeExistsError:
+                try:
+                    _, stat = self.zk.get(p)
+                except NoNodeError:
+                    continue
+                if stat.ephemeralOwner == self.session_id:
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"broker id {info.broker_id} is registered by another live session") \
+                        from None
+                time.sleep(0.2)
+
+    def broker_ids(self, watch=None) -> list[int]:
+        return sorted(int(c) for c in self.zk.get_children(self.path("/brokers/ids"), watch=watch))
+
+    def broker_info(self, broker_id: int) -> BrokerInfo | None:
+        try:
+            data, _ = self.zk.get(self.path(f"/brokers/ids/{broker_id}"))
+        except NoNodeError:
+            return None
+        return BrokerInfo.from_json(broker_id, data)
+
+    def live_brokers(self, watch=None) -> dict[int, BrokerInfo]:
+        out = {}
+        for broker_id in self.broker_ids(watch):
+            info = self.broker_info(broker_id)
+            if info is not None:
+                out[broker_id] = info
+        return out
+
+    # ------------------------------------------------------------------ controller
+    def controller_id(self, watch=None) -> int:
+        try:
+            data, _ = self.zk.get(self.path("/controller"), watch=watch)
+        except NoNodeError:
+            if watch is not None:
+                self.zk.exists(self.path("/controller"), watch=watch)
+            return -1
+        return int(_json(data)["brokerid"])
+
+    def try_become_controller(self, broker_id: int) -> int | None:
+        """Create ``/controller``; on success bump ``/controller_epoch`` (conditionally) and return it."""
+        try:
+            self.zk.create(self.path("/controller"), _dump({"version": 1, "brokerid": broker_id,
+                                                            "timestamp": str(int(time.time() * 1000))}),
+                           ephemeral=True)
+        except NodeExistsError:
+            return None
+        p = self.path("/controller_epoch")
+        while True:
+            try:
+                data, stat = self.zk.get(p)
+            except NoNodeError:
+                try:
+                    self.zk.create(p, b"1")
+                    return 1
+                except NodeExistsError:
+                    continue
+            epoch = int(data.decode()) + 1
+            try:
+                self.zk.set(p, str(epoch).encode(), version=stat.version)
+                return epoch
+            except BadVersionError:
+                continue
+
+    def controller_epoch(self) -> int:
+        try:
+            return int(self.zk.get(self.path("/controller_epoch"))[0].decode())
+        except NoNodeError:
+            return 0
+
+    def resign_controller(self, broker_id: int) -> None:
+        try:
+            if self.controller_id() == broker_id:
+                self.zk.delete(self.path("/controller"))
+        except NoNodeError:
+            pass
+
+    # ------------------------------------------------------------------ topics
+    def topic_names(self, watch=None) -> list[str]:
+        return sorted(self.zk.get_children(self.path("/brokers/topics"), watch=watch))
+
+    def topic_assignment(self, topic: str, watch=None) -> TopicAssignment | None:
+        try:
+            data, _ = self.zk.get(self.path(f"/brokers/topics/{topic}"), watch=watch)
+        except NoNodeError:
+            return None
+        raw = _json(data)
+        return TopicAssignment(topic, uuid_from_str(raw["topic_id"]) if raw.get("topic_id") else bytes(16),
+                               {int(p): list(r) for p, r in raw["partitions"].items()})
+
+    def create_topic(self, assignment: TopicAssignment, configs: dict[str, str]) -> None:
+        """Configs first, then the assignment the controller watches for (as Kafka's AdminZkClient)."""
+        self.set_topic_config(assignment.name, configs, notify=False)
+        try:
+            self.zk.create(self.path(f"/brokers/topics/{assignment.name}"), self._assignment_json(assignment))
+        except NodeExistsError:
+            raise TopicExists(assignment.name) from None
+
+    def set_topic_assignment(self, assignment: TopicAssignment) -> None:
+        self.zk.set(self.path(f"/brokers/topics/{assignment.name}"), self._assignment_json(assignment))
+
+    @staticmethod
+    def _assignment_json(a: TopicAssignment) -> bytes:
+        return _dump({"version": 3, "topic_id": uuid_to_str(a.topic_id),
+                      "partitions": {str(p): r for p, r in sorted(a.partitions.items())},
+                      "adding_replicas": {}, "removing_replicas": {}})
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        try:
+            return dict(_json(self.zk.get(self.path(f"/config/topics/{topic}"))[0])["config"])
+        except NoNodeError:
+            return {}
+
+    def set_topic_config(self, topic: str, configs: dict[str, str], notify: bool = True) -> None:
+        p = self.path(f"/config/topics/{topic}")
+        data = _dump({"version": 1, "config": configs})
+        try:
+            self.zk.set(p, data)
+        except NoNodeError:
+            self.zk.create(p, data, makepath=True)
+        if notify:
+            self.zk.create(self.path("/config/changes/config_change_"),
+                           _dump({"version": 2, "entity_path": f"topics/{topic}"}), sequence=True)
+
+    def config_changes(self, watch=None) -> list[str]:
+        return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))
+
+    def config_change(self, name: str) -> str | None:
+        try:
+            return _json(self.zk.get(self.path(f"/config/changes/{name}"))[0]).get("entity_path")
+        except NoNodeError:
+            return None
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        try:
+            self.zk.create(self.path(f"/admin/delete_topics/{topic}"))
+        except NodeExistsError:
+            pass
+
+    def topics_to_delete(self, watch=None) -> list[str]:
+        return sorted(self.zk.get_children(self.path("/admin/delete_topics"), watch=watch))
+
+    def delete_topic_znodes(self, topic: str) -> None:
+        for p in (f"/brokers/topics/{topic}", f"/config/topics/{topic}", f"/admin/delete_topics/{topic}"):
+            try:
+                self.zk.delete(self.path(p), recursive=True)
+            except NoNodeError:
+                pass
+
+    # ------------------------------------------------------------------ partition state
+    def _state_path(self, topic: str, partition: int) -> str:
+        return self.path(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def partition_state(self, topic: str, partition: int) -> LeaderIsr | None:
+        try:
+            data, stat = self.zk.get(self._state_path(topic, partition))
+        except NoNodeError:
+            return None
+        raw = _json(data)
+        return LeaderIsr(raw["leader"], raw["leader_epoch"], list(raw["isr"]), raw["controller_epoch"],
+                         stat.version)
+
+    def create_partition_state(self, topic: str, partition: int, state: LeaderIsr) -> bool:
+        try:
+            self.zk.create(self._state_path(topic, partition), state.to_json(), makepath=True)
+            state.zk_version = 0
+            return True
+        except NodeExistsError:
+            return False
+
+    def update_partition_state(self, topic: str, partition: int, state: LeaderIsr) -> bool:
+        """Conditional on ``state.zk_version``; on success the new version is stored in ``state``."""
+        try:
+            stat = self.zk.set(self._state_path(topic, partition), state.to_json(), version=state.zk_version)
+        except (BadVersionError, NoNodeError):
+            return False
+        state.zk_version = stat.version
+        return True
+
+    # ------------------------------------------------------------------ producer ids
+    def allocate_producer_id_block(self, broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> tuple[int, int]:
+        """[start, end] of a block no other broker will ever get: a conditional update of the latest block."""
+        p = self.path("/latest_producer_id_block")
+        while True:
+            try:
+                data, stat = self.zk.get(p)
+            except NoNodeError:
+                try:
+                    self.zk.create(p, b"")
+                except NodeExistsError:
+                    pass
+                continue
+            raw = _json(data)
+            start = int(raw["block_end"]) + 1 if raw else 0
+            block = {"version": 1, "broker": broker_id, "block_start": str(start),
+                     "block_end": str(start + size - 1)}
+            try:
+                self.zk.set(p, _dump(block), version=stat.version)
+                return start, start + size - 1
+            except BadVersionError:
+                continue
+
+
+class TopicExists(Exception):
+    pass

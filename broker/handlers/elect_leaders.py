@@ -1,0 +1,28 @@
+"""ElectLeaders: preferred-leader election through the active controller (unclean election is refused)."""
+
+from protocol.errors import ErrorCode
+from protocol.messages.elect_leaders import ELECT_LEADERS as API  # noqa: F401  (the registry reads API)
+
+PREFERRED = 0
+
+
+async def handle(ctx, request):
+    member = ctx.broker.cluster
+    wanted = None if request.topic_partitions is None else \
+        [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    if member is None:
+        error = ErrorCode.ELECTION_NOT_NEEDED   # one broker: every partition already has its only replica
+        results = {tp: (error, "single broker") for tp in (wanted or [])}
+    elif ctx.api_version >= 1 and request.election_type != PREFERRED:
+        results = {tp: (ErrorCode.INVALID_REQUEST, "unclean election is not supported") for tp in (wanted or [])}
+    else:
+        controller = member.controller
+        if controller is None or not controller.active:
+            results = {tp: (ErrorCode.NOT_CONTROLLER, None) for tp in (wanted or [])}
+        else:
+            results = await controller.enqueue("elect_preferred", wanted)
+    topics: dict[str, list] = {}
+    for (topic, p), (error, message) in results.items():
+        topics.setdefault(topic, []).append({"partition_id": p, "error_code": error, "error_message": message})
+    return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
+        {"topic": t, "partition_result": ps} for t, ps in topics.items()]}

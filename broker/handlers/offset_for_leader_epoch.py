@@ -1,0 +1,28 @@
+"""OffsetForLeaderEpoch: where a leader epoch ends in this leader's log (KIP-101, KIP-279)."""
+
+from protocol.errors import ErrorCode
+from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH as API  # noqa: F401
+
+
+def _answer(rm, topic: str, p) -> dict:
+    partition = rm.get(topic, p.partition)
+    out = {"partition": p.partition, "error_code": 0, "leader_epoch": -1, "end_offset": -1}
+    if partition is None:
+        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif not partition.is_leader:
+        out["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    elif 0 <= p.current_leader_epoch < partition.leader_epoch:
+        out["error_code"] = ErrorCode.FENCED_LEADER_EPOCH
+    elif p.current_leader_epoch > partition.leader_epoch:
+        out["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
+    else:
+        plog = partition.log
+        out["leader_epoch"], out["end_offset"] = plog.leader_epoch_cache.end_offset_for(p.leader_epoch,
+                                                                                        plog.log_end_offset)
+    return out
+
+
+def handle(ctx, request):
+    rm = ctx.broker.replica_manager
+    return {"throttle_time_ms": 0, "topics": [
+        {"topic": t.topic, "partitions": [_answer(rm, t.topic, p) for p in t.partitions]} for t in request.topics]}

@@ -1,0 +1,215 @@
+"""Replica fetchers: followers copy their leaders' logs with Fetch requests over the Kafka protocol.
+
+One ``ReplicaFetcher`` per (leader broker, fetcher index); a partition goes
+to fetcher ``hash(partition) % num.replica.fetchers`` of its leader. Each
+sends one long-polling Fetch (v12, ``replica_id`` = this broker) for all its
+partitions, appends what comes back unchanged and takes the leader's high
+watermark. A diverging epoch in the answer (KIP-320) truncates the local
+tail first; the next fetch then resumes from the new log end.
+
+Invariants: a fetcher only touches partitions assigned to it at the leader
+epoch it was given; a partition moved elsewhere meanwhile is left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import structlog
+
+from client.connection import ConnectionClosed, KafkaConnection
+from protocol.errors import ErrorCode
+from protocol.records import InvalidBatch
+
+log = structlog.get_logger("broker.replication.fetcher")
+FETCH = 1
+FETCH_VERSION = 12
+
+
+@dataclass
+class FetchTarget:
+    leader_epoch: int
+    failed_until: float = 0.0
+
+
+def truncation_offset(plog, leader_epoch: int, leader_end: int) -> int:
+    """Where a follower cuts its log given the leader's (epoch, end offset) for its last epoch (Kafka's rule).
+
+    The follower keeps what it shares with the leader: up to the leader's end
+    of that epoch, or up to its own end of the largest epoch both know; the
+    next fetch then checks again from there.
+    """
+    if leader_end < 0:
+        return plog.high_watermark
+    if leader_epoch < 0:
+        return min(leader_end, plog.log_end_offset)
+    epoch, end = plog.leader_epoch_cache.end_offset_for(leader_epoch, plog.log_end_offset)
+    if epoch < 0:
+        return min(leader_end, plog.log_end_offset)
+    if epoch != leader_epoch:
+        return min(end, plog.log_end_offset)
+    return min(leader_end, end)
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: "ReplicaFetcherManager", leader_id: int, index: int, address: tuple[str, int]):
+        self.manager = manager
+        self.leader_id = leader_id
+        self.index = index
+        self.address = address
+        self.partitions: dict[tuple[str, int], FetchTarget] = {}
+        self.wake = asyncio.Event()
+        self.conn: KafkaConnection | None = None
+        self.task = asyncio.create_task(self._run())
+
+    def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
+        self.partitions[tp] = FetchTarget(leader_epoch)
+        self.wake.set()
+
+    def remove(self, tp: tuple[str, int]) -> None:
+        self.partitions.pop(tp, None)
+
+    async def _run(self) -> None:
+        config = self.manager.config
+        backoff = config["replica.fetch.backoff.ms"] / 1000
+        while True:
+            now = asyncio.get_running_loop().time()
+            ready = {tp: t for tp, t in self.partitions.items() if t.failed_until <= now}
+            if not ready:
+                self.wake.clear()
+                try:
+                    await asyncio.wait_for(self.wake.wait(), backoff if self.partitions else None)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            body = self._request(ready)
+            if body is None:
+                await asyncio.sleep(backoff)
+                continue
+            try:
+                if self.conn is None or self.conn.closed:
+                    self.conn = await KafkaConnection.open(*self.address, client_id=self.manager.client_id,
+                                                           timeout=config["replica.socket.timeout.ms"] / 1000)
+                response = await self.conn.request(FETCH, FETCH_VERSION, body,
+                                                   timeout=config["replica.socket.timeout.ms"] / 1000)
+            except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
+                log.debug("replica_fetch_failed", leader=self.leader_id, error=str(exc))
+                await self._close()
+                await asyncio.sleep(backoff)
+                continue
+            self._process(ready, response, now + backoff)
+
+    def _request(self, ready) -> dict | None:
+        config = self.manager.config
+        rm = self.manager.replica_manager
+        topics: dict[str, list] = {}
+        for tp, target in ready.items():
+            partition = rm.get(*tp)
+            if partition is None:
+                continue
+            plog = partition.log
+            topics.setdefault(tp[0], []).append({
+                "partition": tp[1], "current_leader_epoch": target.leader_epoch,
+                "fetch_offset": plog.log_end_offset, "last_fetched_epoch": plog.leader_epoch_cache.latest_epoch,
+                "log_start_offset": plog.log_start_offset, "partition_max_bytes": config["replica.fetch.max.bytes"]})
+        if not topics:
+            return None
+        return {"replica_id": self.manager.broker_id, "max_wait_ms": config["replica.fetch.wait.max.ms"],
+                "min_bytes": config["replica.fetch.min.bytes"],
+                "max_bytes": config["replica.fetch.response.max.bytes"], "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [], "rack_id": ""}
+
+    def _process(self, sent, response, retry_at: float) -> None:
+        rm = self.manager.replica_manager
+        for topic in response.responses:
+            for p in topic.partitions:
+                tp = (topic.topic, p.partition_index)
+                target = self.partitions.get(tp)
+                partition = rm.get(*tp)
+                if target is None or target is not sent.get(tp) or partition is None or partition.is_leader:
+                    continue   # reassigned while the fetch was out
+                error = ErrorCode(p.error_code)
+                try:
+                    if error == ErrorCode.NONE:
+                        self._apply(partition, p)
+                    elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        self._out_of_range(partition, p)
+                    else:
+                        # NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH...: wait for the controller's word.
+                        target.failed_until = retry_at
+                        log.debug("replica_fetch_error", topic=tp[0], partition=tp[1], error=error.name)
+                except InvalidBatch as exc:
+                    target.failed_until = retry_at
+                    log.warning("replica_fetch_bad_batch", topic=tp[0], partition=tp[1], error=str(exc))
+
+    @staticmethod
+    def _apply(partition, p) -> None:
+        plog = partition.log
+        diverging = p.diverging_epoch
+        if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
+            plog.truncate_to(truncation_offset(plog, diverging.epoch, diverging.end_offset))
+            return
+        if p.records:
+            plog.append_as_follower(p.records)
+        plog.high_watermark = min(max(p.high_watermark, plog.high_watermark), plog.log_end_offset)
+
+    @staticmethod
+    def _out_of_range(partition, p) -> None:
+        plog = partition.log
+        if plog.log_end_offset < p.log_start_offset:
+            plog.truncate_fully_and_start_at(p.log_start_offset)   # the leader deleted what we lack
+        else:
+            plog.truncate_to(max(p.high_watermark, plog.log_start_offset))
+
+    async def _close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+        self.conn = None
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        try:
+            await self.task
+        except (asyncio.CancelledError, Exception):
+            pass
+        await self._close()
+
+
+class ReplicaFetcherManager:
+    def __init__(self, broker_id: int, replica_manager, config, address_of) -> None:
+        """``address_of(broker_id)``: the (host, port) of a leader's inter-broker listener, or None."""
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self.config = config
+        self.address_of = address_of
+        self.client_id = f"replica-fetcher-{broker_id}"
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self.assigned: dict[tuple[str, int], ReplicaFetcher] = {}
+
+    def follow(self, tp: tuple[str, int], leader_id: int, leader_epoch: int) -> None:
+        self.unfollow(tp)
+        address = self.address_of(leader_id)
+        if address is None or leader_id < 0:
+            return
+        key = (leader_id, hash(tp) % max(1, self.config["num.replica.fetchers"]))
+        fetcher = self.fetchers.get(key)
+        if fetcher is None or fetcher.address != address:
+            if fetcher is not None:
+                asyncio.ensure_future(fetcher.stop())
+            fetcher = self.fetchers[key] = ReplicaFetcher(self, leader_id, key[1], address)
+        fetcher.add(tp, leader_epoch)
+        self.assigned[tp] = fetcher
+
+    def unfollow(self, tp: tuple[str, int]) -> None:
+        fetcher = self.assigned.pop(tp, None)
+        if fetcher is not None:
+            fetcher.remove(tp)
+
+    async def shutdown(self) -> None:
+        for fetcher in list(self.fetchers.values()):
+            await fetcher.stop()
+        self.fetchers.clear()
+        self.assigned.clear()

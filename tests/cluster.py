@@ -1,0 +1,69 @@
+"""A real cluster for tests: one ZooKeeper process and N kbroker processes on loopback ports."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+from broker.cluster.zookeeper_server import ZooKeeperServer
+from tests.brokerproc import BrokerProcess
+
+CLUSTER_OVERRIDES = {
+    "zookeeper.session.timeout.ms": "3000",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "6",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.num.partitions": "6",
+    "transaction.state.log.min.isr": "2",
+    "replica.lag.time.max.ms": "5000",
+    "replica.fetch.wait.max.ms": "200",
+    "replica.fetch.backoff.ms": "100",
+    "controlled.shutdown.retry.backoff.ms": "200",
+}
+
+
+@dataclass
+class Cluster:
+    root: str
+    size: int = 3
+    overrides: dict[str, str] = field(default_factory=dict)
+    zookeeper: ZooKeeperServer | None = None
+    brokers: dict[int, BrokerProcess] = field(default_factory=dict)
+
+    def start(self) -> "Cluster":
+        self.zookeeper = ZooKeeperServer(os.path.join(self.root, "zookeeper")).start()
+        for broker_id in range(1, self.size + 1):
+            proc = BrokerProcess(os.path.join(self.root, f"broker-{broker_id}", "data"), {
+                **CLUSTER_OVERRIDES, "broker.id": str(broker_id),
+                "zookeeper.connect": self.zookeeper.connect + "/kbroker", **self.overrides})
+            self.brokers[broker_id] = proc.start()
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.proc and b.proc.poll() is None)
+
+    def stop(self) -> dict[int, int]:
+        codes = {i: b.stop() for i, b in self.brokers.items()}
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+        return codes
+
+    def kill(self) -> None:
+        for b in self.brokers.values():
+            b.kill()
+        if self.zookeeper is not None:
+            self.zookeeper.kill()
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
+    """Poll a condition of an outside process (a test-side helper; the broker itself never polls)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")

@@ -45,7 +45,8 @@ class Cluster:
         return ",".join(b.bootstrap for b in self.brokers.values() if b.proc and b.proc.poll() is None)
 
     def stop(self) -> dict[int, int]:
-        codes = {i: b.stop() for i, b in self.brokers.items()}
+        """SIGTERM every running broker: their exit codes (brokers a test left killed are not asked)."""
+        codes = {i: b.stop() for i, b in self.brokers.items() if b.proc is not None and b.proc.poll() is None}
         if self.zookeeper is not None:
             self.zookeeper.stop()
         return codes
@@ -62,8 +63,11 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message:
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
-        last = predicate()
-        if last:
+        try:
+            last = predicate()
+        except Exception as exc:   # a client error while brokers come and go: look again
+            last = exc
+        if last and not isinstance(last, Exception):
             return last
         time.sleep(interval)
     raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")

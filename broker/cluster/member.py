@@ -77,6 +77,7 @@ class ClusterMember:
         self._alter_in_flight: set[tuple[str, int]] = set()
         self._controller_conn: KafkaConnection | None = None
         self._last_tick = time.monotonic()
+        self.stopping = False
         broker.replica_manager.on_follower_caught_up = self._expand_isr
 
     # ------------------------------------------------------------------ plumbing
@@ -118,7 +119,7 @@ class ClusterMember:
 
     def _session_state(self, state) -> None:
         """kazoo's thread: a lost session means the controller has already moved our leaderships."""
-        if state == KazooState.LOST:
+        if state == KazooState.LOST and not self.stopping:
             self.loop.call_soon_threadsafe(self._session_lost)
 
     def _session_lost(self) -> None:
@@ -353,6 +354,7 @@ class ClusterMember:
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
+        self.stopping = True
         for task in list(self._tasks):
             task.cancel()
         await self.fetchers.shutdown()

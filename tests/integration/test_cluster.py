@@ -92,3 +92,87 @@ def test_too_few_brokers_is_invalid_replication_factor(cluster, topic_name):
 
     with pytest.raises(InvalidReplicationFactorError):
         create(cluster.bootstrap, topic_name, 1, 4)
+
+
+def _leader_of(bootstrap: str, topic: str, partition: int) -> int:
+    return describe(bootstrap, topic)[partition]["leader"]
+
+
+def _produce_while(cluster, topic: str, action, count: int = 3000) -> set[bytes]:
+    """An idempotent acks=all librdkafka producer sends ``count`` records while ``action`` runs; returns the
+    values it was told were written."""
+    import threading
+
+    from confluent_kafka import Producer
+
+    acked: set[bytes] = set()
+    errors: list[str] = []
+
+    def report(err, msg):
+        if err is None:
+            acked.add(msg.value())
+        else:
+            errors.append(str(err))
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                         "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100,
+                         "topic.metadata.refresh.interval.ms": 1000})
+    done = threading.Event()
+
+    def send():
+        for i in range(count):
+            producer.produce(topic, value=b"%08d" % i, partition=0, on_delivery=report)
+            producer.poll(0)
+            if i % 100 == 0:
+                done.wait(0.02)
+        producer.flush(90)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    action()
+    sender.join(120)
+    assert not sender.is_alive()
+    assert len(acked) + len(errors) == count, (len(acked), errors[:3])
+    return acked
+
+
+def _assert_exactly_once_in_order(cluster, topic: str, acked: set[bytes]) -> None:
+    records = consume_all(cluster.bootstrap, topic, 1)
+    values = [v for _, _, v in records]
+    assert len(values) == len(set(values)), "no record twice"
+    assert acked <= set(values), f"acknowledged records lost: {len(acked - set(values))}"
+    assert values == sorted(values), "in order"
+
+
+def test_kill_leader_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
+    create(cluster.bootstrap, topic_name, 1, 3, {"min.insync.replicas": "2"})
+
+    def kill_leaders():
+        for _ in range(3):
+            wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2,
+                       "full ISR before the kill")
+            leader = wait_until(lambda: _leader_of(cluster.bootstrap, topic_name, 0), 30, 0.2, "a leader")
+            cluster.brokers[leader].kill()
+            wait_until(lambda: _leader_of(cluster.bootstrap, topic_name, 0) not in (leader, -1), 30, 0.2,
+                       "a new leader")
+            cluster.brokers[leader].start()
+
+    acked = _produce_while(cluster, topic_name, kill_leaders)
+    _assert_exactly_once_in_order(cluster, topic_name, acked)
+
+
+def test_controlled_shutdown_moves_leadership_before_exit(cluster, topic_name):
+    create(cluster.bootstrap, topic_name, 3, 3)
+    wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()), 30, 0.2,
+               "full ISRs")
+    victim = describe(cluster.bootstrap, topic_name)[0]["leader"]
+
+    def stop_leader():
+        assert cluster.brokers[victim].stop() == 0
+        parts = describe(cluster.bootstrap, topic_name)
+        assert all(p["leader"] != victim and p["leader"] >= 0 for p in parts.values()), parts
+        cluster.brokers[victim].start()
+
+    acked = _produce_while(cluster, topic_name, stop_leader, 2000)
+    assert len(acked) == 2000, "producers see only retriable errors"
+    _assert_exactly_once_in_order(cluster, topic_name, acked)

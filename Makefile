@@ -7,7 +7,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := kcat docker-compose zookeeper
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: run test test-slow test-compat bench apt install clean
+# `make cluster`: ZooKeeper and three brokers on 127.0.0.1:9092-9094 (data in ./data), Ctrl-C stops them.
+.PHONY: cluster run test test-slow test-compat bench apt install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,9 @@ apt:
 
 run: $(STAMP)
 	$(BIN)/kbroker serve config/server.properties
+
+cluster: $(STAMP) apt
+	$(BIN)/python -m broker.cluster.launcher
 
 test: $(STAMP) apt
 	$(PYTEST) -q -m "not slow"

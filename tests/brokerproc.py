@@ -77,9 +77,20 @@ class BrokerProcess:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                self._dump_stacks()
                 self.proc.kill()
                 self.proc.wait()
         return self.proc.returncode
+
+    def _dump_stacks(self) -> None:
+        """A broker that ignores SIGTERM is a bug: leave its stacks in its log for the failure report."""
+        try:
+            found = subprocess.run([sys.executable, "-m", "py_spy", "dump", "--pid", str(self.proc.pid)],
+                                   capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write("\n--- stacks at SIGTERM timeout ---\n" + found)
 
     def restart(self) -> "BrokerProcess":
         self.stop()

@@ -19,6 +19,9 @@ def test_docker_compose_file_is_valid():
     result = subprocess.run(["docker-compose", "config"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "9092" in result.stdout and "kbroker" in result.stdout
+    for service in ("zookeeper", "kbroker-1", "kbroker-2", "kbroker-3"):
+        assert f"  {service}:" in result.stdout, service
+    assert result.stdout.count("zookeeper.connect=zookeeper:2181/kbroker") == 3
 
 
 def cli(broker, *args, stdin=None):

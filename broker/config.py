@@ -112,6 +112,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "offset.metadata.max.bytes": (int, 4096),
     "offsets.retention.minutes": (int, 10080),
     "offsets.retention.check.interval.ms": (int, 600000),
+    "offsets.commit.timeout.ms": (int, 5000),
     "offsets.topic.segment.bytes": (int, 104857600),
     "offsets.topic.compression.codec": (int, 0),
     "log.cleaner.enable": (_bool, True),
@@ -119,6 +120,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "log.cleaner.min.compaction.lag.ms": (int, 0),
     "log.cleaner.max.compaction.lag.ms": (int, 9223372036854775807),
     "replica.lag.time.max.ms": (int, 30000),
+    "request.timeout.ms": (int, 30000),
     # Measured on loopback (docs/BENCHMARKS.md): reading regions into the response beats
     # sendfile after waiting for the transport to drain, so sendfile is opt-in.
     "kbroker.fetch.sendfile": (_bool, False),

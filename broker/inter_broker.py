@@ -1,9 +1,15 @@
 """Requests this broker sends to partition leaders and coordinators, over the Kafka protocol through ``client/``.
 
-The transaction coordinator writes markers with WriteTxnMarkers, and a
-partition leader checks a transactional produce with AddPartitionsToTxn v4
-(verify only, KIP-890). On a single broker both go to this broker's own
-listener: the same path a cluster uses, tested even without one.
+The transaction coordinator writes markers with WriteTxnMarkers to each
+partition's leader, and a partition leader checks a transactional produce
+with AddPartitionsToTxn v4 (verify only, KIP-890) at the transaction's
+coordinator. In a cluster those are other brokers, reached on the
+inter-broker listener; on a single broker both go to this broker's own
+listener: the same path, tested even without a cluster.
+
+Invariant: one connection per destination broker, opened on first use and
+replaced when it breaks; a request to a broker nobody knows the address of
+fails like a broken connection (the caller retries).
 """
 
 from __future__ import annotations
@@ -22,64 +28,88 @@ WRITE_TXN_MARKERS, ADD_PARTITIONS_TO_TXN = 27, 24
 RETRIABLE = {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.REQUEST_TIMED_OUT,
              ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
              ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.KAFKA_STORAGE_ERROR}
+SEND_ERRORS = (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError)
 
 
 class InterBrokerChannel:
     def __init__(self, broker) -> None:
         self.broker = broker
-        self._connection: KafkaConnection | None = None
+        self._connections: dict[int, KafkaConnection] = {}
         self._lock = asyncio.Lock()
 
-    async def _conn(self) -> KafkaConnection:
-        async with self._lock:
-            if self._connection is None or self._connection.closed:
-                host, port = self.broker.bound[0]
-                self._connection = await KafkaConnection.open(host if host not in ("", "0.0.0.0") else "127.0.0.1",
-                                                              port, client_id=f"broker-{self.broker.broker_id}")
-            return self._connection
+    def _address(self, broker_id: int) -> tuple[str, int] | None:
+        if self.broker.cluster is not None and broker_id != self.broker.broker_id:
+            return self.broker.cluster.cache.endpoint(broker_id, self.broker.config.inter_broker_listener)
+        host, port = self.broker.bound[0]
+        return ("127.0.0.1" if host in ("", "0.0.0.0") else host), port
 
-    async def _request(self, api_key: int, version: int, body: dict):
-        conn = await self._conn()
+    async def _conn(self, broker_id: int) -> KafkaConnection:
+        async with self._lock:
+            conn = self._connections.get(broker_id)
+            if conn is None or conn.closed:
+                address = self._address(broker_id)
+                if address is None:
+                    raise ConnectionError(f"broker {broker_id} has no known address")
+                conn = self._connections[broker_id] = await asyncio.wait_for(KafkaConnection.open(
+                    *address, client_id=f"broker-{self.broker.broker_id}"), 10)
+            return conn
+
+    async def _request(self, broker_id: int, api_key: int, version: int, body: dict):
+        conn = await self._conn(broker_id)
         try:
             return await conn.request(api_key, version, body)
-        except (ConnectionClosed, ConnectionError):
-            self._connection = None
+        except SEND_ERRORS:
+            self._connections.pop(broker_id, None)
+            await conn.close()
             raise
 
+    def _leader_of(self, topic: str, partition: int) -> int:
+        info = self.broker.partition_info(topic, partition)
+        return -1 if info is None else info[0]
+
     async def write_markers(self, marker: Marker) -> None:
-        """Write one transaction's markers to every partition; retried until each is written or gone."""
+        """Write one transaction's markers to every partition's leader; retried until each is written or gone."""
         remaining = list(marker.partitions)
         delay = 0.05
         while remaining:
-            by_topic: dict[str, list[int]] = {}
-            for topic, p in remaining:
-                by_topic.setdefault(topic, []).append(p)
-            body = {"markers": [{"producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
-                                 "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
-                                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
-            try:
-                resp = await self._request(WRITE_TXN_MARKERS, 1, body)
-            except (ConnectionClosed, ConnectionError, OSError) as exc:
-                log.warning("txn_markers_send_failed", error=str(exc))
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
-                continue
-            retry = []
-            for topic in resp.markers[0].topics:
-                for p in topic.partitions:
-                    error = ErrorCode(p.error_code)
-                    if error in RETRIABLE:
-                        retry.append((topic.name, p.partition_index))
-                    elif error:
-                        # The partition is gone (deleted topic) or fenced the marker: nothing more to write.
-                        log.warning("txn_marker_not_written", topic=topic.name, partition=p.partition_index,
-                                    error=error.name, producer_id=marker.producer_id)
-            remaining = retry
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for tp in remaining:
+                by_leader.setdefault(self._leader_of(*tp), []).append(tp)
+            unled = by_leader.pop(-1, [])
+            sent = await asyncio.gather(*(self._send_markers(leader, marker, tps)
+                                          for leader, tps in by_leader.items()))
+            remaining = unled + [tp for retry in sent for tp in retry]
             if remaining:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
         log.info("txn_markers_written", producer_id=marker.producer_id, commit=marker.commit,
                  partitions=len(marker.partitions))
+
+    async def _send_markers(self, leader: int, marker: Marker, partitions: list[tuple[str, int]]
+                            ) -> list[tuple[str, int]]:
+        """One WriteTxnMarkers to one leader; returns the partitions to try again."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in partitions:
+            by_topic.setdefault(topic, []).append(p)
+        body = {"markers": [{"producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
+                             "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
+                             "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
+        try:
+            resp = await self._request(leader, WRITE_TXN_MARKERS, 1, body)
+        except SEND_ERRORS as exc:
+            log.warning("txn_markers_send_failed", broker=leader, error=str(exc))
+            return partitions
+        retry = []
+        for topic in resp.markers[0].topics:
+            for p in topic.partitions:
+                error = ErrorCode(p.error_code)
+                if error in RETRIABLE:
+                    retry.append((topic.name, p.partition_index))
+                elif error:
+                    # The partition is gone (deleted topic) or fenced the marker: nothing more to write.
+                    log.warning("txn_marker_not_written", topic=topic.name, partition=p.partition_index,
+                                error=error.name, producer_id=marker.producer_id)
+        return retry
 
     async def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                                 partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
@@ -90,9 +120,11 @@ class InterBrokerChannel:
         body = {"transactions": [{"transactional_id": transactional_id, "producer_id": producer_id,
                                   "producer_epoch": epoch, "verify_only": True,
                                   "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}]}
+        coordinator = self._leader_of("__transaction_state",
+                                      self.broker.txn_coordinator.partition_for(transactional_id))
         try:
-            resp = await self._request(ADD_PARTITIONS_TO_TXN, 4, body)
-        except (ConnectionClosed, ConnectionError, OSError):
+            resp = await self._request(coordinator, ADD_PARTITIONS_TO_TXN, 4, body)
+        except SEND_ERRORS:
             return {tp: ErrorCode.NOT_ENOUGH_REPLICAS for tp in partitions}   # retriable for the producer
         if resp.error_code:
             return {tp: ErrorCode(resp.error_code) for tp in partitions}
@@ -104,5 +136,6 @@ class InterBrokerChannel:
         return out
 
     async def close(self) -> None:
-        if self._connection is not None:
-            await self._connection.close()
+        for conn in list(self._connections.values()):
+            await conn.close()
+        self._connections.clear()

@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ import structlog
 
 from broker.partition import READ_COMMITTED, Partition
 from broker.purgatory import DelayedOperation, Purgatory
+from broker.replication.delayed_produce import DelayedProduce
 from protocol.errors import ErrorCode
 from protocol.records import InvalidBatch, iter_records, validate_produce_records
 from protocol.types import FileRegion
@@ -179,6 +181,22 @@ class ReplicaManager:
             partition.maybe_increment_high_watermark()
             self.fetch_purgatory.check_and_complete((topic, index))
         return PartitionResult(info=info)
+
+    def wait_replicated(self, topic: str, index: int, timeout_ms: int) -> asyncio.Future:
+        """A future of the error code once the whole ISR has everything appended to the partition so far."""
+        partition = self.partitions.get((topic, index))
+        if partition is None or not partition.is_leader:
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return future
+        entry = {"error_code": ErrorCode.NONE}
+        op = DelayedProduce(self, {(topic, index): (partition.log.log_end_offset, entry)}, entry, timeout_ms)
+        self.produce_purgatory.try_complete_else_watch(op, [(topic, index)])
+        return asyncio.ensure_future(self._error_of(op.future))
+
+    @staticmethod
+    async def _error_of(future) -> ErrorCode:
+        return (await future)["error_code"]
 
     def high_watermark_moved(self, tp: tuple[str, int]) -> None:
         self.produce_purgatory.check_and_complete(tp)

@@ -43,6 +43,7 @@ class Broker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
+        self._shards: set[tuple[str, int]] = set()   # internal partitions whose coordinator state is loaded
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append)
@@ -68,11 +69,13 @@ class Broker:
         return self.default_log_config.with_overrides(meta.configs if meta else {})
 
     # ------------------------------------------------------------------ topics
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, str]) -> TopicMetadata:
-        topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+                     assignment: list[list[int]] | None = None) -> TopicMetadata:
+        """``assignment``: replicas per partition as the client asked; only a cluster has a choice of them."""
         if self.cluster is not None:
-            return topic   # the controller makes the leaders and tells every replica
+            # The controller makes the leaders and tells every replica.
+            return self.metadata.create_topic(name, partitions, replication_factor, configs, assignment)
+        topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
         config = self.topic_config(name)
         for index in range(partitions):
             self.replica_manager.make_leader(name, index, config)
@@ -88,7 +91,10 @@ class Broker:
             self.group_coordinator.remove_topic_offsets(name)
         log.info("topic_deleted", topic=name)
 
-    def add_partitions(self, name: str, count: int) -> None:
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> None:
+        if self.cluster is not None:
+            self.metadata.set_partitions(name, count, assignment)
+            return
         config = self.topic_config(name)
         for index in range(self.metadata.topics[name].partitions, count):
             self.replica_manager.make_leader(name, index, config)
@@ -149,14 +155,14 @@ class Broker:
 
     def _load_transaction_coordinator(self) -> None:
         """Rebuild transactional ids from ``__transaction_state``; prepared transactions are then finished."""
-        def apply(_partition, stored):
-            if stored.key is not None:
-                self.txn_coordinator.replay(stored.key, stored.value)
-
-        count = self._replay(TXN_TOPIC, self.txn_store, apply)
+        count = self._replay(TXN_TOPIC, self.txn_store, self._apply_txn_record)
         self.txn_coordinator.loaded()
         log.info("transaction_coordinator_loaded", records=count,
                  transactional_ids=len(self.txn_coordinator.transactions))
+
+    def _apply_txn_record(self, _partition: int, stored) -> None:
+        if stored.key is not None:
+            self.txn_coordinator.replay(stored.key, stored.value)
 
     def group_coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
@@ -171,14 +177,18 @@ class Broker:
         """Feed every record of a local internal topic to ``apply(partition, record)``; returns the count."""
         if topic not in self.metadata.topics:
             return 0
+        return sum(self._replay_partition(topic, store, index, apply)
+                   for index in range(self.metadata.topics[topic].partitions))
+
+    @staticmethod
+    def _replay_partition(topic: str, store: InternalTopicStore, index: int, apply) -> int:
         count = 0
-        for index in range(self.metadata.topics[topic].partitions):
-            for stored in store.records(index):
-                try:
-                    apply(index, stored)
-                except Exception as exc:   # one unreadable record must not lose the others
-                    log.warning("internal_record_unreadable", topic=topic, partition=index, error=str(exc))
-                count += 1
+        for stored in store.records(index):
+            try:
+                apply(index, stored)
+            except Exception as exc:   # one unreadable record must not lose the others
+                log.warning("internal_record_unreadable", topic=topic, partition=index, error=str(exc))
+            count += 1
         return count
 
     def _load_group_coordinator(self) -> None:
@@ -191,18 +201,29 @@ class Broker:
 
     # ------------------------------------------------------------------ cluster callbacks
     def on_leadership_change(self, topic: str, index: int, is_leader: bool) -> None:
-        """Load a coordinator shard when this broker comes to lead its internal partition (cluster mode)."""
-        if topic == OFFSETS_TOPIC and is_leader:
-            def apply(_partition, stored):
-                self.group_coordinator.replay_stored(index, stored)
-            for stored in self.offsets_store.records(index):
-                apply(index, stored)
-            self.group_coordinator.loaded()
-        elif topic == TXN_TOPIC and is_leader:
-            for stored in self.txn_store.records(index):
-                if stored.key is not None:
-                    self.txn_coordinator.replay(stored.key, stored.value)
-            self.txn_coordinator.loaded()
+        """Load a coordinator shard when this broker comes to lead its internal partition; unload it when
+        leadership leaves (cluster mode). A shard is loaded at most once per leadership."""
+        tp = (topic, index)
+        if topic not in (OFFSETS_TOPIC, TXN_TOPIC) or (tp in self._shards) == is_leader:
+            return
+        if not is_leader:
+            self._shards.discard(tp)
+            if topic == OFFSETS_TOPIC:
+                count = self.group_coordinator.unload_partition(index)
+            else:
+                count = self.txn_coordinator.unload_partition(index)
+            log.info("coordinator_shard_unloaded", topic=topic, partition=index, entries=count)
+            return
+        started = time.monotonic()
+        self._shards.add(tp)
+        if topic == OFFSETS_TOPIC:
+            count = self._replay_partition(topic, self.offsets_store, index, self.group_coordinator.replay_stored)
+            self.group_coordinator.loaded(index)
+        else:
+            count = self._replay_partition(topic, self.txn_store, index, self._apply_txn_record)
+            self.txn_coordinator.loaded(index, self.replica_manager.get(topic, index).leader_epoch)
+        log.info("coordinator_shard_loaded", topic=topic, partition=index, records=count,
+                 seconds=round(time.monotonic() - started, 3))
 
     def on_topic_deleted(self, name: str) -> None:
         if name != OFFSETS_TOPIC:
@@ -264,12 +285,14 @@ class Broker:
 
     async def _start_cluster(self) -> None:
         """ZooKeeper mode: register, join the controller election; the controller assigns our replicas."""
-        from broker.cluster.member import ClusterMember, ZkProducerIdManager
+        from broker.cluster.member import ClusterMember
+        from broker.cluster.zk_store import ZkProducerIdManager
 
         self.cluster = ClusterMember(self)
         self.metadata = self.cluster.topics
         await self.cluster.start()
         self.producer_ids = ZkProducerIdManager(self.cluster.zk, self.broker_id)
+        await self.producer_ids.start()
 
     async def _start_listeners(self) -> None:
         advertised = self.config.advertised_listeners

@@ -21,10 +21,10 @@ import uuid
 import structlog
 from kazoo.protocol.states import KazooState
 
-from broker.cluster.assignment import assign_replicas
 from broker.cluster.controller import KafkaController
 from broker.cluster.metadata_cache import MetadataCache
 from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
+from broker.cluster.zk_store import ZkTopicStore
 from broker.metadata import TopicMetadata
 from broker.replication.fetcher import ReplicaFetcherManager
 from client.connection import ConnectionClosed, KafkaConnection
@@ -32,31 +32,6 @@ from protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.member")
 ALTER_PARTITION, CONTROLLED_SHUTDOWN = 56, 7
-
-
-class ZkTopicStore:
-    """The broker's ``metadata`` in a cluster: topics as the controller reported them, configs from ZooKeeper."""
-
-    def __init__(self, member: "ClusterMember") -> None:
-        self.member = member
-        self.topics: dict[str, TopicMetadata] = {}
-        self.cluster_id = ""
-
-    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
-                     ) -> TopicMetadata:
-        """Write the assignment to ZooKeeper (in the background); the controller takes it from there."""
-        brokers = {b.broker_id: b.rack for b in self.member.cache.brokers.values()}
-        assignment = TopicAssignment(name, uuid.uuid4().bytes,
-                                     assign_replicas(brokers, partitions, replication_factor))
-        self.member.spawn(self.member.write_topic(assignment, configs))
-        return TopicMetadata(name, assignment.topic_id, partitions, replication_factor, dict(configs))
-
-    def delete_topic(self, name: str) -> None:
-        self.member.spawn(self.member.zk_call(self.member.zk.mark_topic_for_deletion, name))
-
-    def set_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.topics[name].configs = dict(configs)
-        self.member.spawn(self.member.zk_call(self.member.zk.set_topic_config, name, configs))
 
 
 class ClusterMember:
@@ -104,6 +79,7 @@ class ClusterMember:
         self.controller.start()
         self.spawn(self._watch_pauses())
         self.spawn(self._shrink_isr_periodically())
+        await self.topics.watch_config_changes()
 
     async def _register(self) -> None:
         endpoints = self.broker.endpoints
@@ -159,6 +135,7 @@ class ClusterMember:
                 partition.leader_id = -1
                 partition.partition_epoch = -1   # the controller's next word about it is applied in full
                 rm.high_watermark_moved(tp)
+                self.broker.on_leadership_change(tp[0], tp[1], False)
                 fenced += 1
         if fenced:
             log.warning("leaderships_fenced", partitions=fenced, reason=reason)
@@ -240,17 +217,21 @@ class ClusterMember:
         log.info("topic_created", topic=assignment.name, partitions=len(assignment.partitions))
         return ErrorCode.NONE
 
-    async def wait_for_leaders(self, name: str, partitions: int, timeout_s: float) -> bool:
-        deadline = self.loop.time() + timeout_s
-        while not self.cache.has_leaders(name, partitions):
+    async def wait_for_leaders(self, counts: dict[str, int], timeout_ms: int) -> set[str]:
+        """Wait (as Kafka's DelayedCreatePartitions) until each topic's first ``count`` partitions have
+        leaders; returns the topics that still lack some at the timeout."""
+        deadline = self.loop.time() + max(timeout_ms, 0) / 1000
+        missing = {name for name, count in counts.items() if not self.cache.has_leaders(name, count)}
+        while missing:
             remaining = deadline - self.loop.time()
             if remaining <= 0:
-                return False
+                break
             try:
                 await asyncio.wait_for(self.cache.changed.wait(), remaining)
             except asyncio.TimeoutError:
-                return False
-        return True
+                break
+            missing = {name for name in missing if not self.cache.has_leaders(name, counts[name])}
+        return missing
 
     # ------------------------------------------------------------------ ISR changes
     def _expand_isr(self, partition, replica_id: int) -> None:
@@ -375,24 +356,3 @@ def _new_cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-class ZkProducerIdManager:
-    """Producer ids in blocks from ``/latest_producer_id_block``: no two brokers ever hand out the same id.
-
-    A new block is a conditional ZooKeeper update, made once per block (1000 ids)
-    on the caller's thread: short on loopback, and rare.
-    """
-
-    def __init__(self, zk: KafkaZkClient, broker_id: int) -> None:
-        self.zk = zk
-        self.broker_id = broker_id
-        self.next_id = 0
-        self.block_end = -1
-
-    def generate(self) -> int:
-        if self.next_id > self.block_end:
-            self.next_id, self.block_end = self.zk.allocate_producer_id_block(self.broker_id)
-        producer_id = self.next_id
-        self.next_id += 1
-        return producer_id

@@ -1,5 +1,6 @@
 """AddPartitionsToTxn: clients (v0-3) add partitions to their transaction; brokers (v4) verify membership."""
 
+from broker.handlers.common import txn_shard, when_replicated
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401
 
@@ -18,7 +19,9 @@ def _add(ctx, transactional_id: str, producer_id: int, epoch: int, topics, verif
         return {tp: error for tp in wanted}
     if verify_only:
         return broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
-    unknown = [tp for tp in wanted if broker.replica_manager.get(*tp) is None]
+    # The partitions may be led anywhere in the cluster: it is the metadata that knows them.
+    topics = broker.metadata.topics
+    unknown = [tp for tp in wanted if tp[0] not in topics or not 0 <= tp[1] < topics[tp[0]].partitions]
     if unknown:
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                 for tp in wanted}
@@ -30,9 +33,14 @@ def handle(ctx, request):
     if ctx.api_version <= 3:
         errors = _add(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                       request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)
-        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _results(request.v3_and_below_topics, errors)}
-    results = []
+        response = {"throttle_time_ms": 0,
+                    "results_by_topic_v3_and_below": _results(request.v3_and_below_topics, errors)}
+        return when_replicated(ctx, *txn_shard(ctx, request.v3_and_below_transactional_id), response)
+    results, written = [], []
     for txn in request.transactions:
+        if not txn.verify_only:
+            written += txn_shard(ctx, txn.transactional_id)[1]
         errors = _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only)
         results.append({"transactional_id": txn.transactional_id, "topic_results": _results(txn.topics, errors)})
-    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+    response = {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
+    return when_replicated(ctx, "__transaction_state", written, response)

@@ -24,6 +24,60 @@ def answer_when_called(start: Callable[[Callable[[dict], None]], None], shape: C
     return future.result() if future.done() else future
 
 
+# Kafka's coordinators turn a failed replication of their own write into the error a client retries on.
+_WRITE_ERRORS = {ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+                 ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR}
+
+
+def when_replicated(ctx, topic: str, partitions: list[int], result):
+    """The coordinator's answer, sent only once its writes to ``partitions`` of ``topic`` are on the ISR.
+
+    Coordinators append to their internal topic as acks=all producers do;
+    in a cluster the answer then waits (``offsets.commit.timeout.ms``) until
+    the high watermark passes everything appended so far, so an
+    acknowledged commit or transaction step survives the loss of this broker.
+    A write that does not get there turns every successful error code in the
+    answer into NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE. A single
+    broker is its own ISR: the answer goes at once.
+    """
+    broker = ctx.broker
+    if broker.cluster is None or not partitions:
+        return result
+
+    async def answer():
+        response = await result if isinstance(result, asyncio.Future) else result
+        timeout_ms = broker.config["offsets.commit.timeout.ms"]
+        errors = await asyncio.gather(*(broker.replica_manager.wait_replicated(topic, p, timeout_ms)
+                                        for p in set(partitions)))
+        error = next((ErrorCode(e) for e in errors if e), None)
+        if error is not None:
+            _replace_success(response, _WRITE_ERRORS.get(error, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        return response
+
+    return asyncio.ensure_future(answer())
+
+
+def _replace_success(value, error: ErrorCode) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.endswith("error_code") and item == 0:
+                value[key] = error
+            else:
+                _replace_success(item, error)
+    elif isinstance(value, list):
+        for item in value:
+            _replace_success(item, error)
+
+
+def group_shard(ctx, group_id: str) -> tuple[str, list[int]]:
+    """The ``__consumer_offsets`` partition a group's writes go to, for ``when_replicated``."""
+    return "__consumer_offsets", [ctx.broker.group_coordinator.partition_for(group_id)]
+
+
+def txn_shard(ctx, transactional_id: str) -> tuple[str, list[int]]:
+    return "__transaction_state", [ctx.broker.txn_coordinator.partition_for(transactional_id)]
+
+
 def coordinator_error(ctx, group_id: str) -> ErrorCode:
     return ctx.broker.group_coordinator_error(group_id)
 

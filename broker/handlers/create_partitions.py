@@ -7,6 +7,7 @@ from protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa
 def handle(ctx, request):
     broker = ctx.broker
     names = [t.name for t in request.topics]
+    live = {b[0] for b in broker.live_brokers()}
     results = []
     for topic in request.topics:
         meta = broker.metadata.topics.get(topic.name)
@@ -22,9 +23,29 @@ def handle(ctx, request):
                        else f"Topic already has {meta.partitions} partitions.")
         elif topic.assignments is not None and (
                 len(topic.assignments) != topic.count - meta.partitions
-                or any(b != broker.broker_id for a in topic.assignments for b in a.broker_ids)):
+                or any(len(a.broker_ids) != meta.replication_factor or len(set(a.broker_ids)) != len(a.broker_ids)
+                       for a in topic.assignments)
+                or any(b not in live for a in topic.assignments for b in a.broker_ids)):
             error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."
+        elif meta.replication_factor > len(live):
+            error = ErrorCode.INVALID_REPLICATION_FACTOR
+            message = f"Replication factor: {meta.replication_factor} larger than available brokers: {len(live)}."
         elif not request.validate_only:
-            broker.add_partitions(topic.name, topic.count)
+            assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
+            broker.add_partitions(topic.name, topic.count, assignment)
         results.append({"name": topic.name, "error_code": error, "error_message": message})
-    return {"throttle_time_ms": 0, "results": results}
+    response = {"throttle_time_ms": 0, "results": results}
+    if broker.cluster is None or request.validate_only:
+        return response
+    return _wait_for_leaders(broker, request, response)
+
+
+async def _wait_for_leaders(broker, request, response):
+    """Answer once the new partitions have leaders, or REQUEST_TIMED_OUT at the request's timeout."""
+    counts = {r["name"]: t.count for r, t in zip(response["results"], request.topics) if r["error_code"] == 0}
+    for name in await broker.cluster.wait_for_leaders(counts, request.timeout_ms):
+        for result in response["results"]:
+            if result["name"] == name:
+                result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
+                              error_message="Partition creation did not complete within the timeout")
+    return response

@@ -69,15 +69,12 @@ def handle(ctx, request):
 
 async def _wait_for_leaders(ctx, request, response):
     """As Kafka's DelayedCreatePartitions: answer once the new partitions have leaders, or at the timeout."""
-    loop_time = ctx.broker.cluster.loop.time
-    deadline = loop_time() + max(request.timeout_ms, 0) / 1000
+    counts = {r["name"]: r["num_partitions"] for r in response["topics"] if r["error_code"] == 0}
+    missing = await ctx.broker.cluster.wait_for_leaders(counts, request.timeout_ms)
     for result in response["topics"]:
-        if result["error_code"] == 0:
-            ok = await ctx.broker.cluster.wait_for_leaders(result["name"], result["num_partitions"],
-                                                           max(0.0, deadline - loop_time()))
-            if not ok:
-                result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
-                              error_message="Topic creation did not complete within the timeout")
+        if result["name"] in missing:
+            result.update(error_code=ErrorCode.REQUEST_TIMED_OUT,
+                          error_message="Topic creation did not complete within the timeout")
     return response
 
 
@@ -97,7 +94,8 @@ def _create(ctx, request):
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
         topic_id = bytes(16)
         if not request.validate_only:
-            topic_id = broker.create_topic(topic.name, partitions, replication, configs).topic_id
+            assignment = [list(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition_index)]
+            topic_id = broker.create_topic(topic.name, partitions, replication, configs, assignment or None).topic_id
         entries = topic_config_entries(broker, broker.default_log_config.with_overrides(configs), configs)
         results.append({"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
                         "num_partitions": partitions, "replication_factor": replication,

@@ -1,6 +1,6 @@
 """DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain)."""
 
-from broker.handlers.common import coordinator_error
+from broker.handlers.common import coordinator_error, when_replicated
 from protocol.messages.delete_groups import DELETE_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
@@ -14,5 +14,7 @@ def handle(ctx, request):
         else:
             local.append(group_id)
     results.update(ctx.broker.group_coordinator.delete_groups(local))
-    return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]}
-                                               for g in request.groups_names]}
+    response = {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]}
+                                                   for g in request.groups_names]}
+    partitions = [ctx.broker.group_coordinator.partition_for(g) for g in local if not results[g]]
+    return when_replicated(ctx, "__consumer_offsets", partitions, response)

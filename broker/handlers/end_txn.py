@@ -9,6 +9,7 @@ CONCURRENT_TRANSACTIONS and its client's retry backoff. If markers are slow
 
 import asyncio
 
+from broker.handlers.common import txn_shard, when_replicated
 from protocol.messages.end_txn import END_TXN as API  # noqa: F401  (the registry reads API)
 
 MARKER_WAIT_S = 5.0
@@ -21,7 +22,7 @@ def handle(ctx, request):
     response = {"throttle_time_ms": 0, "error_code": error}
     completion = None if error else broker.txn_coordinator.completion(request.transactional_id)
     if completion is None:
-        return response
+        return response if error else when_replicated(ctx, *txn_shard(ctx, request.transactional_id), response)
 
     async def after_markers():
         try:
@@ -30,4 +31,4 @@ def handle(ctx, request):
             pass
         return response
 
-    return asyncio.ensure_future(after_markers())
+    return when_replicated(ctx, *txn_shard(ctx, request.transactional_id), asyncio.ensure_future(after_markers()))

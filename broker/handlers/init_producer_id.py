@@ -1,6 +1,7 @@
 """InitProducerId: a fresh producer id for idempotent producers; for a transactional id, the coordinator's
 (epoch bumped, older instances fenced, an open transaction aborted first)."""
 
+from broker.handlers.common import txn_shard, when_replicated
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
 
 
@@ -16,4 +17,5 @@ def handle(ctx, request):
         error, producer_id, epoch = broker.txn_coordinator.init_producer_id(
             request.transactional_id, request.transaction_timeout_ms, request.producer_id, request.producer_epoch,
             ctx.api_version)
-    return {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}
+    response = {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}
+    return response if error else when_replicated(ctx, *txn_shard(ctx, request.transactional_id), response)

@@ -1,6 +1,6 @@
 """JoinGroup: parks until the group's join phase completes (or answers at once with an error)."""
 
-from broker.handlers.common import answer_when_called, client_host, coordinator_error
+from broker.handlers.common import answer_when_called, client_host, coordinator_error, group_shard, when_replicated
 from coordinators.group.coordinator import join_result
 from protocol.messages.join_group import JOIN_GROUP as API  # noqa: F401  (the registry reads API)
 
@@ -11,9 +11,9 @@ def handle(ctx, request):
     if error:
         return shape(join_result(error, request.member_id))
     coordinator = ctx.broker.group_coordinator
-    return answer_when_called(lambda respond: coordinator.join_group(
+    return when_replicated(ctx, *group_shard(ctx, request.group_id), answer_when_called(lambda respond: coordinator.join_group(
         group_id=request.group_id, member_id=request.member_id, group_instance_id=request.group_instance_id,
         client_id=ctx.client_id or "", client_host=client_host(ctx),
         session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
         protocol_type=request.protocol_type, protocols=[(p.name, p.metadata) for p in request.protocols],
-        require_known_member_id=ctx.api_version >= 4, respond=respond), shape)
+        require_known_member_id=ctx.api_version >= 4, respond=respond), shape))

@@ -1,6 +1,6 @@
 """LeaveGroup: one member (v0-2) or a batch of members, dynamic or static (v3+)."""
 
-from broker.handlers.common import coordinator_error
+from broker.handlers.common import coordinator_error, group_shard, when_replicated
 from protocol.errors import ErrorCode
 from protocol.messages.leave_group import LEAVE_GROUP as API  # noqa: F401  (the registry reads API)
 
@@ -16,9 +16,11 @@ def handle(ctx, request):
     else:
         error, errors = ctx.broker.group_coordinator.leave_group(request.group_id, leaving)
     if ctx.api_version < 3:
-        return {"throttle_time_ms": 0, "error_code": error or errors[0]}
+        return when_replicated(ctx, *group_shard(ctx, request.group_id),
+                               {"throttle_time_ms": 0, "error_code": error or errors[0]})
     if not leaving:
         error = error or ErrorCode.INVALID_REQUEST
     members = [] if error else [{"member_id": member_id, "group_instance_id": instance_id, "error_code": e}
                                 for (member_id, instance_id), e in zip(leaving, errors)]
-    return {"throttle_time_ms": 0, "error_code": error, "members": members}
+    response = {"throttle_time_ms": 0, "error_code": error, "members": members}
+    return response if error else when_replicated(ctx, *group_shard(ctx, request.group_id), response)

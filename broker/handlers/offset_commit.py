@@ -1,6 +1,6 @@
 """OffsetCommit: group members (generation checked) or standalone consumers (generation -1, empty group)."""
 
-from broker.handlers.common import coordinator_error, partition_exists
+from broker.handlers.common import coordinator_error, group_shard, partition_exists, when_replicated
 from protocol.messages.offset_commit import OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
@@ -23,4 +23,5 @@ def handle(ctx, request):
     topics = [{"name": topic.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": results[(topic.name, p.partition_index)]}
         for p in topic.partitions]} for topic in request.topics]
-    return {"throttle_time_ms": 0, "topics": topics}
+    response = {"throttle_time_ms": 0, "topics": topics}
+    return response if error else when_replicated(ctx, *group_shard(ctx, request.group_id), response)

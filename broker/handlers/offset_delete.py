@@ -1,6 +1,6 @@
 """OffsetDelete: drop a group's offsets for partitions of topics it no longer subscribes to."""
 
-from broker.handlers.common import coordinator_error
+from broker.handlers.common import coordinator_error, group_shard, when_replicated
 from protocol.errors import ErrorCode
 from protocol.messages.offset_delete import OFFSET_DELETE as API  # noqa: F401  (the registry reads API)
 
@@ -20,4 +20,5 @@ def handle(ctx, request):
     topics = [{"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                                "error_code": results[(t.name, p.partition_index)]}
                                               for p in t.partitions]} for t in request.topics]
-    return {"error_code": 0, "throttle_time_ms": 0, "topics": topics}
+    return when_replicated(ctx, *group_shard(ctx, request.group_id),
+                           {"error_code": 0, "throttle_time_ms": 0, "topics": topics})

@@ -1,6 +1,6 @@
 """SyncGroup: the leader hands in the assignment; every member parks until it is stored."""
 
-from broker.handlers.common import answer_when_called, coordinator_error
+from broker.handlers.common import answer_when_called, coordinator_error, group_shard, when_replicated
 from coordinators.group.coordinator import sync_result
 from protocol.messages.sync_group import SYNC_GROUP as API  # noqa: F401  (the registry reads API)
 
@@ -12,7 +12,7 @@ def handle(ctx, request):
         return shape(sync_result(error))
     coordinator = ctx.broker.group_coordinator
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
-    return answer_when_called(lambda respond: coordinator.sync_group(
+    return when_replicated(ctx, *group_shard(ctx, request.group_id), answer_when_called(lambda respond: coordinator.sync_group(
         group_id=request.group_id, generation_id=request.generation_id, member_id=request.member_id,
         group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
-        protocol_name=request.protocol_name, assignments=assignments, respond=respond), shape)
+        protocol_name=request.protocol_name, assignments=assignments, respond=respond), shape))

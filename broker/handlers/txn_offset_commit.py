@@ -1,6 +1,6 @@
 """TxnOffsetCommit: a transactional producer's consumed offsets, pending in the group until its marker."""
 
-from broker.handlers.common import coordinator_error, partition_exists
+from broker.handlers.common import coordinator_error, group_shard, partition_exists, when_replicated
 from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
@@ -16,7 +16,8 @@ def handle(ctx, request):
             group_id=request.group_id, producer_id=request.producer_id, producer_epoch=request.producer_epoch,
             generation_id=request.generation_id, member_id=request.member_id,
             group_instance_id=request.group_instance_id, offsets=offsets, partition_exists=partition_exists(ctx))
-    return {"throttle_time_ms": 0, "topics": [
+    response = {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": results[(t.name, p.partition_index)]}
                                         for p in t.partitions]} for t in request.topics]}
+    return response if error else when_replicated(ctx, *group_shard(ctx, request.group_id), response)

@@ -1,7 +1,14 @@
-"""WriteTxnMarkers: the transaction coordinator asks partition leaders to append COMMIT/ABORT markers."""
+"""WriteTxnMarkers: the transaction coordinator asks partition leaders to append COMMIT/ABORT markers.
+
+Markers are appended as acks=all: the answer waits until the ISR has each
+one, because the coordinator writes the transaction's Complete state right
+after, and a marker lost with its leader would leave the partition's last
+stable offset stuck behind a transaction nobody will finish.
+"""
 
 import time
 
+from broker.replication.delayed_produce import DelayedProduce
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS as API  # noqa: F401  (the registry reads API)
 from protocol.records import build_marker_batch
@@ -12,7 +19,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 def handle(ctx, request):
     broker = ctx.broker
     rm = broker.replica_manager
-    markers = []
+    markers, waiting = [], {}
     for marker in request.markers:
         topics = []
         batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.transaction_result,
@@ -28,6 +35,14 @@ def handle(ctx, request):
                 if error:
                     ctx.log.warning("txn_marker_rejected", topic=topic.name, partition=index, error=error.name)
                 partitions.append({"partition_index": index, "error_code": error})
+                if not error:
+                    # One entry per partition: a later marker there ends at least as far as an earlier one.
+                    waiting[(topic.name, index)] = (result.info.last_offset + 1, partitions[-1])
             topics.append({"name": topic.name, "partitions": partitions})
         markers.append({"producer_id": marker.producer_id, "topics": topics})
-    return {"markers": markers}
+    response = {"markers": markers}
+    if broker.cluster is None or not waiting:
+        return response
+    op = DelayedProduce(rm, waiting, response, broker.config["request.timeout.ms"])
+    rm.produce_purgatory.try_complete_else_watch(op, list(waiting))
+    return op.future

@@ -24,7 +24,9 @@ class DelayedProduce(DelayedOperation):
         self.response = response
 
     def _fail(self, entry: dict, error: ErrorCode) -> None:
-        entry.update(error_code=error, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+        entry["error_code"] = error
+        if "base_offset" in entry:   # a produce response's partition (others wait here too: markers, coordinators)
+            entry.update(base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
 
     def try_complete(self) -> bool:
         for tp, (required, entry) in list(self.waiting.items()):

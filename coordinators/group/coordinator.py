@@ -7,11 +7,15 @@ go through ``store(partition, records)``, which appends to
 ``__consumer_offsets`` and returns a Kafka error code; state changes only after
 the append succeeded, and the same ``replay`` rebuilds state at start-up.
 
+This module is membership and rebalancing; committed offsets are in
+``offsets.py``, loading and unloading shards in ``loader.py``, the admin APIs
+in ``admin.py`` (Kafka splits its coordinator from its metadata manager the
+same way).
+
 Invariants:
 * a member is answered at most once per parked JoinGroup/SyncGroup;
 * each member has one heartbeat timer, keyed by (group, member id);
-* each group has at most one join timer (delayed join or initial delay);
-* an offset is visible to OffsetFetch only once its record is in the log.
+* each group has at most one join timer (delayed join or initial delay).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from typing import Callable
 
 import structlog
 
-from coordinators.group import records
-from coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata
+from coordinators.group.admin import GroupAdmin
+from coordinators.group.group import GroupMetadata, MemberMetadata, join_result, sync_result
+from coordinators.group.loader import GroupLoader
+from coordinators.group.offsets import OffsetManager
 from coordinators.group.state import GroupState
 from coordinators.partitioning import partition_for
 from protocol.errors import ErrorCode
@@ -58,19 +64,7 @@ class GroupConfig:
                    offsets_retention_ms=config["offsets.retention.minutes"] * 60 * 1000)
 
 
-def join_result(error: ErrorCode, member_id: str = "", generation_id: int = -1, protocol_type: str | None = None,
-                protocol_name: str | None = None, leader: str = "", members: list | None = None) -> dict:
-    return {"error_code": error, "generation_id": generation_id, "protocol_type": protocol_type,
-            "protocol_name": protocol_name, "leader": leader, "member_id": member_id, "members": members or []}
-
-
-def sync_result(error: ErrorCode, assignment: bytes = b"", group: GroupMetadata | None = None) -> dict:
-    return {"error_code": error, "assignment": assignment,
-            "protocol_type": group.protocol_type if group else None,
-            "protocol_name": group.protocol_name if group else None}
-
-
-class GroupCoordinator:
+class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
     def __init__(self, config: GroupConfig, scheduler, store: Store) -> None:
         self.config = config
         self.scheduler = scheduler
@@ -490,332 +484,3 @@ class GroupCoordinator:
             self._remove_member_and_update_group(group, member, "left the group")
             errors.append(ErrorCode.NONE)
         return ErrorCode.NONE, errors
-
-    # ================================================================== offsets
-    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                       retention_time_ms: int, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
-                       partition_exists: Callable[[str, int], bool]) -> dict[tuple[str, int], ErrorCode]:
-        """Commit (offset, leader epoch, metadata) per partition; every partition gets an error code."""
-        def all_(error: ErrorCode) -> dict:
-            return {tp: error for tp in offsets}
-
-        if not group_id:
-            return all_(ErrorCode.INVALID_GROUP_ID)
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0 or member_id or group_instance_id is not None:
-                # A generation-aware commit needs a group that knows the member.
-                return all_(ErrorCode.ILLEGAL_GENERATION if generation_id >= 0 else ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
-        if group.is_(S.DEAD):
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        member = None
-        if not (generation_id < 0 and group.is_(S.EMPTY)):
-            # Only a group with no members takes commits from outside it (consumers using assign()).
-            error = self._validate_generation(group, member_id, group_instance_id, generation_id)
-            if not error and group.is_(S.COMPLETING_REBALANCE):
-                error = ErrorCode.REBALANCE_IN_PROGRESS
-            if error:
-                return all_(error)
-            member = group.members[member_id]
-        expire = -1
-        if retention_time_ms is not None and retention_time_ms >= 0:
-            expire = self.now_ms() + retention_time_ms
-        results, entries, accepted = self._offsets_to_write(group_id, offsets, partition_exists, expire)
-        error = self._store(group_id, entries)
-        for tp, committed in accepted.items():
-            results[tp] = error
-            if not error:
-                group.offsets[tp] = committed
-        if member is not None:
-            self._heartbeat(group, member)
-        if not accepted and group.is_(S.EMPTY) and not group.offsets:
-            self._maybe_drop_empty_group(group)
-        return results
-
-    def _offsets_to_write(self, group_id: str, offsets: dict, partition_exists, expire: int):
-        """Per-partition checks shared by both commits: (errors so far, records to append, accepted offsets)."""
-        now = self.now_ms()
-        results: dict[tuple[str, int], ErrorCode] = {}
-        entries, accepted = [], {}
-        for (topic, partition), (offset, leader_epoch, metadata) in offsets.items():
-            metadata = metadata or ""
-            if not partition_exists(topic, partition):
-                results[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                results[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                committed = CommittedOffset(offset, leader_epoch, metadata, now, expire)
-                accepted[(topic, partition)] = committed
-                entries.append(self._offset_record(group_id, topic, partition, committed))
-        return results, entries, accepted
-
-    def txn_commit_offsets(self, *, group_id: str, producer_id: int, producer_epoch: int, generation_id: int,
-                           member_id: str, group_instance_id: str | None,
-                           offsets: dict[tuple[str, int], tuple[int, int, str | None]],
-                           partition_exists: Callable[[str, int], bool]) -> dict[tuple[str, int], ErrorCode]:
-        """TxnOffsetCommit: offsets appended inside the producer's transaction, pending until its marker."""
-        def all_(error: ErrorCode) -> dict:
-            return {tp: error for tp in offsets}
-
-        if not group_id:
-            return all_(ErrorCode.INVALID_GROUP_ID)
-        group = self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
-        if group.is_(S.DEAD):
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            # v3+ (KIP-447): a consumer-group-aware producer proves it still belongs to the generation.
-            error = self._validate_generation(group, member_id, group_instance_id, generation_id)
-            if error:
-                return all_(error)
-        results, entries, accepted = self._offsets_to_write(group_id, offsets, partition_exists, -1)
-        error = self.store(self.partition_for(group_id), entries, producer_id=producer_id,
-                           producer_epoch=producer_epoch) if entries else ErrorCode.NONE
-        for tp, committed in accepted.items():
-            results[tp] = error
-            if not error:
-                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = committed
-        return results
-
-    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A transaction marker on an offsets partition: its pending offsets become committed, or go."""
-        for group in self.groups.values():
-            if self.partition_for(group.group_id) != partition:
-                continue
-            pending = group.pending_txn_offsets.pop(producer_id, None)
-            if pending and commit:
-                group.offsets.update(pending)
-
-    def unstable_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> set[tuple[str, int]]:
-        """Partitions with transactional offsets not yet committed or aborted (OffsetFetch require_stable)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return set()
-        return {tp for tp in partitions if group.has_pending_txn_offset(tp)}
-
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> dict[tuple[str, int], CommittedOffset | None]:
-        """Committed offsets of the partitions asked for (None: all the group has); None where none is."""
-        group = self.groups.get(group_id)
-        committed = group.offsets if group is not None and not group.is_(S.DEAD) else {}
-        if partitions is None:
-            return dict(committed)
-        return {tp: committed.get(tp) for tp in partitions}
-
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
-                       ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        group = self.groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        subscribed: set[str] | None = set()
-        if group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
-            subscribed = group.subscribed_topics()
-            if subscribed is None:   # not a consumer group: Kafka refuses while it has members
-                return ErrorCode.NON_EMPTY_GROUP, {}
-        results, entries = {}, []
-        for tp in partitions:
-            if tp[0] in subscribed:
-                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                continue
-            results[tp] = ErrorCode.NONE
-            if tp in group.offsets:
-                entries.append((records.offset_commit_key(group_id, *tp), None))
-        error = self._store(group_id, entries)
-        if error:
-            return error, {}
-        for tp, e in results.items():
-            if e == ErrorCode.NONE:
-                group.offsets.pop(tp, None)
-        return ErrorCode.NONE, results
-
-    def remove_topic_offsets(self, topic: str) -> int:
-        """A deleted topic's committed offsets go from every group (tombstones), as Kafka does."""
-        removed = 0
-        for group in list(self.groups.values()):
-            gone = [tp for tp in group.offsets if tp[0] == topic]
-            if not gone:
-                continue
-            if self._store(group.group_id, [(records.offset_commit_key(group.group_id, *tp), None) for tp in gone]):
-                continue
-            for tp in gone:
-                del group.offsets[tp]
-            removed += len(gone)
-        return removed
-
-    # ================================================================== admin
-    def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
-        results = {}
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if not group_id:
-                results[group_id] = ErrorCode.INVALID_GROUP_ID
-            elif group is None or group.is_(S.DEAD):
-                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-            elif not group.is_(S.EMPTY):
-                results[group_id] = ErrorCode.NON_EMPTY_GROUP
-            else:
-                entries = [(records.offset_commit_key(group_id, *tp), None) for tp in group.offsets]
-                entries.append((records.group_metadata_key(group_id), None))
-                error = self._store(group_id, entries)
-                if not error:
-                    self._mark_dead(group)
-                results[group_id] = error
-        return results
-
-    def _mark_dead(self, group: GroupMetadata) -> None:
-        group.transition_to(S.DEAD, self.now_ms())
-        group.offsets.clear()
-        self.scheduler.cancel(("join", group.group_id))
-        self.scheduler.cancel(("sync", group.group_id))
-        if self.groups.get(group.group_id) is group:
-            del self.groups[group.group_id]
-        log.info("group_deleted", group=group.group_id)
-
-    def describe_group(self, group_id: str) -> dict:
-        group = self.groups.get(group_id)
-        if group is None:
-            return {"error_code": 0, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
-                    "protocol_data": "", "members": []}
-        stable = group.is_(S.STABLE)
-        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                    "client_host": m.client_host,
-                    "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                    "member_assignment": m.assignment if stable else b""} for m in group.members.values()]
-        return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
-                "protocol_type": group.protocol_type or "",
-                "protocol_data": (group.protocol_name or "") if stable else "", "members": members}
-
-    def list_groups(self, states: set[str] | None = None) -> list[dict]:
-        wanted = {s.lower() for s in states} if states else None
-        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value}
-                for g in self.groups.values()
-                if not g.is_(S.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
-
-    # ================================================================== retention
-    def expire_offsets(self) -> int:
-        """Drop offsets past their retention (Kafka 2.1+ rules); returns how many expired."""
-        now = self.now_ms()
-        retention = self.config.offsets_retention_ms
-        expired_total = 0
-        for group in list(self.groups.values()):
-            if group.is_(S.DEAD):
-                continue
-            expired = []
-            for tp, committed in group.offsets.items():
-                if committed.expire_timestamp >= 0:
-                    due = now >= committed.expire_timestamp
-                elif group.protocol_type is None:        # standalone consumers: age of the commit
-                    due = now >= committed.commit_timestamp + retention
-                elif group.is_(S.EMPTY):                 # a group emptied: age of it being empty
-                    due = now >= max(group.state_timestamp_ms, committed.commit_timestamp) + retention
-                else:
-                    due = False
-                if due:
-                    expired.append(tp)
-            entries = [(records.offset_commit_key(group.group_id, *tp), None) for tp in expired]
-            drop_group = group.is_(S.EMPTY) and len(expired) == len(group.offsets) and not group.members
-            if drop_group:
-                entries.append((records.group_metadata_key(group.group_id), None))
-            if not entries or self._store(group.group_id, entries):
-                continue
-            for tp in expired:
-                del group.offsets[tp]
-            expired_total += len(expired)
-            if drop_group:
-                self._mark_dead(group)
-        if expired_total:
-            log.info("offsets_expired", count=expired_total)
-        return expired_total
-
-    # ================================================================== records and replay
-    @staticmethod
-    def _offset_record(group_id: str, topic: str, partition: int, c: CommittedOffset) -> tuple[bytes, bytes]:
-        return (records.offset_commit_key(group_id, topic, partition),
-                records.offset_commit_value(c.offset, c.leader_epoch, c.metadata, c.commit_timestamp,
-                                            c.expire_timestamp))
-
-    @staticmethod
-    def _group_record(group: GroupMetadata) -> tuple[bytes, bytes]:
-        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                    "client_host": m.client_host, "rebalance_timeout": m.rebalance_timeout_ms,
-                    "session_timeout": m.session_timeout_ms,
-                    "subscription": m.metadata_for(group.protocol_name) if group.protocol_name else b"",
-                    "assignment": m.assignment} for m in group.members.values()]
-        value = {"protocol_type": group.protocol_type or "", "generation": group.generation_id,
-                 "protocol": group.protocol_name, "leader": group.leader_id if group.members else None,
-                 "current_state_timestamp": group.state_timestamp_ms, "members": members}
-        return records.group_metadata_key(group.group_id), records.group_metadata_value(value)
-
-    def replay_stored(self, partition: int, stored) -> None:
-        """Apply one record read back from ``__consumer_offsets`` partition ``partition`` (a StoredRecord)."""
-        if stored.marker is not None:
-            self.complete_txn_offsets(partition, stored.producer_id, stored.marker)
-        else:
-            self.replay(stored.key, stored.value, stored.producer_id if stored.transactional else -1)
-
-    def replay(self, key: bytes, value: bytes | None, txn_producer_id: int = -1) -> None:
-        """Apply one __consumer_offsets record: the same path for start-up loading and nothing else.
-
-        A transactional offset record (``txn_producer_id`` >= 0) stays pending until its marker.
-        """
-        decoded_key = records.decode_key(key)
-        decoded = records.decode_value(decoded_key, value)
-        if isinstance(decoded_key, records.OffsetKey):
-            tp = (decoded_key.topic, decoded_key.partition)
-            group = self.groups.get(decoded_key.group)
-            if txn_producer_id >= 0 and decoded is not None:
-                if group is None:
-                    group = self.groups[decoded_key.group] = GroupMetadata(decoded_key.group)
-                group.pending_txn_offsets.setdefault(txn_producer_id, {})[tp] = CommittedOffset(
-                    decoded.offset, getattr(decoded, "leader_epoch", -1), decoded.metadata,
-                    decoded.commit_timestamp)
-                return
-            if decoded is None:
-                if group is not None:
-                    group.offsets.pop(tp, None)
-                return
-            if group is None:
-                group = self.groups[decoded_key.group] = GroupMetadata(decoded_key.group)
-            group.offsets[tp] = CommittedOffset(decoded.offset, getattr(decoded, "leader_epoch", -1),
-                                                decoded.metadata, decoded.commit_timestamp,
-                                                getattr(decoded, "expire_timestamp", -1))
-            return
-        group_id = decoded_key.group
-        if decoded is None:
-            self.groups.pop(group_id, None)
-            return
-        previous = self.groups.get(group_id)
-        offsets = previous.offsets if previous is not None else {}
-        group = GroupMetadata(group_id, generation_id=decoded.generation, protocol_type=decoded.protocol_type or None,
-                              protocol_name=decoded.protocol, state_timestamp_ms=decoded.current_state_timestamp,
-                              offsets=offsets)
-        if previous is not None:
-            group.pending_txn_offsets = previous.pending_txn_offsets
-        for m in decoded.members:
-            member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                    m.rebalance_timeout, m.session_timeout, group.protocol_type or "",
-                                    [(decoded.protocol or "", bytes(m.subscription))], bytes(m.assignment),
-                                    is_new=False)
-            group.members[member.member_id] = member
-            if member.group_instance_id is not None:
-                group.static_members[member.group_instance_id] = member.member_id
-        group.leader_id = decoded.leader if decoded.leader in group.members else next(iter(group.members), None)
-        # A loaded group with members resumes Stable; members that are gone expire by session timeout.
-        group.state = S.STABLE if group.members else S.EMPTY
-        self.groups[group_id] = group
-
-    def loaded(self) -> None:
-        """After replay: start the session timers of the members the log says exist."""
-        for group in self.groups.values():
-            for member in group.members.values():
-                self._heartbeat(group, member)
-
-    def shutdown(self) -> None:
-        """Unload: parked members are told to find the coordinator again; no timer fires afterwards."""
-        for group in self.groups.values():
-            for member in group.members.values():
-                self._answer_join(group, member, join_result(ErrorCode.NOT_COORDINATOR, member.member_id))
-                self._answer_sync(group, member, sync_result(ErrorCode.NOT_COORDINATOR))
-        self.scheduler.cancel_all()

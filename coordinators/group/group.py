@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from coordinators.group.state import GroupState, IllegalStateTransition
+from protocol.errors import ErrorCode
 
 
 @dataclass
@@ -237,3 +238,16 @@ class GroupMetadata:
         """The JoinGroup response's member list (sent to the leader only)."""
         return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                  "metadata": m.metadata_for(self.protocol_name)} for m in self.members.values()]
+
+
+# The shapes of JoinGroup and SyncGroup answers, which coordinator and loader both give.
+def join_result(error: ErrorCode, member_id: str = "", generation_id: int = -1, protocol_type: str | None = None,
+                protocol_name: str | None = None, leader: str = "", members: list | None = None) -> dict:
+    return {"error_code": error, "generation_id": generation_id, "protocol_type": protocol_type,
+            "protocol_name": protocol_name, "leader": leader, "member_id": member_id, "members": members or []}
+
+
+def sync_result(error: ErrorCode, assignment: bytes = b"", group: GroupMetadata | None = None) -> dict:
+    return {"error_code": error, "assignment": assignment,
+            "protocol_type": group.protocol_type if group else None,
+            "protocol_name": group.protocol_name if group else None}

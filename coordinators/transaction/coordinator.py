@@ -95,7 +95,7 @@ class TransactionCoordinator:
         self.new_producer_id = new_producer_id
         self.send_markers = send_markers
         self.transactions: dict[str, TransactionMetadata] = {}
-        self.coordinator_epoch = 0
+        self.coordinator_epochs: dict[int, int] = {}   # state partition -> its leader epoch when loaded
         self._tasks: set[asyncio.Task] = set()
         self._completions: dict[str, asyncio.Task] = {}
 
@@ -239,7 +239,7 @@ class TransactionCoordinator:
         self.scheduler.cancel(("txn-timeout", meta.transactional_id))
         log.info("transaction_prepared", transactional_id=meta.transactional_id, commit=commit,
                  partitions=len(meta.partitions))
-        self._completions[meta.transactional_id] = self._spawn(self._complete(meta))
+        self._start_completion(meta)
         return ErrorCode.NONE
 
     def completion(self, transactional_id: str) -> asyncio.Task | None:
@@ -247,11 +247,14 @@ class TransactionCoordinator:
         task = self._completions.get(transactional_id)
         return task if task is not None and not task.done() else None
 
+    def _start_completion(self, meta: TransactionMetadata) -> None:
+        self._completions[meta.transactional_id] = self._spawn(self._complete(meta))
+
     async def _complete(self, meta: TransactionMetadata) -> None:
-        """Write the markers, then the Complete state; retried until both are done."""
+        """Write the markers, then the Complete state; retried until both are done (or the shard unloads)."""
         commit = meta.state is T.PREPARE_COMMIT
-        marker = Marker(meta.producer_id, meta.producer_epoch, commit, self.coordinator_epoch,
-                        sorted(meta.partitions))
+        epoch = self.coordinator_epochs.get(self.partition_for(meta.transactional_id), 0)
+        marker = Marker(meta.producer_id, meta.producer_epoch, commit, epoch, sorted(meta.partitions))
         if marker.partitions:
             await self.send_markers(marker)
         target = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
@@ -302,7 +305,7 @@ class TransactionCoordinator:
             meta.state = T.ONGOING   # undo the in-memory step; the next sweep tries again
             return
         self.scheduler.cancel(("txn-timeout", meta.transactional_id))
-        self._spawn(self._complete(meta))
+        self._start_completion(meta)
 
     def expire_transactional_ids(self) -> int:
         now, expired = self.now_ms(), 0
@@ -354,17 +357,38 @@ class TransactionCoordinator:
         meta.last_update_ms = decoded.transaction_last_update_timestamp_ms
         self.transactions[transactional_id] = meta
 
-    def loaded(self) -> None:
-        """After replay: finish transactions a crash left prepared; time the open ones again."""
+    def loaded(self, partition: int | None = None, coordinator_epoch: int = 0) -> None:
+        """After replay (of one shard, or all): finish transactions a crash left prepared; time the open ones.
+
+        ``coordinator_epoch`` is the state partition's leader epoch: markers
+        carry it, so a partition leader can refuse a deposed coordinator's.
+        """
+        if partition is not None:
+            self.coordinator_epochs[partition] = coordinator_epoch
         for meta in self.transactions.values():
+            if partition is not None and self.partition_for(meta.transactional_id) != partition:
+                continue
             if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
                 log.info("transaction_resumed", transactional_id=meta.transactional_id, state=meta.state.label)
-                self._spawn(self._complete(meta))
+                self._start_completion(meta)
             elif meta.state is T.ONGOING:
                 remaining = max(0, meta.start_ms + meta.timeout_ms - self.now_ms())
                 transactional_id = meta.transactional_id
                 self.scheduler.schedule(("txn-timeout", transactional_id), remaining,
                                         lambda t=transactional_id: self._timed_out(t))
+
+    def unload_partition(self, partition: int) -> int:
+        """Leadership of a state partition left: forget its ids; their unfinished marker writes stop here
+        (the next coordinator finds the Prepare state in the log and finishes them)."""
+        gone = [t for t in self.transactions if self.partition_for(t) == partition]
+        for transactional_id in gone:
+            del self.transactions[transactional_id]
+            self.scheduler.cancel(("txn-timeout", transactional_id))
+            task = self._completions.pop(transactional_id, None)
+            if task is not None:
+                task.cancel()
+        self.coordinator_epochs.pop(partition, None)
+        return len(gone)
 
     def shutdown(self) -> None:
         self.scheduler.cancel_all()

@@ -1,0 +1,151 @@
+"""What a cluster broker keeps in ZooKeeper besides its membership: topics, their configs, producer ids.
+
+``ZkTopicStore`` is the broker's ``metadata`` in a cluster. New topics and
+new partitions are written to ``/brokers/topics/<topic>`` (the controller
+watches it and makes the leaders); configs to ``/config/topics/<topic>`` with
+a sequential ``/config/changes`` notification that every broker watches, so a
+config change applies on every replica, as in Kafka.
+
+``ZkProducerIdManager`` hands out producer ids from blocks claimed in
+``/latest_producer_id_block`` by conditional update, so no two brokers ever
+issue the same id. The next block is claimed in the background when the
+current one is 90 % used: the event loop only waits on ZooKeeper if ids run
+out faster than one round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import structlog
+
+from broker.cluster.assignment import assign_replicas
+from broker.cluster.zk_client import KafkaZkClient, TopicAssignment
+from broker.metadata import TopicMetadata
+
+log = structlog.get_logger("broker.cluster.zk_store")
+
+
+class ZkTopicStore:
+    """Topics as the controller reported them; configs from ZooKeeper."""
+
+    def __init__(self, member) -> None:
+        self.member = member
+        self.topics: dict[str, TopicMetadata] = {}
+        self.cluster_id = ""
+        self._changes_seen: set[str] = set()
+
+    def _live_racks(self) -> dict[int, str | None]:
+        return {b.broker_id: b.rack for b in self.member.cache.brokers.values()}
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+                     assignment: list[list[int]] | None = None) -> TopicMetadata:
+        """Write the assignment to ZooKeeper (in the background); the controller takes it from there.
+
+        ``assignment``: replicas per partition as the client asked (CreateTopics' assignments), else spread.
+        """
+        replicas = dict(enumerate(assignment)) if assignment else \
+            assign_replicas(self._live_racks(), partitions, replication_factor)
+        topic = TopicAssignment(name, uuid.uuid4().bytes, replicas)
+        self.member.spawn(self.member.write_topic(topic, configs))
+        return TopicMetadata(name, topic.topic_id, partitions, replication_factor, dict(configs))
+
+    def set_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> None:
+        """CreatePartitions: extend the topic's assignment in ZooKeeper; the controller elects the new leaders."""
+        self.member.spawn(self._add_partitions(name, count, assignment))
+
+    async def _add_partitions(self, name: str, count: int, assignment: list[list[int]] | None) -> None:
+        zk = self.member.zk
+        current = await self.member.zk_call(zk.topic_assignment, name)
+        if current is None:
+            return
+        first = len(current.partitions)
+        if assignment:
+            added = {first + i: list(r) for i, r in enumerate(assignment)}
+        else:
+            rf = len(current.partitions.get(0, [])) or 1
+            spread = assign_replicas(self._live_racks(), count, rf)
+            added = {p: spread[p] for p in range(first, count)}
+        await self.member.zk_call(zk.set_topic_assignment,
+                                  TopicAssignment(name, current.topic_id, {**current.partitions, **added}))
+        log.info("partitions_added", topic=name, partitions=count)
+
+    def delete_topic(self, name: str) -> None:
+        self.member.spawn(self.member.zk_call(self.member.zk.mark_topic_for_deletion, name))
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.member.spawn(self.member.zk_call(self.member.zk.set_topic_config, name, configs))
+
+    # ------------------------------------------------------------------ config change notifications
+    async def watch_config_changes(self) -> None:
+        """Start watching ``/config/changes``; notifications that exist already were applied by the topic loads."""
+        self._changes_seen = set(await self.member.zk_call(self.member.zk.config_changes, self._fire))
+
+    def _fire(self, _event) -> None:   # kazoo's thread
+        self.member.loop.call_soon_threadsafe(lambda: self.member.spawn(self._apply_config_changes()))
+
+    async def _apply_config_changes(self) -> None:
+        zk = self.member.zk
+        names = await self.member.zk_call(zk.config_changes, self._fire)
+        for change in names:
+            if change in self._changes_seen:
+                continue
+            self._changes_seen.add(change)
+            entity = await self.member.zk_call(zk.config_change, change)
+            if not entity or not entity.startswith("topics/"):
+                continue
+            topic = entity.split("/", 1)[1]
+            meta = self.topics.get(topic)
+            if meta is None:
+                continue
+            meta.configs = await self.member.zk_call(zk.topic_config, topic)
+            broker = self.member.broker
+            broker.replica_manager.update_config(topic, broker.topic_config(topic))
+            log.info("topic_config_changed", topic=topic, configs=meta.configs)
+
+
+class ZkProducerIdManager:
+    """Producer ids in blocks from ``/latest_producer_id_block`` (see the module docstring)."""
+
+    def __init__(self, zk: KafkaZkClient, broker_id: int) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.next_id = 0
+        self.block_start = 0
+        self.block_end = -1
+        self._prefetch: asyncio.Task | None = None
+        self._next_block: tuple[int, int] | None = None
+
+    async def start(self) -> None:
+        """Claim the first block before the broker serves, so no request waits for it."""
+        await self._fetch_next_block()
+
+    def generate(self) -> int:
+        if self.next_id > self.block_end:
+            self._take_next_block()
+        producer_id = self.next_id
+        self.next_id += 1
+        used = (self.next_id - self.block_start) / max(1, self.block_end - self.block_start + 1)
+        if used >= 0.9 and self._next_block is None and self._prefetch is None:
+            self._prefetch = asyncio.get_running_loop().create_task(self._fetch_next_block())
+        return producer_id
+
+    def _take_next_block(self) -> None:
+        block = self._next_block
+        if block is None:
+            # Ids ran out before the background claim finished (or at the first id): claim here.
+            block = self.zk.allocate_producer_id_block(self.broker_id)
+        self._next_block = None
+        self.block_start, self.block_end = block
+        self.next_id = self.block_start
+        log.info("producer_id_block", start=self.block_start, end=self.block_end)
+
+    async def _fetch_next_block(self) -> None:
+        try:
+            self._next_block = await asyncio.to_thread(self.zk.allocate_producer_id_block, self.broker_id)
+        except Exception as exc:   # ZooKeeper away: the next block is claimed when it is needed
+            log.warning("producer_id_block_prefetch_failed", error=str(exc))
+        finally:
+            self._prefetch = None

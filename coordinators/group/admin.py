@@ -1,0 +1,67 @@
+"""Group administration: DeleteGroups, DescribeGroups and ListGroups, and how a group dies.
+
+Mixed into ``GroupCoordinator``.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from coordinators.group import records
+from coordinators.group.group import GroupMetadata
+from coordinators.group.state import GroupState
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger("coordinators.group")
+
+S = GroupState
+
+
+class GroupAdmin:
+    def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        results = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if not group_id:
+                results[group_id] = ErrorCode.INVALID_GROUP_ID
+            elif group is None or group.is_(S.DEAD):
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif not group.is_(S.EMPTY):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                entries = [(records.offset_commit_key(group_id, *tp), None) for tp in group.offsets]
+                entries.append((records.group_metadata_key(group_id), None))
+                error = self._store(group_id, entries)
+                if not error:
+                    self._mark_dead(group)
+                results[group_id] = error
+        return results
+
+    def _mark_dead(self, group: GroupMetadata) -> None:
+        group.transition_to(S.DEAD, self.now_ms())
+        group.offsets.clear()
+        self.scheduler.cancel(("join", group.group_id))
+        self.scheduler.cancel(("sync", group.group_id))
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+        log.info("group_deleted", group=group.group_id)
+
+    def describe_group(self, group_id: str) -> dict:
+        group = self.groups.get(group_id)
+        if group is None:
+            return {"error_code": 0, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
+                    "protocol_data": "", "members": []}
+        stable = group.is_(S.STABLE)
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment if stable else b""} for m in group.members.values()]
+        return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": (group.protocol_name or "") if stable else "", "members": members}
+
+    def list_groups(self, states: set[str] | None = None) -> list[dict]:
+        wanted = {s.lower() for s in states} if states else None
+        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value}
+                for g in self.groups.values()
+                if not g.is_(S.DEAD) and (wanted is None or g.state.value.lower() in wanted)]

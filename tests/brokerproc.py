@@ -68,6 +68,13 @@ class BrokerProcess:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
 
+    def pause(self) -> None:
+        """SIGSTOP: the process stays, its sockets stay open, it answers nothing."""
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM and wait: the broker's graceful shutdown. Returns its exit code."""
         if self.proc is None:

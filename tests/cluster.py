@@ -6,7 +6,11 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.admin import NewTopic
+
 from broker.cluster.zookeeper_server import ZooKeeperServer
+from protocol.records import split_batches
 from tests.brokerproc import BrokerProcess
 
 CLUSTER_OVERRIDES = {
@@ -71,3 +75,48 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message:
             return last
         time.sleep(interval)
     raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")
+
+
+def describe(bootstrap: str, topic: str) -> dict[int, dict]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    try:
+        found = admin.describe_topics([topic])[0]
+    finally:
+        admin.close()
+    return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"], "isr": p["isr_nodes"]}
+            for p in found["partitions"]}
+
+
+def create(bootstrap: str, topic: str, partitions: int = 3, rf: int = 3, configs=None) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, rf, topic_configs=configs or {})], timeout_ms=30000)
+    finally:
+        admin.close()
+
+
+def batches(data_dir: str, topic: str, partition: int) -> list[bytes]:
+    """Every batch in a replica's .log files, byte for byte."""
+    folder = os.path.join(data_dir, f"{topic}-{partition}")
+    out = []
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".log")):
+        with open(os.path.join(folder, name), "rb") as f:
+            data = f.read()
+        out += [bytes(data[pos:pos + h.size]) for pos, h in split_batches(data)]
+    return out
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int, bytes]]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000,
+                             auto_offset_reset="earliest")
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    out = []
+    for record in consumer:
+        out.append((record.partition, record.offset, record.value))
+    consumer.close()
+    return out
+
+
+def leader_of(bootstrap: str, topic: str, partition: int) -> int:
+    return describe(bootstrap, topic)[partition]["leader"]

@@ -4,6 +4,7 @@ import uuid
 import pytest
 
 from tests.brokerproc import BrokerProcess
+from tests.cluster import Cluster
 
 
 @pytest.fixture(scope="session")
@@ -13,6 +14,15 @@ def broker(tmp_path_factory):
     yield proc
     code = proc.stop()
     assert code == 0, f"broker exited {code} on SIGTERM:\n{proc.tail_log()}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """ZooKeeper and three brokers, one cluster per test module; every broker must stop cleanly at the end."""
+    c = Cluster(str(tmp_path_factory.mktemp("cluster"))).start()
+    yield c
+    codes = c.stop()
+    assert all(code == 0 for code in codes.values() if code is not None), codes
 
 
 @pytest.fixture

@@ -5,13 +5,18 @@ Each poll's records are transformed (value upper-cased, the ``i`` header
 kept) and written to OUTPUT inside a transaction together with the input
 offsets (``send_offsets_to_transaction``), then committed. It prints
 ``committed N`` after each commit.
+
+Errors are handled as a Kafka application must: a retriable failure of a
+commit is retried, an abortable one aborts the transaction and rewinds the
+consumer to its committed offsets, anything fatal ends the process (the
+test restarts it, and the restart fences the old instance).
 """
 
 from __future__ import annotations
 
 import sys
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 
 def main() -> None:
@@ -30,16 +35,39 @@ def main() -> None:
         messages = [m for m in consumer.consume(50, timeout=0.2) if not m.error()]
         if not messages:
             continue
-        producer.begin_transaction()
-        for m in messages:
-            producer.produce(sink, m.value().upper(), key=m.key(), headers=m.headers(), partition=m.partition())
-        positions = {}
-        for m in messages:
-            positions[m.partition()] = m.offset() + 1
-        producer.send_offsets_to_transaction([TopicPartition(source, p, o) for p, o in positions.items()],
-                                             consumer.consumer_group_metadata(), 30)
-        producer.commit_transaction(30)
+        try:
+            transform(producer, consumer, messages, source, sink)
+        except KafkaException as exc:
+            if not exc.args[0].txn_requires_abort():
+                raise
+            producer.abort_transaction(30)
+            rewind(consumer)
+            continue
         print(f"committed {len(messages)}", flush=True)
+
+
+def transform(producer, consumer, messages, source: str, sink: str) -> None:
+    producer.begin_transaction()
+    for m in messages:
+        producer.produce(sink, m.value().upper(), key=m.key(), headers=m.headers(), partition=m.partition())
+    positions = {}
+    for m in messages:
+        positions[m.partition()] = m.offset() + 1
+    producer.send_offsets_to_transaction([TopicPartition(source, p, o) for p, o in positions.items()],
+                                         consumer.consumer_group_metadata(), 30)
+    while True:
+        try:
+            producer.commit_transaction(30)
+            return
+        except KafkaException as exc:
+            if not exc.args[0].retriable():
+                raise
+
+
+def rewind(consumer) -> None:
+    """After an abort: read again from the group's committed offsets (what the aborted batch did not move)."""
+    for tp in consumer.committed(consumer.assignment(), 30):
+        consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
 
 
 if __name__ == "__main__":

@@ -2,65 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka import KafkaProducer
 
-from protocol.records import split_batches
-from tests.cluster import Cluster, wait_until
+from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(str(tmp_path_factory.mktemp("cluster"))).start()
-    yield c
-    codes = c.stop()
-    assert all(code == 0 for code in codes.values() if code is not None), codes
-
-
-def describe(bootstrap: str, topic: str) -> dict[int, dict]:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
-    try:
-        found = admin.describe_topics([topic])[0]
-    finally:
-        admin.close()
-    return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"], "isr": p["isr_nodes"]}
-            for p in found["partitions"]}
-
-
-def create(bootstrap: str, topic: str, partitions: int = 3, rf: int = 3, configs=None) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, rf, topic_configs=configs or {})], timeout_ms=30000)
-    finally:
-        admin.close()
-
-
-def batches(data_dir: str, topic: str, partition: int) -> list[bytes]:
-    """Every batch in a replica's .log files, byte for byte."""
-    folder = os.path.join(data_dir, f"{topic}-{partition}")
-    out = []
-    for name in sorted(n for n in os.listdir(folder) if n.endswith(".log")):
-        with open(os.path.join(folder, name), "rb") as f:
-            data = f.read()
-        out += [bytes(data[pos:pos + h.size]) for pos, h in split_batches(data)]
-    return out
-
-
-def consume_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int, bytes]]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000,
-                             auto_offset_reset="earliest")
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    consumer.assign(tps)
-    out = []
-    for record in consumer:
-        out.append((record.partition, record.offset, record.value))
-    consumer.close()
-    return out
 
 
 def test_replication_factor_three_copies_every_batch_to_every_replica(cluster, topic_name):
@@ -92,10 +39,6 @@ def test_too_few_brokers_is_invalid_replication_factor(cluster, topic_name):
 
     with pytest.raises(InvalidReplicationFactorError):
         create(cluster.bootstrap, topic_name, 1, 4)
-
-
-def _leader_of(bootstrap: str, topic: str, partition: int) -> int:
-    return describe(bootstrap, topic)[partition]["leader"]
 
 
 def _produce_while(cluster, topic: str, action, count: int = 3000) -> set[bytes]:
@@ -151,9 +94,9 @@ def test_kill_leader_during_acks_all_idempotent_produce_loses_nothing(cluster, t
         for _ in range(3):
             wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2,
                        "full ISR before the kill")
-            leader = wait_until(lambda: _leader_of(cluster.bootstrap, topic_name, 0), 30, 0.2, "a leader")
+            leader = wait_until(lambda: leader_of(cluster.bootstrap, topic_name, 0), 30, 0.2, "a leader")
             cluster.brokers[leader].kill()
-            wait_until(lambda: _leader_of(cluster.bootstrap, topic_name, 0) not in (leader, -1), 30, 0.2,
+            wait_until(lambda: leader_of(cluster.bootstrap, topic_name, 0) not in (leader, -1), 30, 0.2,
                        "a new leader")
             cluster.brokers[leader].start()
 

@@ -1,0 +1,157 @@
+"""Coordinators in a cluster: a consumer group and an exactly-once pipeline outlive kill -9 of the broker that
+coordinates them (and of partition leaders), because coordinator state is replicated like any partition."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
+
+from coordinators.partitioning import partition_for
+from tests.brokerproc import ROOT
+from tests.cluster import CLUSTER_OVERRIDES, create, leader_of, wait_until
+from tests.integration.groupworkers import fill
+from tests.integration.test_exactly_once import PARTITIONS, committed_output
+
+pytestmark = pytest.mark.timeout(300)
+
+INTERNAL_PARTITIONS = int(CLUSTER_OVERRIDES["offsets.topic.num.partitions"])
+
+
+def coordinator_of(cluster, internal_topic: str, key: str) -> int:
+    """The broker leading the internal partition that coordinates ``key`` (a group or transactional id)."""
+    partition = partition_for(key, INTERNAL_PARTITIONS)
+    return wait_until(lambda: max(leader_of(cluster.bootstrap, internal_topic, partition), 0), 30, 0.2,
+                      f"a leader of {internal_topic}-{partition}")
+
+
+def kill_and_wait_moved(cluster, broker_id: int, topic: str, partition: int) -> None:
+    """kill -9 one broker, wait until ``topic-partition`` is led elsewhere, start the broker again."""
+    cluster.brokers[broker_id].kill()
+    wait_until(lambda: leader_of(cluster.bootstrap, topic, partition) not in (broker_id, -1), 30, 0.2,
+               f"{topic}-{partition} led by another broker")
+    cluster.brokers[broker_id].start()
+
+
+def group_consumer(cluster, topic: str, group: str) -> KafkaConsumer:
+    return KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id=group, enable_auto_commit=False,
+                         auto_offset_reset="earliest", session_timeout_ms=6000, heartbeat_interval_ms=500,
+                         max_poll_records=100, request_timeout_ms=15000, retry_backoff_ms=200)
+
+
+def consume(consumer: KafkaConsumer, until, timeout: float = 90) -> list[int]:
+    """Poll and commit synchronously after each poll until ``until(seen)``; commits that meet a failover
+    are retried by the next round (the records stay uncommitted meanwhile)."""
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout
+    while not until(seen) and time.monotonic() < deadline:
+        for records in consumer.poll(500).values():
+            seen += [int(dict(r.headers)["i"]) for r in records]
+        try:
+            consumer.commit()
+        except KafkaError:
+            pass
+    assert until(seen), f"consumer stuck after {len(seen)} records"
+    return seen
+
+
+def commit_until_done(consumer: KafkaConsumer) -> None:
+    def committed():
+        consumer.commit()
+        return True
+    wait_until(committed, 30, 0.5, "a final commit")
+
+
+def test_consumer_group_resumes_from_committed_offsets_across_coordinator_kills(cluster, topic_name):
+    create(cluster.bootstrap, topic_name, 3, 3)
+    fill(cluster.bootstrap, topic_name, 3000)
+    group = f"group-{topic_name}"
+    first = group_consumer(cluster, topic_name, group)
+    before = consume(first, lambda seen: len(seen) >= 1000)
+    commit_until_done(first)
+    first.close()
+
+    offsets_partition = partition_for(group, INTERNAL_PARTITIONS)
+    kill_and_wait_moved(cluster, coordinator_of(cluster, "__consumer_offsets", group), "__consumer_offsets",
+                        offsets_partition)
+    second = group_consumer(cluster, topic_name, group)
+    resumed = consume(second, lambda seen: len(seen) >= 500)
+    # The coordinator of the group changes again while this member consumes.
+    kill_and_wait_moved(cluster, coordinator_of(cluster, "__consumer_offsets", group), "__consumer_offsets",
+                        offsets_partition)
+    rest = consume(second, lambda seen: len(set(before) | set(resumed) | set(seen)) >= 3000)
+    commit_until_done(second)
+    second.close()
+
+    after = set(resumed) | set(rest)
+    assert not set(before) & after, "the second member started from the first one's committed offsets"
+    assert set(before) | after == set(range(3000))
+    checker = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=group, enable_auto_commit=False)
+    tps = [TopicPartition(topic_name, p) for p in range(3)]
+    ends = checker.end_offsets(tps)
+    assert {tp: checker.committed(tp) for tp in tps} == ends, "the last commit survived both failovers"
+    checker.close()
+
+
+class Worker:
+    """The eos_worker process, restarted whenever it exits (a fatal error ends it; the restart fences it)."""
+
+    def __init__(self, cmd: list[str]) -> None:
+        self.cmd = cmd
+        self.commits: queue.Queue = queue.Queue()
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._proc: subprocess.Popen | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          text=True)
+            for line in self._proc.stdout:
+                self.commits.put(line)
+            self._proc.wait()
+            self.restarts += 1
+
+    def wait_commits(self, n: int, timeout: float = 60) -> None:
+        for _ in range(n):
+            self.commits.get(timeout=timeout)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._proc is not None:
+            self._proc.kill()
+        self._thread.join(10)
+
+
+def test_exactly_once_across_kills_of_the_transaction_coordinator_and_a_leader(cluster, topic_name):
+    source, sink = f"{topic_name}-in", f"{topic_name}-out"
+    create(cluster.bootstrap, source, PARTITIONS, 3)
+    create(cluster.bootstrap, sink, PARTITIONS, 3)
+    count = 3000
+    fill(cluster.bootstrap, source, count)
+    txn_id = f"eos-txn-{topic_name}"
+    worker = Worker([sys.executable, "-m", "tests.integration.eos_worker", cluster.bootstrap, source, sink,
+                     f"eos-{topic_name}", txn_id])
+    try:
+        worker.wait_commits(3)
+        kill_and_wait_moved(cluster, coordinator_of(cluster, "__transaction_state", txn_id), "__transaction_state",
+                            partition_for(txn_id, INTERNAL_PARTITIONS))
+        worker.wait_commits(3)
+        kill_and_wait_moved(cluster, leader_of(cluster.bootstrap, sink, 0), sink, 0)
+        worker.wait_commits(3)
+        out = wait_until(lambda: (lambda o: o if len(o) >= count else None)(committed_output(cluster.bootstrap,
+                                                                                               sink)),
+                         120, 1.0, "every input record in the output")
+    finally:
+        worker.stop()
+    duplicates = len(out) - len(set(out))
+    assert duplicates == 0, f"{duplicates} records in the output twice"
+    assert sorted(out) == list(range(count))

@@ -1,0 +1,225 @@
+"""Faults and bad input in a cluster: controller kill -9, a divergent leader returning, a broker paused past its
+ZooKeeper session, ZooKeeper itself going away, and requests that carry stale epochs or a stranger's replica id."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+
+from broker.cluster.zk_client import KafkaZkClient
+from client.connection import KafkaConnection
+from protocol.errors import ErrorCode
+from protocol.records import build_batch
+from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
+
+pytestmark = pytest.mark.timeout(300)
+
+PRODUCE, FETCH, LEADER_AND_ISR = 0, 1, 4
+
+
+def controller_of(cluster) -> int:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
+    try:
+        return admin.describe_cluster()["controller_id"]
+    finally:
+        admin.close()
+
+
+def zk(cluster) -> KafkaZkClient:
+    client = KafkaZkClient(cluster.zookeeper.connect + "/kbroker", 6000)
+    client.start()
+    return client
+
+
+def produce_values(cluster, topic: str, values: list[bytes], acks="all") -> None:
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks=acks, linger_ms=2, retries=20,
+                             retry_backoff_ms=200, request_timeout_ms=15000)
+    for v in values:
+        producer.send(topic, value=v, partition=0)
+    producer.flush(60)
+    producer.close()
+
+
+async def request(broker, api_key: int, version: int, body: dict):
+    conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="fault-test")
+    try:
+        return await conn.request(api_key, version, body)
+    finally:
+        await conn.close()
+
+
+def produce_body(topic: str, value: bytes, acks: int = 1) -> dict:
+    batch = build_batch([(None, value, [])], timestamp_ms=int(time.time() * 1000))
+    return {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+
+
+def produce_error(response) -> ErrorCode:
+    return ErrorCode(response.responses[0].partition_responses[0].error_code)
+
+
+def replicas_converge(cluster, topic: str, broker_ids) -> None:
+    wait_until(lambda: len({tuple(batches(cluster.brokers[b].data_dir, topic, 0)) for b in broker_ids}) == 1,
+               30, 0.2, f"the .log batches of {topic}-0 identical on {sorted(broker_ids)}")
+
+
+def test_controller_kill_elects_a_new_controller_that_gives_new_topics_leaders(cluster, topic_name):
+    old = wait_until(lambda: max(controller_of(cluster), 0), 30, 0.2, "a controller")
+    cluster.brokers[old].kill()
+    try:
+        new = wait_until(lambda: (lambda c: c if c not in (old, -1) else 0)(controller_of(cluster)), 30, 0.2,
+                         "a new controller")
+        assert new != old
+        create(cluster.bootstrap, topic_name, 4, 2)
+        parts = describe(cluster.bootstrap, topic_name)
+        assert sorted(parts) == [0, 1, 2, 3]
+        assert all(p["leader"] in p["replicas"] and p["leader"] != old for p in parts.values()), parts
+    finally:
+        cluster.brokers[old].start()
+    wait_until(lambda: all(len(p["isr"]) == 2 for p in describe(cluster.bootstrap, topic_name).values()), 30, 0.2,
+               "the restarted broker back in its ISRs")
+
+
+def test_divergent_leader_truncates_to_the_new_leader_and_converges(cluster, topic_name):
+    """KIP-101: records only the old leader had (acks=1, followers paused) are cut when it returns."""
+    create(cluster.bootstrap, topic_name, 1, 2, {"min.insync.replicas": "1"})
+    produce_values(cluster, topic_name, [b"both-%d" % i for i in range(100)])
+    parts = describe(cluster.bootstrap, topic_name)[0]
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 2, 30, 0.2, "full ISR")
+    old_leader = parts["leader"]
+    follower = next(r for r in parts["replicas"] if r != old_leader)
+    replicas_converge(cluster, topic_name, parts["replicas"])
+
+    cluster.brokers[follower].pause()
+    try:
+        # Its parked fetch expires (replica.fetch.wait.max.ms) and it asks for no more: nothing written
+        # from now on leaves the leader.
+        time.sleep(1)
+        for i in range(20):   # acks=1: only the old leader ever has these
+            response = asyncio.run(request(cluster.brokers[old_leader], PRODUCE, 9,
+                                           produce_body(topic_name, b"lost-%d" % i)))
+            assert produce_error(response) == ErrorCode.NONE
+        cluster.brokers[old_leader].kill()
+    finally:
+        cluster.brokers[follower].resume()
+    wait_until(lambda: leader_of(cluster.bootstrap, topic_name, 0) == follower, 30, 0.2, "the follower leads")
+    produce_values(cluster, topic_name, [b"new-%d" % i for i in range(30)], acks=1)
+    diverged = batches(cluster.brokers[old_leader].data_dir, topic_name, 0)
+    cluster.brokers[old_leader].start()
+    replicas_converge(cluster, topic_name, parts["replicas"])
+    converged = batches(cluster.brokers[old_leader].data_dir, topic_name, 0)
+    assert converged != diverged, "the divergent tail was cut"
+    values = [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)]
+    assert values == [b"both-%d" % i for i in range(100)] + [b"new-%d" % i for i in range(30)]
+
+
+def test_broker_paused_past_its_session_is_fenced_and_rejoins_as_follower(cluster, topic_name):
+    create(cluster.bootstrap, topic_name, 1, 3, {"min.insync.replicas": "2"})
+    produce_values(cluster, topic_name, [b"before-%d" % i for i in range(50)])
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
+    stale = leader_of(cluster.bootstrap, topic_name, 0)
+    others = [b for b in cluster.brokers if b != stale]
+
+    async def write_to_the_paused_leader():
+        conn = await KafkaConnection.open("127.0.0.1", cluster.brokers[stale].port, client_id="stale")
+        try:
+            cluster.brokers[stale].pause()
+            try:
+                # Sent while it sleeps: the first thing it reads when it wakes.
+                pending = asyncio.ensure_future(conn.request(PRODUCE, 9, produce_body(topic_name, b"stale")))
+                await asyncio.sleep(0.2)
+                wait_until(lambda: leader_of(",".join(cluster.brokers[b].bootstrap for b in others),
+                                             topic_name, 0) in others, 30, 0.3, "a new leader")
+            finally:
+                cluster.brokers[stale].resume()
+            return produce_error(await pending)
+        finally:
+            await conn.close()
+
+    assert asyncio.run(write_to_the_paused_leader()) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    produce_values(cluster, topic_name, [b"after-%d" % i for i in range(50)])
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 60, 0.3,
+               "the paused broker back in the ISR")
+    replicas_converge(cluster, topic_name, list(cluster.brokers))
+    values = [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)]
+    assert values == [b"before-%d" % i for i in range(50)] + [b"after-%d" % i for i in range(50)]
+
+
+def test_zookeeper_away_leaders_keep_serving_and_metadata_changes_resume(cluster, topic_name):
+    create(cluster.bootstrap, topic_name, 1, 3)
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
+    cluster.zookeeper.stop()
+    try:
+        produce_values(cluster, topic_name, [b"zk-away-%d" % i for i in range(100)])
+        assert len(consume_all(cluster.bootstrap, topic_name, 1)) == 100
+        time.sleep(4)   # past the session timeout: nothing expires while the ensemble is down
+        produce_values(cluster, topic_name, [b"still-%d" % i for i in range(100)])
+    finally:
+        cluster.zookeeper.start()
+    create(cluster.bootstrap, f"{topic_name}-later", 2, 3)
+    parts = describe(cluster.bootstrap, f"{topic_name}-later")
+    assert all(p["leader"] >= 0 for p in parts.values()), parts
+    values = [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)]
+    assert values == [b"zk-away-%d" % i for i in range(100)] + [b"still-%d" % i for i in range(100)]
+    replicas_converge(cluster, topic_name, list(cluster.brokers))
+
+
+def _leader_and_isr(topic: str, topic_id: bytes, controller_epoch: int, leader: int, leader_epoch: int,
+                    replicas: list[int]) -> dict:
+    return {"controller_id": 99, "controller_epoch": controller_epoch, "broker_epoch": -1, "type": 0,
+            "topic_states": [{"topic_name": topic, "topic_id": topic_id, "partition_states": [
+                {"partition_index": 0, "controller_epoch": controller_epoch, "leader": leader,
+                 "leader_epoch": leader_epoch, "isr": replicas, "partition_epoch": 1000, "replicas": replicas,
+                 "adding_replicas": [], "removing_replicas": [], "is_new": False}]}],
+            "live_leaders": []}
+
+
+def test_stale_controller_requests_and_strangers_fetches_change_nothing(cluster, topic_name):
+    create(cluster.bootstrap, topic_name, 1, 3)
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
+    # A clean restart of the leader moves leadership once, so there is an older leader epoch to send.
+    first = leader_of(cluster.bootstrap, topic_name, 0)
+    assert cluster.brokers[first].stop() == 0
+    cluster.brokers[first].start()
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR again")
+    client = zk(cluster)
+    try:
+        state = client.partition_state(topic_name, 0)
+        controller_epoch = client.controller_epoch()
+        topic_id = client.topic_assignment(topic_name).topic_id
+    finally:
+        client.stop()
+    assert state.leader_epoch >= 1
+    follower = next(b for b in state.isr if b != state.leader)
+    replicas = sorted(cluster.brokers)
+
+    stale_controller = asyncio.run(request(cluster.brokers[follower], LEADER_AND_ISR, 7, _leader_and_isr(
+        topic_name, topic_id, controller_epoch - 1, follower, state.leader_epoch + 10, replicas)))
+    assert stale_controller.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    older_leader_epoch = asyncio.run(request(cluster.brokers[follower], LEADER_AND_ISR, 7, _leader_and_isr(
+        topic_name, topic_id, controller_epoch, follower, state.leader_epoch - 1, replicas)))
+    assert older_leader_epoch.error_code == ErrorCode.NONE
+    assert older_leader_epoch.topics[0].partition_errors[0].error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    # The follower still follows: a write to it is refused, the leader's writes reach it.
+    refused = asyncio.run(request(cluster.brokers[follower], PRODUCE, 9, produce_body(topic_name, b"x")))
+    assert produce_error(refused) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    stranger = asyncio.run(request(cluster.brokers[state.leader], FETCH, 12, {
+        "replica_id": 42, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
+            {"partition": 0, "current_leader_epoch": state.leader_epoch, "fetch_offset": 0,
+             "last_fetched_epoch": -1, "partition_max_bytes": 1 << 20}]}]}))
+    assert stranger.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    fenced = asyncio.run(request(cluster.brokers[state.leader], FETCH, 12, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
+            {"partition": 0, "current_leader_epoch": state.leader_epoch - 1, "fetch_offset": 0,
+             "last_fetched_epoch": -1, "partition_max_bytes": 1 << 20}]}]}))
+    assert fenced.responses[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
+
+    produce_values(cluster, topic_name, [b"ok-%d" % i for i in range(20)])
+    assert leader_of(cluster.bootstrap, topic_name, 0) == state.leader
+    replicas_converge(cluster, topic_name, replicas)

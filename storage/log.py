@@ -22,17 +22,11 @@ from dataclasses import dataclass
 
 import structlog
 
-from protocol.records import CONTROL_ABORT, BatchHeader, control_type, patch_base_offset
+from protocol.records import BatchHeader, patch_base_offset
 from storage.log_config import LogConfig
-from storage.producer_state import (
-    SNAPSHOT_SUFFIX,
-    CorruptSnapshot,
-    ProducerStateManager,
-    decode_snapshot,
-    encode_snapshot,
-)
+from storage.producer_log import ProducerLogMixin
+from storage.producer_state import ProducerStateManager
 from storage.replica_log import ReplicaLogMixin
-from storage.transaction_index import AbortedTxn
 from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
 log = structlog.get_logger("storage.log")
@@ -66,7 +60,7 @@ def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
-class Log(ReplicaLogMixin):
+class Log(ProducerLogMixin, ReplicaLogMixin):
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
                  clean_shutdown: bool = False, clock=time.time) -> None:
@@ -136,94 +130,6 @@ class Log(ReplicaLogMixin):
         self.log_end_offset = max(last, self.segments[-1].base_offset)
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         self._rebuild_producer_state(scanned)
-
-    # ------------------------------------------------------------------ producer state and snapshots
-    def _snapshot_path(self, offset: int) -> str:
-        return os.path.join(self.directory, segment_name(offset) + SNAPSHOT_SUFFIX)
-
-    def _snapshot_offsets(self) -> list[int]:
-        return sorted(int(os.path.basename(p)[:20])
-                      for p in glob.glob(os.path.join(self.directory, "*" + SNAPSHOT_SUFFIX)))
-
-    def _load_snapshot(self) -> int | None:
-        """Load the newest sound snapshot at or below the log end; its offset, or None if there is none."""
-        for offset in reversed(self._snapshot_offsets()):
-            path = self._snapshot_path(offset)
-            if offset > self.log_end_offset:   # written for data a crash took away
-                os.unlink(path)
-                continue
-            try:
-                with open(path, "rb") as f:
-                    decode_snapshot(f.read(), self.producer_state)
-                return offset
-            except CorruptSnapshot as exc:
-                log.warning("producer_snapshot_corrupt", topic=self.topic, partition=self.partition,
-                            offset=offset, error=str(exc))
-                os.unlink(path)
-        self.producer_state.clear()
-        return None
-
-    def _rebuild_producer_state(self, scanned: dict[int, list[tuple[int, BatchHeader]]]) -> None:
-        """Producer state, open transactions and aborted-transaction indexes, from the newest snapshot plus
-        the batches after it (or the whole log without one): start-up reads only what the snapshot lacks."""
-        snapshot = self._load_snapshot()
-        start = snapshot if snapshot is not None else -1
-        for i, segment in enumerate(self.segments):
-            if self._segment_end(i) <= start and segment.size:
-                continue   # covered by the snapshot, its .txnindex included
-            segment.txn_index.truncate_from(max(start, 0))
-            batches = scanned.get(i)
-            if batches is None:
-                batches = list(segment.iter_headers(0))
-            for position, header in batches:
-                if header.base_offset < start or not header.has_producer_id:
-                    continue
-                self.producer_state.update(header, header.base_offset)
-                if header.is_transactional:
-                    self._track_transaction(segment, header, header.base_offset,
-                                            lambda s=segment, h=header, p=position: os.pread(s.fileno(), h.size, p))
-        log.debug("producer_state_loaded", topic=self.topic, partition=self.partition, snapshot=snapshot,
-                  producers=len(self.producer_state.producers))
-
-    def take_snapshot(self) -> None:
-        """Write the producer state as of the log end offset (atomically), keeping the newest two."""
-        path = self._snapshot_path(self.log_end_offset)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(encode_snapshot(self.producer_state))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        for offset in self._snapshot_offsets()[:-2]:
-            try:
-                os.unlink(self._snapshot_path(offset))
-            except FileNotFoundError:
-                pass
-
-    def _track_transaction(self, segment: LogSegment, header: BatchHeader, first_offset: int, batch) -> None:
-        """Open a transaction on its first data batch; close it on its marker, indexing it if aborted."""
-        if not header.is_control:
-            self.producer_state.track_transaction(header, first_offset)
-            return
-        first = self.producer_state.complete_transaction(header.producer_id)
-        if first is not None and control_type(batch()) == CONTROL_ABORT:
-            marker = first_offset + header.last_offset_delta
-            unstable = self.producer_state.first_unstable_offset()
-            segment.txn_index.append(AbortedTxn(header.producer_id, first, marker,
-                                                marker + 1 if unstable is None else unstable))
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The first offset a read_committed consumer may not read: the oldest open transaction, or the HW."""
-        unstable = self.producer_state.first_unstable_offset()
-        return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
-
-    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """Aborted transactions with records in [fetch_offset, upper_bound), from the segments' indexes."""
-        found: list[AbortedTxn] = []
-        for segment in self.segments[self._segment_for(fetch_offset):]:
-            found.extend(segment.txn_index.overlapping(fetch_offset, upper_bound))
-        return found
 
     def _complete_swap(self, swap_path: str) -> None:
         """Finish a cleaner swap cut short by a crash: the fsynced ``.swap`` replaces the segments it covers."""

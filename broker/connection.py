@@ -39,8 +39,10 @@ class CloseConnection(Exception):
 
 
 class Connection:
-    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 listener: str = "") -> None:
         self.broker = broker
+        self.listener = listener
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername")
@@ -111,7 +113,7 @@ class Connection:
             raise CloseConnection from None
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id,
                              self.log.bind(api=handler.name, correlation_id=correlation_id,
-                                           client_id=header.client_id), self.peer)
+                                           client_id=header.client_id), self.peer, self.listener)
         try:
             result = handler.handle(ctx, request)
             if asyncio.iscoroutine(result):
@@ -200,8 +202,9 @@ class Connection:
             self.writer.write(read_region(region.file, region.position + sent, region.length - sent))
 
 
-async def serve_connection(broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    conn = Connection(broker, reader, writer)
+async def serve_connection(broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           listener: str = "") -> None:
+    conn = Connection(broker, reader, writer, listener)
     conn.task = asyncio.current_task()
     broker.connections.add(conn)
     try:

@@ -33,3 +33,4 @@ class RequestContext:
     client_id: str | None
     log: Any
     peer: str
+    listener: str = ""   # the listener the request came in on (Metadata answers with its endpoints)

@@ -232,16 +232,18 @@ class Broker:
     def on_controller_seen(self, controller_id: int) -> None:
         log.debug("controller_seen", controller_id=controller_id)
 
-    def live_brokers(self) -> list[tuple[int, str, int, str | None]]:
-        """(id, host, port, rack) of every live broker, as the advertised first listener."""
+    def live_brokers(self, listener: str = "") -> list[tuple[int, str, int, str | None]]:
+        """(id, host, port, rack) of every live broker as advertised on ``listener`` (the one a request came
+        in on; default the first), as Kafka answers each listener with its own endpoints. A broker without
+        that listener is left out."""
+        listener = listener or self.endpoints[0][0]
         if self.cluster is None:
-            _, host, port = self.endpoints[0]
+            _, host, port = next((e for e in self.endpoints if e[0] == listener), self.endpoints[0])
             return [(self.broker_id, host, port, None)]
-        listener = self.endpoints[0][0]
         out = []
         for b in sorted(self.cluster.cache.brokers.values(), key=lambda b: b.broker_id):
-            host, port = b.endpoints.get(listener) or next(iter(b.endpoints.values()))
-            out.append((b.broker_id, host, port, b.rack))
+            if listener in b.endpoints:
+                out.append((b.broker_id, *b.endpoints[listener], b.rack))
         return out
 
     @property
@@ -297,7 +299,7 @@ class Broker:
     async def _start_listeners(self) -> None:
         advertised = self.config.advertised_listeners
         for i, (name, host, port) in enumerate(self.config.listeners):
-            server = await asyncio.start_server(lambda r, w: serve_connection(self, r, w), host or None, port,
+            server = await asyncio.start_server(lambda r, w, n=name: serve_connection(self, r, w, n), host or None, port,
                                                 reuse_address=True, limit=1 << 20)
             self.servers.append(server)
             bound_host, bound_port = server.sockets[0].getsockname()[:2]

@@ -16,5 +16,5 @@ def handle(ctx, request):
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": BROKERS_ENDPOINT,
             "cluster_id": broker.cluster_id, "controller_id": broker.controller_id,
             "brokers": [{"broker_id": b, "host": host, "port": port, "rack": rack}
-                        for b, host, port, rack in broker.live_brokers()],
+                        for b, host, port, rack in broker.live_brokers(ctx.listener)],
             "cluster_authorized_operations": NO_OPERATIONS}

@@ -19,19 +19,20 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
     else:
         error = ErrorCode.INVALID_REQUEST
     if error == ErrorCode.NOT_COORDINATOR and broker.cluster is not None:
-        error, node = _leader_elsewhere(broker, key, key_type)
+        error, node = _leader_elsewhere(ctx, key, key_type)
         if not error:
             return node
     if error:
         return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
                 "error_message": error.name}
-    _, host, port = broker.endpoints[0]
+    _, host, port = next((e for e in broker.endpoints if e[0] == ctx.listener), broker.endpoints[0])
     return {"key": key, "node_id": broker.broker_id, "host": host, "port": port, "error_code": 0,
             "error_message": None}
 
 
-def _leader_elsewhere(broker, key: str, key_type: int):
+def _leader_elsewhere(ctx, key: str, key_type: int):
     """In a cluster the coordinator is the leader of the key's internal partition, wherever it is."""
+    broker = ctx.broker
     if key_type == GROUP:
         topic, index = "__consumer_offsets", broker.group_coordinator.partition_for(key)
     else:
@@ -39,7 +40,7 @@ def _leader_elsewhere(broker, key: str, key_type: int):
     found = broker.partition_info(topic, index)
     if found is None or found[0] < 0:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-    for node_id, host, port, _ in broker.live_brokers():
+    for node_id, host, port, _ in broker.live_brokers(ctx.listener):
         if node_id == found[0]:
             return ErrorCode.NONE, {"key": key, "node_id": node_id, "host": host, "port": port, "error_code": 0,
                                     "error_message": None}

@@ -9,7 +9,7 @@ NO_OPERATIONS = -2147483648
 
 def brokers(ctx) -> list[dict]:
     return [{"node_id": b, "host": host, "port": port, "rack": rack}
-            for b, host, port, rack in ctx.broker.live_brokers()]
+            for b, host, port, rack in ctx.broker.live_brokers(ctx.listener)]
 
 
 def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:

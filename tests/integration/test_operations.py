@@ -177,3 +177,34 @@ def test_sendfile_fetch_path_serves_the_same_bytes(fresh_broker):
         consumer.close()
     assert got == values
     assert broker.stop() == 0
+
+
+def test_each_listener_answers_metadata_with_its_own_endpoints(tmp_path):
+    """A client on the internal listener is told internal addresses, one on the external listener external
+    ones, as Kafka answers per listener (docker-compose relies on it)."""
+    import asyncio
+
+    from broker.cluster.zookeeper_server import free_port
+    from client.connection import KafkaConnection
+    from tests.brokerproc import BrokerProcess
+
+    internal = free_port()
+    proc = BrokerProcess(str(tmp_path / "data"), {
+        "listeners": f"PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:{internal}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"}).start()
+
+    async def advertised(port: int) -> list[tuple[str, int]]:
+        conn = await KafkaConnection.open("127.0.0.1", port, client_id="listener-test")
+        try:
+            meta = await conn.request(3, 9, {"topics": [], "allow_auto_topic_creation": False,
+                                             "include_topic_authorized_operations": False})
+            coordinator = await conn.request(10, 3, {"key": "g", "key_type": 0})
+        finally:
+            await conn.close()
+        return [(b.host, b.port) for b in meta.brokers] + [(coordinator.host, coordinator.port)]
+
+    try:
+        assert asyncio.run(advertised(proc.port)) == [("127.0.0.1", proc.port)] * 2
+        assert asyncio.run(advertised(internal)) == [("127.0.0.1", internal)] * 2
+    finally:
+        assert proc.stop() == 0

@@ -53,6 +53,7 @@ class ClusterMember:
         self._controller_conn: KafkaConnection | None = None
         self._last_tick = time.monotonic()
         self.stopping = False
+        self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
         broker.replica_manager.on_follower_caught_up = self._expand_isr
 
     # ------------------------------------------------------------------ plumbing
@@ -193,6 +194,7 @@ class ClusterMember:
                 else:
                     self.fetchers.follow(tp, state.leader, state.leader_epoch)
                 self.broker.on_leadership_change(name, state.partition_index, partition.is_leader)
+        self._leadership_applied.set()
         return ErrorCode.NONE, errors
 
     def stop_replica(self, request) -> tuple[ErrorCode, list]:
@@ -329,10 +331,15 @@ class ClusterMember:
         """The controller answers before its LeaderAndIsr reach us: wait until we lead nothing movable."""
         rm = self.broker.replica_manager
         deadline = self.loop.time() + timeout_s
-        while self.loop.time() < deadline:
-            if not any(p.is_leader and len(p.replicas) > 1 and len(p.isr) > 1 for p in rm.partitions.values()):
+        while any(p.is_leader and len(p.replicas) > 1 and len(p.isr) > 1 for p in rm.partitions.values()):
+            remaining = deadline - self.loop.time()
+            if remaining <= 0:
                 return
-            await asyncio.sleep(0.05)
+            self._leadership_applied.clear()
+            try:
+                await asyncio.wait_for(self._leadership_applied.wait(), remaining)
+            except asyncio.TimeoutError:
+                return
 
     async def stop(self) -> None:
         self.stopping = True

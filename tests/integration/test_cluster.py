@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from kafka import KafkaProducer
 
+from client.connection import KafkaConnection
 from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -87,21 +90,64 @@ def _assert_exactly_once_in_order(cluster, topic: str, acked: set[bytes]) -> Non
     assert values == sorted(values), "in order"
 
 
-def test_kill_leader_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
-    create(cluster.bootstrap, topic_name, 1, 3, {"min.insync.replicas": "2"})
+def kill_leaders_during_produce(cluster, topic: str, cycles: int, count: int) -> None:
+    """kill -9 of the partition's leader ``cycles`` times (restarting it each time) while an idempotent acks=all
+    producer writes: every acknowledged record is readable afterwards, none twice, in order."""
+    create(cluster.bootstrap, topic, 1, 3, {"min.insync.replicas": "2"})
 
     def kill_leaders():
-        for _ in range(3):
-            wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2,
+        for _ in range(cycles):
+            wait_until(lambda: len(describe(cluster.bootstrap, topic)[0]["isr"]) == 3, 30, 0.2,
                        "full ISR before the kill")
-            leader = wait_until(lambda: leader_of(cluster.bootstrap, topic_name, 0), 30, 0.2, "a leader")
+            leader = wait_until(lambda: leader_of(cluster.bootstrap, topic, 0), 30, 0.2, "a leader")
             cluster.brokers[leader].kill()
-            wait_until(lambda: leader_of(cluster.bootstrap, topic_name, 0) not in (leader, -1), 30, 0.2,
+            wait_until(lambda: leader_of(cluster.bootstrap, topic, 0) not in (leader, -1), 30, 0.2,
                        "a new leader")
             cluster.brokers[leader].start()
 
-    acked = _produce_while(cluster, topic_name, kill_leaders)
-    _assert_exactly_once_in_order(cluster, topic_name, acked)
+    acked = _produce_while(cluster, topic, kill_leaders, count)
+    _assert_exactly_once_in_order(cluster, topic, acked)
+
+
+def test_kill_leader_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
+    kill_leaders_during_produce(cluster, topic_name, 3, 3000)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_kill_leader_ten_times_during_produce_loses_nothing(cluster, topic_name):
+    kill_leaders_during_produce(cluster, topic_name, 10, 20000)
+
+
+def test_partitions_added_and_configs_changed_reach_every_broker(cluster, topic_name):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
+
+    create(cluster.bootstrap, topic_name, 2, 3)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_partitions({topic_name: NewPartitions(5)}, timeout_ms=30000)
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name,
+                                            configs={"retention.ms": "123456"})])
+    finally:
+        admin.close()
+    parts = describe(cluster.bootstrap, topic_name)
+    assert sorted(parts) == [0, 1, 2, 3, 4]
+    assert all(p["leader"] >= 0 and len(p["replicas"]) == 3 for p in parts.values()), parts
+
+    async def retention_on(broker) -> str:
+        conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="config-check")
+        try:
+            resp = await conn.request(32, 1, {"resources": [{"resource_type": 2, "resource_name": topic_name,
+                                                              "configuration_keys": ["retention.ms"]}],
+                                              "include_synonyms": False})
+        finally:
+            await conn.close()
+        return resp.results[0].configs[0].value
+
+    def retention_everywhere():   # each broker asked itself, not whichever the admin client picks
+        return {asyncio.run(retention_on(b)) for b in cluster.brokers.values()} == {"123456"}
+    wait_until(retention_everywhere, 30, 0.5, "the new retention.ms on every broker")
 
 
 def test_controlled_shutdown_moves_leadership_before_exit(cluster, topic_name):

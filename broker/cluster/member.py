@@ -19,6 +19,7 @@ import time
 import uuid
 
 import structlog
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
 from kazoo.protocol.states import KazooState
 
 from broker.cluster.controller import KafkaController
@@ -32,6 +33,7 @@ from protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.member")
 ALTER_PARTITION, CONTROLLED_SHUTDOWN = 56, 7
+ZK_AWAY = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 
 
 class ClusterMember:
@@ -58,13 +60,31 @@ class ClusterMember:
 
     # ------------------------------------------------------------------ plumbing
     async def zk_call(self, fn, *args):
-        return await asyncio.to_thread(fn, *args)
+        """A ZooKeeper call off the event loop. While ZooKeeper is away (connection lost, or the session
+        expired and a new one is being made) it waits and tries again, for up to ``request.timeout.ms``:
+        a metadata change made during an outage is applied when ZooKeeper returns, not dropped."""
+        deadline = self.loop.time() + self.config["request.timeout.ms"] / 1000
+        delay = 0.1
+        while True:
+            try:
+                return await asyncio.to_thread(fn, *args)
+            except ZK_AWAY as exc:
+                if self.stopping or self.loop.time() + delay > deadline:
+                    raise
+                log.info("zookeeper_call_waiting", call=getattr(fn, "__name__", "?"), error=type(exc).__name__)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     def spawn(self, coro) -> asyncio.Task:
         task = asyncio.create_task(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
         return task
+
+    def _finished(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("cluster_task_failed", task=task.get_coro().__qualname__, error=repr(task.exception()))
 
     def _leader_address(self, broker_id: int):
         return self.cache.endpoint(broker_id, self.config.inter_broker_listener)
@@ -112,6 +132,7 @@ class ClusterMember:
                 await self._register()
                 if self.controller is not None:
                     self.controller.enqueue("elect")
+                await self.topics.watch_config_changes(resume=True)   # the old session's watches went with it
                 return
             except Exception as exc:   # ZooKeeper still away: keep trying
                 log.warning("broker_reregister_failed", error=str(exc))

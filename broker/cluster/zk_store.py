@@ -79,9 +79,13 @@ class ZkTopicStore:
         self.member.spawn(self.member.zk_call(self.member.zk.set_topic_config, name, configs))
 
     # ------------------------------------------------------------------ config change notifications
-    async def watch_config_changes(self) -> None:
-        """Start watching ``/config/changes``; notifications that exist already were applied by the topic loads."""
-        self._changes_seen = set(await self.member.zk_call(self.member.zk.config_changes, self._fire))
+    async def watch_config_changes(self, resume: bool = False) -> None:
+        """Watch ``/config/changes``. At start the notifications that exist were applied by the topic loads;
+        after a new session (``resume``) the ones made meanwhile are applied now."""
+        if resume:
+            await self._apply_config_changes()
+        else:
+            self._changes_seen = set(await self.member.zk_call(self.member.zk.config_changes, self._fire))
 
     def _fire(self, _event) -> None:   # kazoo's thread
         self.member.loop.call_soon_threadsafe(lambda: self.member.spawn(self._apply_config_changes()))

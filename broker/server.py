@@ -17,6 +17,7 @@ from broker.connection import serve_connection
 from broker.metadata import LocalMetadataStore, TopicMetadata
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
+from broker.coordinator_shards import CoordinatorShards, replay
 from broker.inter_broker import InterBrokerChannel
 from coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from coordinators.internal_topic import InternalTopicStore
@@ -43,7 +44,7 @@ class Broker:
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
-        self._shards: set[tuple[str, int]] = set()   # internal partitions whose coordinator state is loaded
+        self.shards = CoordinatorShards(self)   # cluster mode: the internal partitions coordinated here
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append)
@@ -148,19 +149,20 @@ class Broker:
     def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
         if TXN_TOPIC not in self.metadata.topics:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = self.replica_manager.get(TXN_TOPIC, self.txn_coordinator.partition_for(transactional_id))
-        if partition is None or not partition.is_leader:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
+        index = self.txn_coordinator.partition_for(transactional_id)
+        if self.cluster is not None:
+            return self.shards.error(TXN_TOPIC, index)
+        partition = self.replica_manager.get(TXN_TOPIC, index)
+        return ErrorCode.NONE if partition is not None and partition.is_leader else ErrorCode.NOT_COORDINATOR
 
     def _load_transaction_coordinator(self) -> None:
         """Rebuild transactional ids from ``__transaction_state``; prepared transactions are then finished."""
-        count = self._replay(TXN_TOPIC, self.txn_store, self._apply_txn_record)
+        count = self._replay(TXN_TOPIC, self.txn_store, self.apply_txn_record)
         self.txn_coordinator.loaded()
         log.info("transaction_coordinator_loaded", records=count,
                  transactional_ids=len(self.txn_coordinator.transactions))
 
-    def _apply_txn_record(self, _partition: int, stored) -> None:
+    def apply_txn_record(self, _partition: int, stored) -> None:
         if stored.key is not None:
             self.txn_coordinator.replay(stored.key, stored.value)
 
@@ -168,28 +170,18 @@ class Broker:
         """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
         if OFFSETS_TOPIC not in self.metadata.topics:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        partition = self.replica_manager.get(OFFSETS_TOPIC, self.group_coordinator.partition_for(group_id))
-        if partition is None or not partition.is_leader:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
+        index = self.group_coordinator.partition_for(group_id)
+        if self.cluster is not None:
+            return self.shards.error(OFFSETS_TOPIC, index)
+        partition = self.replica_manager.get(OFFSETS_TOPIC, index)
+        return ErrorCode.NONE if partition is not None and partition.is_leader else ErrorCode.NOT_COORDINATOR
 
     def _replay(self, topic: str, store: InternalTopicStore, apply) -> int:
         """Feed every record of a local internal topic to ``apply(partition, record)``; returns the count."""
         if topic not in self.metadata.topics:
             return 0
-        return sum(self._replay_partition(topic, store, index, apply)
+        return sum(list(replay(topic, store, index, apply))[-1]
                    for index in range(self.metadata.topics[topic].partitions))
-
-    @staticmethod
-    def _replay_partition(topic: str, store: InternalTopicStore, index: int, apply) -> int:
-        count = 0
-        for stored in store.records(index):
-            try:
-                apply(index, stored)
-            except Exception as exc:   # one unreadable record must not lose the others
-                log.warning("internal_record_unreadable", topic=topic, partition=index, error=str(exc))
-            count += 1
-        return count
 
     def _load_group_coordinator(self) -> None:
         """Rebuild groups and committed offsets by replaying every local ``__consumer_offsets`` partition."""
@@ -201,29 +193,8 @@ class Broker:
 
     # ------------------------------------------------------------------ cluster callbacks
     def on_leadership_change(self, topic: str, index: int, is_leader: bool) -> None:
-        """Load a coordinator shard when this broker comes to lead its internal partition; unload it when
-        leadership leaves (cluster mode). A shard is loaded at most once per leadership."""
-        tp = (topic, index)
-        if topic not in (OFFSETS_TOPIC, TXN_TOPIC) or (tp in self._shards) == is_leader:
-            return
-        if not is_leader:
-            self._shards.discard(tp)
-            if topic == OFFSETS_TOPIC:
-                count = self.group_coordinator.unload_partition(index)
-            else:
-                count = self.txn_coordinator.unload_partition(index)
-            log.info("coordinator_shard_unloaded", topic=topic, partition=index, entries=count)
-            return
-        started = time.monotonic()
-        self._shards.add(tp)
-        if topic == OFFSETS_TOPIC:
-            count = self._replay_partition(topic, self.offsets_store, index, self.group_coordinator.replay_stored)
-            self.group_coordinator.loaded(index)
-        else:
-            count = self._replay_partition(topic, self.txn_store, index, self._apply_txn_record)
-            self.txn_coordinator.loaded(index, self.replica_manager.get(topic, index).leader_epoch)
-        log.info("coordinator_shard_loaded", topic=topic, partition=index, records=count,
-                 seconds=round(time.monotonic() - started, 3))
+        """Cluster mode: coordinator shards load and unload with leadership of their internal partition."""
+        self.shards.leadership_changed(topic, index, is_leader)
 
     def on_topic_deleted(self, name: str) -> None:
         if name != OFFSETS_TOPIC:
@@ -353,6 +324,7 @@ class Broker:
             server.close()
         for task in self._tasks:
             task.cancel()
+        self.shards.shutdown()
         self.replica_manager.shutdown()   # parked requests answer now
         self.group_coordinator.shutdown()  # parked joins and syncs answer NOT_COORDINATOR
         self.txn_coordinator.shutdown()    # unfinished marker writes resume from the log at the next start

@@ -51,10 +51,12 @@ class InternalTopicStore:
         return result.error
 
     def records(self, partition: int) -> Iterator[StoredRecord]:
+        """Every record to the log end, as Kafka's coordinators load: a leader that just took over may not
+        have moved its high watermark up yet, but everything acknowledged is below its log end."""
         found = self.replica_manager.get(self.topic, partition)
         if found is None:
             return
-        for header, data in found.log.iter_batches(found.log.log_start_offset, found.log.high_watermark):
+        for header, data in found.log.iter_batches(found.log.log_start_offset, found.log.log_end_offset):
             if header.is_control:
                 yield StoredRecord(None, None, header.producer_id, True, control_type(data) == CONTROL_COMMIT)
                 continue

@@ -18,6 +18,8 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
         error = broker.ensure_transaction_topic() or broker.transaction_coordinator_error(key)
     else:
         error = ErrorCode.INVALID_REQUEST
+    if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+        error = ErrorCode.NONE   # this broker is the coordinator; its requests say when the load is done
     if error == ErrorCode.NOT_COORDINATOR and broker.cluster is not None:
         error, node = _leader_elsewhere(ctx, key, key_type)
         if not error:

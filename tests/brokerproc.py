@@ -92,7 +92,8 @@ class BrokerProcess:
     def _dump_stacks(self) -> None:
         """A broker that ignores SIGTERM is a bug: leave its stacks in its log for the failure report."""
         try:
-            found = subprocess.run([sys.executable, "-m", "py_spy", "dump", "--pid", str(self.proc.pid)],
+            spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+            found = subprocess.run([spy, "dump", "--pid", str(self.proc.pid)],
                                    capture_output=True, text=True, timeout=20).stdout
         except (OSError, subprocess.TimeoutExpired):
             return

@@ -85,6 +85,8 @@ class Connection:
             self.writer.close()
 
     async def _dispatch(self, frame: bytes) -> None:
+        if self.broker.cluster is not None:
+            self.broker.cluster.check_paused()   # a broker paused past its session leads nothing any more
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except ConstructError:
@@ -114,6 +116,7 @@ class Connection:
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id,
                              self.log.bind(api=handler.name, correlation_id=correlation_id,
                                            client_id=header.client_id), self.peer, self.listener)
+        ctx.log.debug("request_received")
         try:
             result = handler.handle(ctx, request)
             if asyncio.iscoroutine(result):
@@ -165,6 +168,7 @@ class Connection:
                 return
 
     async def _send(self, correlation_id: int, api_key: int, api_version: int, body: dict) -> None:
+        self.log.debug("response_sending", api_key=api_key, correlation_id=correlation_id)
         declared = schema.REGISTRY[api_key]
         out = io.BytesIO()
         out.write(b"\0\0\0\0")

@@ -43,7 +43,8 @@ async def run_broker(config: BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
+        loop.add_signal_handler(sig, lambda s=sig: (structlog.get_logger("broker").info(
+            "stop_requested", signal=signal.Signals(s).name), stopping.set()))
     # Tests and scripts started with port 0 learn the port from this line.
     host, port = broker.bound[0]
     print(f"kbroker listening on {host}:{port}", flush=True)

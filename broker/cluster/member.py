@@ -54,6 +54,7 @@ class ClusterMember:
         self._alter_in_flight: set[tuple[str, int]] = set()
         self._controller_conn: KafkaConnection | None = None
         self._last_tick = time.monotonic()
+        self._pause_limit = self.config["zookeeper.session.timeout.ms"] / 1000
         self.stopping = False
         self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
         broker.replica_manager.on_follower_caught_up = self._expand_isr
@@ -139,15 +140,18 @@ class ClusterMember:
                 await asyncio.sleep(1)
 
     async def _watch_pauses(self) -> None:
-        """A process paused past its session timeout (SIGSTOP) must not go on as leader: the timer runs
-        before any socket is read after the pause, so no write is accepted first."""
-        limit = self.config["zookeeper.session.timeout.ms"] / 1000
+        """A process paused past its session timeout (SIGSTOP) must not go on as leader. This timer notices
+        a pause even when nothing arrives; ``check_paused`` on every request notices it first when a request
+        is what wakes the process (the event loop may run the socket's callback before any timer)."""
         while True:
             await asyncio.sleep(0.2)
-            now = time.monotonic()
-            if now - self._last_tick > limit:
-                self.fence_leaderships(f"process paused for {now - self._last_tick:.1f}s")
-            self._last_tick = now
+            self.check_paused()
+
+    def check_paused(self) -> None:
+        now = time.monotonic()
+        if now - self._last_tick > self._pause_limit:
+            self.fence_leaderships(f"process paused for {now - self._last_tick:.1f}s")
+        self._last_tick = now
 
     def fence_leaderships(self, reason: str) -> None:
         rm = self.broker.replica_manager

@@ -14,21 +14,29 @@ test restarts it, and the restart fences the old instance).
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import signal
 import sys
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1)   # a test that finds it stuck asks for its stacks
+    debug = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
     bootstrap, source, sink, group, txn_id = sys.argv[1:6]
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                          "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
                          # A restarted static member takes its old place at once, without waiting out
                          # the killed process's session.
-                         "group.instance.id": txn_id})
+                         "group.instance.id": txn_id, "reconnect.backoff.max.ms": 1000, **debug})
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 2,
-                         "transaction.timeout.ms": 10000})
+                         # Long enough to outlast a coordinator failover (a ZooKeeper session, then the
+                         # client's reconnect backoff, capped here at 1 s): a transaction the coordinator
+                         # times out meanwhile fences this producer, which a restart then recovers from.
+                         "transaction.timeout.ms": 30000, "reconnect.backoff.max.ms": 1000, **debug})
     producer.init_transactions(30)
     consumer.subscribe([source])
     while True:

@@ -3,7 +3,9 @@ coordinates them (and of partition leaders), because coordinator state is replic
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -100,25 +102,57 @@ def test_consumer_group_resumes_from_committed_offsets_across_coordinator_kills(
 
 
 class Worker:
-    """The eos_worker process, restarted whenever it exits (a fatal error ends it; the restart fences it)."""
+    """The eos_worker process, restarted whenever it exits (a fatal error ends it; the restart fences it).
 
-    def __init__(self, cmd: list[str]) -> None:
+    A watchdog also restarts it when no transaction has committed for ``STALL_S`` while input remains:
+    librdkafka (2.16) can hang in ``send_offsets_to_transaction`` for good when the group coordinator's
+    broker handle was decommissioned while that broker was down
+    (https://github.com/confluentinc/librdkafka/issues/5511, open); the worker's log shows the broker
+    handle "terminating" while the TxnOffsetCommit waits for it. Restarting is what a Kafka application
+    does with a stuck producer, and exactly-once must hold across it, which the test checks.
+    """
+
+    STALL_S = 20.0
+
+    def __init__(self, cmd: list[str], log_path: str) -> None:
         self.cmd = cmd
+        self.log_path = log_path
         self.commits: queue.Queue = queue.Queue()
         self.restarts = 0
+        self.stalls = 0
+        self.last_commit = time.monotonic()
+        self.input_left = True
         self._stop = threading.Event()
         self._proc: subprocess.Popen | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watchdog, daemon=True).start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                          text=True)
+            with open(self.log_path, "ab") as log:
+                self._proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True,
+                                              env={**os.environ, "RDKAFKA_DEBUG": "eos,cgrp,protocol,broker"})
             for line in self._proc.stdout:
+                self.last_commit = time.monotonic()
                 self.commits.put(line)
             self._proc.wait()
             self.restarts += 1
+
+    def _watchdog(self) -> None:
+        while not self._stop.wait(1.0):
+            if self.input_left and time.monotonic() - self.last_commit > self.STALL_S:
+                self.stalls += 1
+                self.last_commit = time.monotonic()
+                self._kill(dump=True)
+
+    def _kill(self, dump: bool) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            if dump:
+                proc.send_signal(signal.SIGUSR1)   # its stacks go to its log, for a failure report
+                time.sleep(0.3)
+            proc.kill()
 
     def wait_commits(self, n: int, timeout: float = 60) -> None:
         for _ in range(n):
@@ -126,8 +160,7 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._proc is not None:
-            self._proc.kill()
+        self._kill(dump=True)
         self._thread.join(10)
 
 
@@ -135,11 +168,11 @@ def test_exactly_once_across_kills_of_the_transaction_coordinator_and_a_leader(c
     source, sink = f"{topic_name}-in", f"{topic_name}-out"
     create(cluster.bootstrap, source, PARTITIONS, 3)
     create(cluster.bootstrap, sink, PARTITIONS, 3)
-    count = 3000
+    count = 6000   # more than the worker gets through while the kills happen
     fill(cluster.bootstrap, source, count)
     txn_id = f"eos-txn-{topic_name}"
     worker = Worker([sys.executable, "-m", "tests.integration.eos_worker", cluster.bootstrap, source, sink,
-                     f"eos-{topic_name}", txn_id])
+                     f"eos-{topic_name}", txn_id], os.path.join(cluster.root, f"worker-{topic_name}.log"))
     try:
         worker.wait_commits(3)
         kill_and_wait_moved(cluster, coordinator_of(cluster, "__transaction_state", txn_id), "__transaction_state",
@@ -150,8 +183,10 @@ def test_exactly_once_across_kills_of_the_transaction_coordinator_and_a_leader(c
         out = wait_until(lambda: (lambda o: o if len(o) >= count else None)(committed_output(cluster.bootstrap,
                                                                                                sink)),
                          120, 1.0, "every input record in the output")
+        worker.input_left = False
     finally:
         worker.stop()
+    print(f"worker restarts: {worker.restarts}, of them after a stall: {worker.stalls}")
     duplicates = len(out) - len(set(out))
     assert duplicates == 0, f"{duplicates} records in the output twice"
     assert sorted(out) == list(range(count))

@@ -46,8 +46,8 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
-	$(MAKE) apt APT_PACKAGES="kcat docker-compose librdkafka-dev gcc"
-	$(BIN)/python -m bench.run
+	$(MAKE) apt APT_PACKAGES="kcat docker-compose librdkafka-dev gcc zookeeper"
+	$(BIN)/python -m bench.run $(if $(SUITE),--suite $(SUITE))
 
 clean:
 	rm -rf $(VENV) data build *.egg-info .pytest_cache

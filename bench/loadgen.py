@@ -63,14 +63,15 @@ class TimedOut(Exception):
     pass
 
 
-def run(args: list[str], broker_pid: int, timeout: float = 120) -> Run:
+def run(args: list[str], broker_pid: int | list[int], timeout: float = 120) -> Run:
     """Run the generator; parse its last table row; measure both processes' CPU.
 
     Raises TimedOut when the generator has not finished within ``timeout``
     (a broker that never delivers the records asked for).
     """
     binary = build()
-    broker_cpu0 = _cpu_seconds(broker_pid)
+    pids = broker_pid if isinstance(broker_pid, list) else [broker_pid]   # a cluster's brokers are summed
+    broker_cpu0 = sum(_cpu_seconds(p) for p in pids)
     started = time.monotonic()
     out = tempfile.TemporaryFile()
     proc = subprocess.Popen([binary, *args, "-q", "-u"], stdout=out, stderr=subprocess.STDOUT)
@@ -86,7 +87,7 @@ def run(args: list[str], broker_pid: int, timeout: float = 120) -> Run:
     wall = time.monotonic() - started
     out.seek(0)
     output = out.read().decode(errors="replace")
-    broker_cpu = (_cpu_seconds(broker_pid) - broker_cpu0) / wall
+    broker_cpu = (sum(_cpu_seconds(p) for p in pids) - broker_cpu0) / wall
     rows = [line for line in output.splitlines() if line.startswith("|") and "elapsed" not in line]
     if not rows or os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"rdkafka_performance failed: {output[-2000:]}")

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, loadgen, transactions
+from bench import brokers, groups, loadgen, replication, transactions
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -127,13 +127,25 @@ def table(rows: list[tuple], notes: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def replication_table(rows: list[tuple]) -> str:
+    lines = ["| scenario | kbroker cluster |", "|---|---|"] + [f"| {r[1]} | {r[2]} |" for r in rows]
+    lines.append("")
+    lines.append(f"One cluster of three kbroker processes and ZooKeeper on this machine; {PARTITIONS} partitions, "
+                 f"leaders spread over the brokers; {int(replication.RECORDS):,} records of 1 KiB per throughput "
+                 f"run (median of {replication.REPEATS}), latency at a fixed {replication.RATE} records/s for "
+                 f"{replication.LATENCY_SECONDS} s with `linger.ms=0`. See `bench/replication.py`.")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
-    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions"], default="all",
+    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication"],
+                        default="all",
                         help="which scenarios to run (default: all)")
+    parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
     parser.add_argument("--kbroker-override", action="append", default=[], metavar="KEY=VALUE",
                         help="broker config for the kbroker run (e.g. kbroker.fetch.sendfile=false)")
     args = parser.parse_args()
@@ -144,7 +156,7 @@ def main() -> int:
     rows, notes = [], {}
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
-            if args.only and name not in args.only:
+            if args.only and name not in args.only or args.suite == "replication":
                 continue
             print(f"{name}:", flush=True)
             broker = start(os.path.join(tmp, name))
@@ -158,10 +170,16 @@ def main() -> int:
                     rows += transactions.measure(broker, create_topic)
             finally:
                 broker.stop()
-    result = table(rows, notes)
+    result = table(rows, notes) if rows else ""
+    if args.suite in ("all", "replication") and (not args.only or "kbroker" in args.only):
+        print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)
+        result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
     print(result)
     if not args.no_write:
-        write_doc(result, args)
+        if args.suite == "replication":
+            splice_replication(result)
+        else:
+            write_doc(result, args)
     return 0
 
 
@@ -186,6 +204,20 @@ fetch: `rdkafka_performance -C -t T -p 0 .. -p 5 -o beginning -c COUNT`. Records
 {profile}"""
     with open(path, "w") as f:
         f.write(doc.rstrip() + "\n")
+    print(f"wrote {path}")
+
+
+def splice_replication(section: str) -> None:
+    """``--suite replication`` rewrites only the doc's Replication section (its table is its own run)."""
+    path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    doc = open(path).read()
+    marker = "<!-- profile -->"
+    start = doc.find("## Replication")
+    end = doc.index(marker)
+    head = doc[:start] if start >= 0 else doc[:end]
+    stamp = f"\n\n(Replication rows: {datetime.date.today().isoformat()}, `make bench SUITE=replication`.)"
+    with open(path, "w") as f:
+        f.write(head.rstrip() + "\n" + section.rstrip() + stamp + "\n\n" + doc[end:])
     print(f"wrote {path}")
 
 

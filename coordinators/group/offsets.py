@@ -34,16 +34,13 @@ class OffsetManager:
         def all_(error: ErrorCode) -> dict:
             return {tp: error for tp in offsets}
 
-        if not group_id:
-            return all_(ErrorCode.INVALID_GROUP_ID)
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id >= 0 or member_id or group_instance_id is not None:
-                # A generation-aware commit needs a group that knows the member.
-                return all_(ErrorCode.ILLEGAL_GENERATION if generation_id >= 0 else ErrorCode.UNKNOWN_MEMBER_ID)
-            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
-        if group.is_(S.DEAD):
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        # A generation-aware commit needs a group that knows the member.
+        aware = generation_id >= 0 or bool(member_id) or group_instance_id is not None
+        group, error = self._commit_target(group_id, create=not aware)
+        if error == ErrorCode.GROUP_ID_NOT_FOUND:
+            error = ErrorCode.ILLEGAL_GENERATION if generation_id >= 0 else ErrorCode.UNKNOWN_MEMBER_ID
+        if error:
+            return all_(error)
         member = None
         if not (generation_id < 0 and group.is_(S.EMPTY)):
             # Only a group with no members takes commits from outside it (consumers using assign()).
@@ -67,6 +64,19 @@ class OffsetManager:
         if not accepted and group.is_(S.EMPTY) and not group.offsets:
             self._maybe_drop_empty_group(group)
         return results
+
+    def _commit_target(self, group_id: str, *, create: bool) -> tuple[GroupMetadata | None, ErrorCode]:
+        """The group a commit goes to (made if ``create``); GROUP_ID_NOT_FOUND when it is missing."""
+        if not group_id:
+            return None, ErrorCode.INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None, ErrorCode.GROUP_ID_NOT_FOUND
+            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
+        if group.is_(S.DEAD):
+            return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return group, ErrorCode.NONE
 
     def _offsets_to_write(self, group_id: str, offsets: dict, partition_exists, expire: int):
         """Per-partition checks shared by both commits: (errors so far, records to append, accepted offsets)."""
@@ -93,13 +103,9 @@ class OffsetManager:
         def all_(error: ErrorCode) -> dict:
             return {tp: error for tp in offsets}
 
-        if not group_id:
-            return all_(ErrorCode.INVALID_GROUP_ID)
-        group = self.groups.get(group_id)
-        if group is None:
-            group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
-        if group.is_(S.DEAD):
-            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        group, error = self._commit_target(group_id, create=True)
+        if error:
+            return all_(error)
         if generation_id >= 0 or member_id or group_instance_id is not None:
             # v3+ (KIP-447): a consumer-group-aware producer proves it still belongs to the generation.
             error = self._validate_generation(group, member_id, group_instance_id, generation_id)

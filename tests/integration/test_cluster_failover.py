@@ -190,3 +190,48 @@ def test_exactly_once_across_kills_of_the_transaction_coordinator_and_a_leader(c
     duplicates = len(out) - len(set(out))
     assert duplicates == 0, f"{duplicates} records in the output twice"
     assert sorted(out) == list(range(count))
+
+
+async def test_aiokafka_producer_and_group_consumer_ride_through_a_leader_kill(cluster, topic_name):
+    """aiokafka's idempotent acks=all producer and a group consumer across kill -9 of a partition leader:
+    every acknowledged record is consumed."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    await asyncio.to_thread(create, cluster.bootstrap, topic_name, 3, 3, {"min.insync.replicas": "2"})
+    producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", enable_idempotence=True,
+                                request_timeout_ms=30000, retry_backoff_ms=200)
+    consumer = AIOKafkaConsumer(topic_name, bootstrap_servers=cluster.bootstrap, group_id=f"aio-{topic_name}",
+                                auto_offset_reset="earliest", enable_auto_commit=False, retry_backoff_ms=200)
+    await producer.start()
+    await consumer.start()
+    acked: set[bytes] = set()
+    received: set[bytes] = set()
+    try:
+        async def send(first: int, count: int) -> None:
+            results = await asyncio.gather(*[await producer.send(topic_name, b"%06d" % i)
+                                             for i in range(first, first + count)], return_exceptions=True)
+            acked.update(b"%06d" % (first + n) for n, r in enumerate(results) if not isinstance(r, Exception))
+
+        sent_all = asyncio.Event()
+
+        async def consume_until_all() -> None:
+            while not sent_all.is_set() or not acked <= received:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    received.update(r.value for r in records)
+
+        reading = asyncio.ensure_future(consume_until_all())
+        await send(0, 1000)
+        leader = await asyncio.to_thread(leader_of, cluster.bootstrap, topic_name, 0)
+        killing = asyncio.ensure_future(asyncio.to_thread(kill_and_wait_moved, cluster, leader, topic_name, 0))
+        for first in range(1000, 3000, 250):
+            await send(first, 250)
+        await killing
+        sent_all.set()
+        await asyncio.wait_for(reading, 90)
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    assert len(acked) == 3000, f"{3000 - len(acked)} sends failed beyond the producer's retries"
+    assert acked <= received

@@ -109,13 +109,7 @@ def kill_leaders_during_produce(cluster, topic: str, cycles: int, count: int) ->
     _assert_exactly_once_in_order(cluster, topic, acked)
 
 
-def test_kill_leader_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
-    kill_leaders_during_produce(cluster, topic_name, 3, 3000)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_kill_leader_ten_times_during_produce_loses_nothing(cluster, topic_name):
+def test_kill_leader_ten_times_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
     kill_leaders_during_produce(cluster, topic_name, 10, 20000)
 
 

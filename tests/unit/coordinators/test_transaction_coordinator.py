@@ -171,3 +171,35 @@ def test_state_ids_and_predecessors_match_kafka():
     assert [s.id for s in T] == [0, 1, 2, 3, 4, 5, 6, 7]
     assert T.PREPARE_ABORT.valid_previous == {T.ONGOING, T.PREPARE_EPOCH_FENCE}
     assert T.DEAD.valid_previous == {T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT}
+
+
+async def test_a_shard_unloads_and_the_next_coordinator_finishes_its_prepared_transaction(h):
+    """Leadership of a __transaction_state partition moves: this coordinator forgets the shard (its
+    timers stop); the one that loads it finds PrepareCommit in the log and writes the markers, carrying
+    the partition's new leader epoch as coordinator epoch."""
+    c = h.coordinator
+    _, pid, epoch = c.init_producer_id("moving", 10_000, -1, -1, 4)
+    c.add_partitions("moving", pid, epoch, [("data", 0)], 3)
+    _, other_pid, other_epoch = c.init_producer_id("kept", 10_000, -1, -1, 4)
+    c.add_partitions("kept", other_pid, other_epoch, [("data", 1)], 3)
+    partition = c.partition_for("moving")
+    assert c.partition_for("kept") != partition   # the two ids live on different shards
+    c.send_markers = _never   # the old coordinator's marker writes do not get through before it moves
+    assert c.end_transaction("moving", pid, epoch, True, 3) == E.NONE
+    assert c.unload_partition(partition) == 1
+    assert "moving" not in c.transactions and "kept" in c.transactions
+    await settle()
+    assert h.markers == []
+
+    successor = h.make()
+    for stored in h.store.records(partition):
+        if stored.key is not None:
+            successor.replay(stored.key, stored.value)
+    successor.loaded(partition, coordinator_epoch=7)
+    await settle()
+    assert successor.transactions["moving"].state is T.COMPLETE_COMMIT
+    assert [(m.commit, m.coordinator_epoch) for m in h.markers] == [(True, 7)]
+
+
+async def _never(marker) -> None:
+    await asyncio.Event().wait()

@@ -232,6 +232,13 @@ async def test_aiokafka_producer_and_group_consumer_ride_through_a_leader_kill(c
         await asyncio.wait_for(reading, 90)
     finally:
         await producer.stop()
-        await consumer.stop()
+        try:
+            await consumer.stop()
+        except asyncio.CancelledError:
+            # aiokafka's Fetcher.close() cancels an in-flight fetch and then awaits it, so a fetch still
+            # handling the killed broker's closed connection surfaces here as CancelledError; the consumer
+            # is closed all the same, and nothing was cancelled from outside this test.
+            if asyncio.current_task().cancelling():
+                raise
     assert len(acked) == 3000, f"{3000 - len(acked)} sends failed beyond the producer's retries"
     assert acked <= received

@@ -72,27 +72,28 @@ class CoordinatorShards:
             self.loaded.discard(tp)
             self._unload(tp)
 
-    def _coordinator_parts(self, topic: str):
+    def _parts(self, topic: str):
+        """(store, coordinator) of an internal topic: both coordinators replay, load and unload alike."""
         b = self.broker
         if topic == OFFSETS_TOPIC:
-            return b.offsets_store, b.group_coordinator.replay_stored
-        return b.txn_store, b.apply_txn_record
+            return b.offsets_store, b.group_coordinator
+        return b.txn_store, b.txn_coordinator
 
     async def _load(self, tp: tuple[str, int]) -> None:
         topic, index = tp
-        store, apply = self._coordinator_parts(topic)
+        store, coordinator = self._parts(topic)
         started, count = time.monotonic(), 0
         try:
-            for count in replay(topic, store, index, apply):
+            for count in replay(topic, store, index, coordinator.replay_stored):
                 await asyncio.sleep(0)
         except asyncio.CancelledError:
             self._unload(tp)   # leadership left mid-load: nothing half-loaded stays
             raise
         if topic == OFFSETS_TOPIC:
-            self.broker.group_coordinator.loaded(index)
-        else:
+            coordinator.loaded(index)
+        else:   # markers carry the state partition's leader epoch as the coordinator epoch
             partition = self.broker.replica_manager.get(topic, index)
-            self.broker.txn_coordinator.loaded(index, partition.leader_epoch if partition else 0)
+            coordinator.loaded(index, partition.leader_epoch if partition else 0)
         self.loading.pop(tp, None)
         self.loaded.add(tp)
         log.info("coordinator_shard_loaded", topic=topic, partition=index, records=count,
@@ -100,10 +101,7 @@ class CoordinatorShards:
 
     def _unload(self, tp: tuple[str, int]) -> None:
         topic, index = tp
-        if topic == OFFSETS_TOPIC:
-            count = self.broker.group_coordinator.unload_partition(index)
-        else:
-            count = self.broker.txn_coordinator.unload_partition(index)
+        count = self._parts(topic)[1].unload_partition(index)
         log.info("coordinator_shard_unloaded", topic=topic, partition=index, entries=count)
 
     def shutdown(self) -> None:

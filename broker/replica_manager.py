@@ -182,21 +182,31 @@ class ReplicaManager:
             self.fetch_purgatory.check_and_complete((topic, index))
         return PartitionResult(info=info)
 
-    def wait_replicated(self, topic: str, index: int, timeout_ms: int) -> asyncio.Future:
-        """A future of the error code once the whole ISR has everything appended to the partition so far."""
+    def complete_when_replicated(self, waiting: dict[tuple[str, int], tuple[int, dict]], response,
+                                 timeout_ms: int):
+        """``response`` once every partition's high watermark has passed its offset (the ISR has the writes),
+        at once if it already has, else a future of it from the produce purgatory (see DelayedProduce for
+        the errors written into each partition's entry). Acks=all produce, markers and coordinator writes
+        all wait here."""
+        if all((p := self.partitions.get(tp)) is not None and p.log.high_watermark >= need
+               for tp, (need, _) in waiting.items()):
+            return response   # a single broker, or followers already caught up: no operation to park
+        op = DelayedProduce(self, waiting, response, timeout_ms)
+        if self.produce_purgatory.try_complete_else_watch(op, list(waiting)):
+            return op.future.result()
+        return op.future
+
+    async def wait_replicated(self, topic: str, index: int, timeout_ms: int) -> ErrorCode:
+        """The error code once the whole ISR has everything appended to the partition so far."""
         partition = self.partitions.get((topic, index))
         if partition is None or not partition.is_leader:
-            future = asyncio.get_running_loop().create_future()
-            future.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            return future
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         entry = {"error_code": ErrorCode.NONE}
-        op = DelayedProduce(self, {(topic, index): (partition.log.log_end_offset, entry)}, entry, timeout_ms)
-        self.produce_purgatory.try_complete_else_watch(op, [(topic, index)])
-        return asyncio.ensure_future(self._error_of(op.future))
-
-    @staticmethod
-    async def _error_of(future) -> ErrorCode:
-        return (await future)["error_code"]
+        result = self.complete_when_replicated({(topic, index): (partition.log.log_end_offset, entry)}, entry,
+                                               timeout_ms)
+        if isinstance(result, asyncio.Future):
+            result = await result
+        return result["error_code"]
 
     def high_watermark_moved(self, tp: tuple[str, int]) -> None:
         self.produce_purgatory.check_and_complete(tp)

@@ -147,33 +147,25 @@ class Broker:
              "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])})
 
     def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
-        if TXN_TOPIC not in self.metadata.topics:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        index = self.txn_coordinator.partition_for(transactional_id)
-        if self.cluster is not None:
-            return self.shards.error(TXN_TOPIC, index)
-        partition = self.replica_manager.get(TXN_TOPIC, index)
-        return ErrorCode.NONE if partition is not None and partition.is_leader else ErrorCode.NOT_COORDINATOR
+        return self._coordinator_error(TXN_TOPIC, self.txn_coordinator.partition_for(transactional_id))
 
     def _load_transaction_coordinator(self) -> None:
         """Rebuild transactional ids from ``__transaction_state``; prepared transactions are then finished."""
-        count = self._replay(TXN_TOPIC, self.txn_store, self.apply_txn_record)
+        count = self._replay(TXN_TOPIC, self.txn_store, self.txn_coordinator.replay_stored)
         self.txn_coordinator.loaded()
         log.info("transaction_coordinator_loaded", records=count,
                  transactional_ids=len(self.txn_coordinator.transactions))
 
-    def apply_txn_record(self, _partition: int, stored) -> None:
-        if stored.key is not None:
-            self.txn_coordinator.replay(stored.key, stored.value)
-
     def group_coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
-        if OFFSETS_TOPIC not in self.metadata.topics:
+        return self._coordinator_error(OFFSETS_TOPIC, self.group_coordinator.partition_for(group_id))
+
+    def _coordinator_error(self, topic: str, index: int) -> ErrorCode:
+        if topic not in self.metadata.topics:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        index = self.group_coordinator.partition_for(group_id)
         if self.cluster is not None:
-            return self.shards.error(OFFSETS_TOPIC, index)
-        partition = self.replica_manager.get(OFFSETS_TOPIC, index)
+            return self.shards.error(topic, index)
+        partition = self.replica_manager.get(topic, index)
         return ErrorCode.NONE if partition is not None and partition.is_leader else ErrorCode.NOT_COORDINATOR
 
     def _replay(self, topic: str, store: InternalTopicStore, apply) -> int:

@@ -7,7 +7,6 @@ not added to the transaction gets INVALID_TXN_STATE and nothing is written.
 """
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE
-from broker.replication.delayed_produce import DelayedProduce
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
@@ -99,12 +98,7 @@ def _append_all(ctx, request, refused: dict):
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     response = {"responses": responses, "throttle_time_ms": 0}
-    if any(rm.get(*tp) is None or rm.get(*tp).log.high_watermark < need for tp, (need, _) in waiting.items()):
-        # acks=all: answer once the ISR has every batch (at once on a single broker, whose append moves the HW).
-        op = DelayedProduce(rm, waiting, response, max(request.timeout_ms, 0))
-        if not rm.produce_purgatory.try_complete_else_watch(op, list(waiting)):
-            return op.future
-        return op.future.result()
-    return response
+    # acks=all: answer once the ISR has every batch (at once on a single broker, whose append moves the HW).
+    return rm.complete_when_replicated(waiting, response, max(request.timeout_ms, 0))
 
 

@@ -8,7 +8,6 @@ stable offset stuck behind a transaction nobody will finish.
 
 import time
 
-from broker.replication.delayed_produce import DelayedProduce
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS as API  # noqa: F401  (the registry reads API)
 from protocol.records import build_marker_batch
@@ -40,9 +39,4 @@ def handle(ctx, request):
                     waiting[(topic.name, index)] = (result.info.last_offset + 1, partitions[-1])
             topics.append({"name": topic.name, "partitions": partitions})
         markers.append({"producer_id": marker.producer_id, "topics": topics})
-    response = {"markers": markers}
-    if broker.cluster is None or not waiting:
-        return response
-    op = DelayedProduce(rm, waiting, response, broker.config["request.timeout.ms"])
-    rm.produce_purgatory.try_complete_else_watch(op, list(waiting))
-    return op.future
+    return rm.complete_when_replicated(waiting, {"markers": markers}, broker.config["request.timeout.ms"])

@@ -341,6 +341,11 @@ class TransactionCoordinator:
                 if (not states or m.state.label in states) and (not producer_ids or m.producer_id in producer_ids)]
 
     # ------------------------------------------------------------------ replay
+    def replay_stored(self, _partition: int, stored) -> None:
+        """Apply one record read back from ``__transaction_state`` (a StoredRecord); it has no markers."""
+        if stored.key is not None:
+            self.replay(stored.key, stored.value)
+
     def replay(self, key: bytes, value: bytes | None) -> None:
         transactional_id = records.decode_key(key)
         decoded = records.decode_value(value)

@@ -93,6 +93,8 @@ def run_confluent(args) -> None:
               "topic.metadata.refresh.interval.ms": 1000}
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
+    if os.environ.get("GROUP_WORKER_DEBUG"):   # librdkafka's own debug log on stderr
+        config["debug"] = "cgrp,fetch,consumer"
     consumer = Consumer(config)
 
     def on_assign(c, partitions):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.groupworkers import Worker, check_at_least_once, consumed, fill, wait_until
+from tests.integration.groupworkers import Worker, check_at_least_once, commit_start, consumed, fill, wait_until
 from tests.integration.workload import make_topic
 
 CLIENTS = ["aiokafka", "kafka-python", "confluent"]
@@ -27,15 +27,21 @@ def stop_all(workers: list[Worker]) -> None:
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_members_join_leave_and_crash_without_losing_records(broker, topic_name, client):
-    count = 3000
+    first, later = 3000, 1500
+    count = first + later
     make_topic(broker.bootstrap, topic_name, partitions=6)
-    fill(broker.bootstrap, topic_name, count)
+    fill(broker.bootstrap, topic_name, first)
     group = f"group-{topic_name}"
+    commit_start(broker.bootstrap, topic_name, group, 6)
     opts = dict(assignor=DEFAULT_ASSIGNOR[client], session_ms=3000, heartbeat_ms=300, batch=20, process_ms=40)
     workers = [Worker(client, broker.bootstrap, topic_name, group, name=f"w{n}", **opts) for n in range(3)]
     try:
-        wait_until(lambda: len(consumed(workers)) >= count * 0.2, 60, "20% consumed", workers)
+        wait_until(lambda: len(consumed(workers)) >= first * 0.2, 60, "20% consumed", workers)
         workers.append(Worker(client, broker.bootstrap, topic_name, group, name="w3", **opts))
+        wait_until(lambda: workers[3].of("assigned"), 60, "the fourth member to join", workers)
+        # Records produced after the join, to every partition: the fourth member gets some even when the
+        # first three consumed the rest while it joined (a loaded machine joins slowly).
+        fill(broker.bootstrap, topic_name, later, first=first)
         wait_until(lambda: workers[3].of("rec"), 60, "the fourth member to get records", workers)
         workers[0].terminate()   # leaves the group
         wait_until(lambda: len(consumed(workers)) >= count * 0.6, 60, "60% consumed", workers)
@@ -56,6 +62,7 @@ def test_each_assignor_splits_the_partitions(broker, topic_name, client, assigno
     make_topic(broker.bootstrap, topic_name, partitions=6)
     fill(broker.bootstrap, topic_name, 300)
     group = f"group-{topic_name}"
+    commit_start(broker.bootstrap, topic_name, group, 6)
     workers = [Worker(client, broker.bootstrap, topic_name, group, name=f"w{n}", assignor=assignor,
                       session_ms=3000, heartbeat_ms=300, process_ms=0) for n in range(2)]
     try:
@@ -132,6 +139,7 @@ def test_cooperative_sticky_moves_only_the_partitions_it_must(broker, topic_name
     make_topic(broker.bootstrap, topic_name, partitions=6)
     fill(broker.bootstrap, topic_name, 300)
     group = f"group-{topic_name}"
+    commit_start(broker.bootstrap, topic_name, group, 6)
     opts = dict(assignor="cooperative-sticky", session_ms=3000, heartbeat_ms=300, process_ms=0)
     workers = [Worker(client, broker.bootstrap, topic_name, group, name=f"w{n}", **opts) for n in range(3)]
     try:

@@ -13,7 +13,7 @@ PYTEST := $(BIN)/python -m pytest
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -42,7 +42,7 @@ test-compat: $(STAMP) apt
 
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[test,bench]'
+	$(BIN)/pip install -q -e '.[test,spark,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

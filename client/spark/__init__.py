@@ -1,0 +1,53 @@
+"""kbroker for Spark: ``spark.dataSource.register(KBrokerDataSource)``, then ``format("kbroker")``.
+
+The options and row schema are those of Spark's Kafka source and sink, so a
+job moves over by changing the format name; the sink is exactly-once by
+default (``kafka.delivery=at-least-once`` to opt out). See docs/SPARK.md.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+
+from client.spark.options import SinkOptions, SourceOptions
+from client.spark.records import HEADERS, SCHEMA
+
+__all__ = ["KBrokerDataSource"]
+
+
+class KBrokerDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kbroker"
+
+    def schema(self) -> str:
+        headers = str(self.options.get("includeHeaders", "false")).lower() == "true"
+        return SCHEMA + (HEADERS if headers else "")
+
+    def reader(self, schema):
+        from client.spark.source import BatchReader
+
+        return BatchReader(SourceOptions.parse(self.options, streaming=False))
+
+    def streamReader(self, schema):
+        from client.spark.source import StreamReader
+
+        return StreamReader(SourceOptions.parse(self.options, streaming=True))
+
+    def writer(self, schema, overwrite: bool):
+        from client.spark.sink import BatchWriter, check_schema, ensure_commit_topic, new_write_id
+
+        opts = SinkOptions.parse(self.options)
+        check_schema(schema, opts)
+        if opts.exactly_once:
+            ensure_commit_topic(opts)
+        return BatchWriter(opts, new_write_id())
+
+    def streamWriter(self, schema, overwrite: bool):
+        from client.spark.sink import StreamWriter, check_schema, ensure_commit_topic, new_write_id
+
+        opts = SinkOptions.parse(self.options)
+        check_schema(schema, opts)
+        if opts.exactly_once:
+            ensure_commit_topic(opts)
+        return StreamWriter(opts, new_write_id())

@@ -1,0 +1,152 @@
+"""Reading one topic-partition offset range on an executor, into Arrow record batches with Spark's Kafka row schema.
+
+Invariants: every record with ``start <= offset < end`` that the isolation
+level lets through is returned once, in offset order; gaps (transaction
+markers, aborted records under read_committed, compacted-away offsets) are
+skipped; a range whose start the log no longer holds is an error when
+``failOnDataLoss`` (else it reads from the log start, with a warning).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import InputPartition
+
+from client.spark.kafka import consumer
+
+log = logging.getLogger("client.spark")
+BATCH_ROWS = 10_000
+
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+          "timestampType int")
+HEADERS = ", headers array<struct<key:string,value:binary>>"
+
+
+@dataclass
+class OffsetRange(InputPartition):
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        InputPartition.__init__(self, (self.topic, self.partition, self.start, self.end))
+
+
+def split(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Spark's ``minPartitions``: cut the largest ranges until there are that many (deterministic)."""
+    out = list(ranges)
+    while min_partitions and len(out) < min_partitions:
+        largest = max(range(len(out)), key=lambda i: out[i].end - out[i].start, default=None)
+        if largest is None or out[largest].end - out[largest].start < 2:
+            break
+        r = out[largest]
+        middle = r.start + (r.end - r.start) // 2
+        out[largest:largest + 1] = [OffsetRange(r.topic, r.partition, r.start, middle),
+                                    OffsetRange(r.topic, r.partition, middle, r.end)]
+    return out
+
+
+def arrow_schema(include_headers: bool):
+    import pyarrow as pa
+
+    fields = [("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+              ("offset", pa.int64()), ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())]
+    if include_headers:
+        fields.append(("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))))
+    return pa.schema(fields)
+
+
+def read_range(opts, r: OffsetRange):
+    """Yield pyarrow RecordBatches of ``r``'s records (see the module invariants)."""
+    import pyarrow as pa
+    from confluent_kafka import KafkaError, TopicPartition
+
+    if r.start >= r.end:
+        return
+    schema = arrow_schema(opts.include_headers)
+    c = consumer(opts.client, opts.read_committed, **{"enable.partition.eof": True, "auto.offset.reset": "error"})
+    try:
+        start = _checked_start(opts, c, r)
+        if start >= r.end:
+            return
+        c.assign([TopicPartition(r.topic, r.partition, start)])
+        cols = _Columns(opts.include_headers)
+        deadline = time.monotonic() + opts.poll_timeout_s
+        done = False
+        while not done:
+            messages = c.consume(num_messages=BATCH_ROWS, timeout=1.0)
+            if not messages and time.monotonic() > deadline:
+                raise TimeoutError(f"no records from {r.topic}-{r.partition} at offset >= {start} for "
+                                   f"{opts.poll_timeout_s:.0f}s (kafkaConsumer.pollTimeoutMs); range ends at {r.end}")
+            for m in messages:
+                error = m.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        done = m.offset() >= r.end
+                        continue
+                    raise RuntimeError(f"reading {r.topic}-{r.partition}: {error}")
+                offset = m.offset()
+                if offset >= r.end:
+                    done = True
+                    break
+                cols.add(m, offset)
+                done = offset == r.end - 1
+            if messages:
+                deadline = time.monotonic() + opts.poll_timeout_s
+            if len(cols) >= BATCH_ROWS or (done and len(cols)):
+                yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
+                cols = _Columns(opts.include_headers)
+    finally:
+        c.close()
+
+
+def _checked_start(opts, c, r: OffsetRange) -> int:
+    from confluent_kafka import TopicPartition
+
+    low, high = c.get_watermark_offsets(TopicPartition(r.topic, r.partition), timeout=opts.api_timeout_s,
+                                        cached=False)
+    if r.start >= low:
+        return r.start
+    message = (f"{r.topic}-{r.partition}: offsets {r.start}..{low - 1} are no longer in the log (its start is "
+               f"{low}); records were lost, e.g. to retention")
+    if opts.fail_on_data_loss:
+        raise RuntimeError(message + ". Set option 'failOnDataLoss' to false to skip them.")
+    log.warning("%s; skipped because failOnDataLoss is false", message)
+    return low
+
+
+class _Columns:
+    """Column lists of one Arrow batch, filled a record at a time."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.keys, self.values, self.offsets, self.timestamps, self.types = [], [], [], [], []
+        self.headers = [] if include_headers else None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add(self, m, offset: int) -> None:
+        self.keys.append(m.key())
+        self.values.append(m.value())
+        self.offsets.append(offset)
+        kind, ts = m.timestamp()
+        self.timestamps.append(ts * 1000 if ts >= 0 else None)
+        self.types.append(1 if kind == 2 else 0)   # Spark: 0 CreateTime, 1 LogAppendTime
+        if self.headers is not None:
+            self.headers.append([{"key": k, "value": v} for k, v in (m.headers() or [])])
+
+    def arrays(self, topic: str, partition: int, schema) -> list:
+        import pyarrow as pa
+
+        n = len(self.offsets)
+        arrays = [pa.array(self.keys, pa.binary()), pa.array(self.values, pa.binary()),
+                  pa.array([topic] * n, pa.string()), pa.array([partition] * n, pa.int32()),
+                  pa.array(self.offsets, pa.int64()), pa.array(self.timestamps, pa.int64()).cast(schema[5].type),
+                  pa.array(self.types, pa.int32())]
+        if self.headers is not None:
+            arrays.append(pa.array(self.headers, schema[7].type))
+        return arrays

@@ -1,0 +1,135 @@
+"""The kbroker Spark source, with real Spark (local[2]) against a real broker process."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.workload import make_topic
+
+
+def produce(bootstrap: str, topic: str, rows: list[tuple], **config) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", **config})
+    for key, value, headers in rows:
+        producer.produce(topic, key=key, value=value, headers=headers)
+    assert producer.flush(30) == 0
+
+
+def source(spark, broker, **options):
+    reader = spark.read.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def kafka_python_read(bootstrap: str, topic: str) -> set:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        ends = consumer.end_offsets(parts)
+        out = set()
+        while any(consumer.position(tp) < ends[tp] for tp in parts):
+            for tp, messages in consumer.poll(timeout_ms=1000).items():
+                for m in messages:
+                    out.add((m.partition, m.offset, m.key, m.value, tuple((k, v) for k, v in m.headers)))
+        return out
+    finally:
+        consumer.close()
+
+
+def test_batch_read_equals_what_kafka_python_reads(spark, broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, partitions=3)
+    rows = [(f"k{i}".encode() if i % 5 else None, f"v{i}".encode() if i % 7 else None,
+             [("n", str(i).encode()), ("e", b"")] if i % 3 else None) for i in range(900)]
+    produce(broker.bootstrap, topic_name, rows)
+    df = source(spark, broker, subscribe=topic_name, includeHeaders="true")
+    got = {(r.partition, r.offset, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
+           for r in df.collect()}
+    expected = kafka_python_read(broker.bootstrap, topic_name)
+    assert len(got) == 900 and got == expected
+    assert {r.topic for r in df.select("topic").distinct().collect()} == {topic_name}
+    # Offsets named per partition, an end bound, and minPartitions splitting ranges: the same records.
+    part = source(spark, broker, assign=f'{{"{topic_name}":[0,1]}}', minPartitions="7",
+                  startingOffsets=f'{{"{topic_name}":{{"0":10,"1":-2}}}}',
+                  endingOffsets=f'{{"{topic_name}":{{"0":50,"1":-1}}}}')
+    assert part.rdd.getNumPartitions() >= 7
+    offsets = sorted((r.partition, r.offset) for r in part.select("partition", "offset").collect())
+    ends = {p: max(o for q, o, *_ in expected if q == p) + 1 for p in (0, 1)}
+    assert offsets == [(0, o) for o in range(10, 50)] + [(1, o) for o in range(ends[1])]
+
+
+def test_streaming_reads_every_record_once_within_max_offsets_per_trigger_and_across_a_restart(
+        spark, broker, topic_name, tmp_path):
+    make_topic(broker.bootstrap, topic_name, partitions=3)
+    produce(broker.bootstrap, topic_name, [(f"k{i}".encode(), f"v{i}".encode(), None) for i in range(500)])
+    seen: list[tuple[int, list]] = []
+
+    def run() -> None:
+        query = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+                 .option("subscribe", topic_name).option("startingOffsets", "earliest")
+                 .option("maxOffsetsPerTrigger", "120").load()
+                 .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+                 .foreachBatch(lambda df, batch_id: seen.append((batch_id, [r.value for r in df.collect()])))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+
+    run()
+    first = len(seen)
+    assert first >= 5 and all(len(values) <= 120 for _, values in seen)
+    produce(broker.bootstrap, topic_name, [(f"k{i}".encode(), f"v{i}".encode(), None) for i in range(500, 800)])
+    run()   # the same checkpoint: only what came since
+    values = [v for _, batch in seen for v in batch]
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(800)), "a record missing or read twice"
+    assert [b for b, _ in seen[first:]][0] > seen[first - 1][0]
+
+
+def test_read_committed_never_sees_aborted_records(spark, broker, topic_name):
+    from confluent_kafka import Producer
+
+    make_topic(broker.bootstrap, topic_name, partitions=2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{topic_name}"})
+    producer.init_transactions(30)
+    for n, commit in enumerate([True, False, True, False, True]):
+        producer.begin_transaction()
+        for i in range(50):
+            producer.produce(topic_name, key=f"{n}-{i}".encode(), value=f"{'ok' if commit else 'aborted'}-{n}-{i}".encode())
+        producer.flush(30)   # in the log before the end: librdkafka's abort drops what it has not sent
+        producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+    committed = source(spark, broker, subscribe=topic_name, **{"kafka.isolation.level": "read_committed"})
+    values = [r.value.decode() for r in committed.collect()]
+    assert len(values) == 150 and all(v.startswith("ok-") for v in values)
+    everything = source(spark, broker, subscribe=topic_name).count()
+    assert everything == 250
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of the options 'subscribe', 'subscribePattern', 'assign'"),
+    ({"subscribe": "TOPIC", "startingOffsets": '{"TOPIC":{"0":'}, "option 'startingOffsets' is not valid JSON"),
+    ({"subscribe": "no-such-topic-anywhere"}, "option 'subscribe': topic(s) no-such-topic-anywhere do not exist"),
+    ({"subscribe": "TOPIC", "maxOffsetsPerTrigger": "many"}, "option 'maxOffsetsPerTrigger' must be an integer"),
+])
+def test_bad_options_fail_the_query_naming_the_option(spark, broker, topic_name, options, message):
+    make_topic(broker.bootstrap, topic_name, partitions=1)
+    options = {k: v.replace("TOPIC", topic_name) for k, v in options.items()}
+    with pytest.raises(Exception) as failure:
+        source(spark, broker, **options).collect()
+    assert message.replace("TOPIC", topic_name) in str(failure.value)
+
+
+def test_a_broker_that_is_down_fails_the_query_clearly(spark, broker, topic_name):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # nothing listens here once the socket closes
+    reader = (spark.read.format("kbroker").option("kafka.bootstrap.servers", f"127.0.0.1:{port}")
+              .option("subscribe", topic_name).option("kafka.default.api.timeout.ms", "3000"))
+    with pytest.raises(Exception) as failure:
+        reader.load().collect()
+    assert f"cannot reach kbroker at kafka.bootstrap.servers=127.0.0.1:{port}" in str(failure.value)

@@ -2,7 +2,7 @@
 
     python -m tests.integration.spark_job BOOTSTRAP IN OUT CHECKPOINT DELIVERY MODE
 
-reads IN through the kbroker source (200 offsets per trigger), upper-cases
+reads IN through the kbroker source (300 offsets per trigger), upper-cases
 the values in Python on the executors (the task of the first partition
 fails on its first attempt, so Spark retries it) and writes OUT through the
 kbroker sink. MODE ``run`` keeps going until killed; ``drain`` stops once
@@ -65,7 +65,7 @@ def main() -> None:
     spark.dataSource.register(KBrokerDataSource)
     records = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
                .option("subscribe", source).option("startingOffsets", "earliest")
-               .option("maxOffsetsPerTrigger", "200").load())
+               .option("maxOffsetsPerTrigger", "300").load())
     out = records.selectExpr("key", "value").mapInArrow(upper, "key binary, value binary")
     writer = (out.writeStream.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
               .option("topic", sink).option("kafka.delivery", delivery).option("checkpointLocation", checkpoint))

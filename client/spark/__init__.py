@@ -35,19 +35,21 @@ class KBrokerDataSource(DataSource):
         return StreamReader(SourceOptions.parse(self.options, streaming=True))
 
     def writer(self, schema, overwrite: bool):
-        from client.spark.sink import BatchWriter, check_schema, ensure_commit_topic, new_write_id
+        from client.spark.sink import BatchWriter
 
-        opts = SinkOptions.parse(self.options)
-        check_schema(schema, opts)
-        if opts.exactly_once:
-            ensure_commit_topic(opts)
-        return BatchWriter(opts, new_write_id())
+        return self._sink(BatchWriter, schema)
 
     def streamWriter(self, schema, overwrite: bool):
-        from client.spark.sink import StreamWriter, check_schema, ensure_commit_topic, new_write_id
+        from client.spark.sink import StreamWriter
+
+        return self._sink(StreamWriter, schema)
+
+    def _sink(self, kind, schema):
+        """Options and columns checked on the driver, the commit topic made, before any task runs."""
+        from client.spark.sink import check_schema, ensure_commit_topic, new_write_id
 
         opts = SinkOptions.parse(self.options)
         check_schema(schema, opts)
         if opts.exactly_once:
             ensure_commit_topic(opts)
-        return StreamWriter(opts, new_write_id())
+        return kind(opts, new_write_id())

@@ -60,10 +60,46 @@ def arrow_schema(include_headers: bool):
     return pa.schema(fields)
 
 
+def messages(c, topic: str, partition: int, start: int, end: int, poll_timeout_s: float):
+    """Yield lists of librdkafka messages with ``start <= offset < end``, in order, then stop.
+
+    ``c`` has ``enable.partition.eof``; the range ends at the first record at
+    or past ``end``, at the record ``end - 1``, or at an end-of-partition
+    event past it (the range closes on a marker or an aborted record).
+    """
+    from confluent_kafka import KafkaError, TopicPartition
+
+    c.assign([TopicPartition(topic, partition, start)])
+    deadline = time.monotonic() + poll_timeout_s
+    while True:
+        polled = c.consume(num_messages=BATCH_ROWS, timeout=1.0)
+        if not polled and time.monotonic() > deadline:
+            raise TimeoutError(f"no records from {topic}-{partition} at offset >= {start} for "
+                               f"{poll_timeout_s:.0f}s (kafkaConsumer.pollTimeoutMs); range ends at {end}")
+        if polled:
+            deadline = time.monotonic() + poll_timeout_s
+        out, done = [], False
+        for m in polled:
+            error = m.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"reading {topic}-{partition}: {error}")
+                done = m.offset() >= end
+                continue
+            if m.offset() >= end:
+                done = True
+                break
+            out.append(m)
+            done = m.offset() == end - 1
+        if out:
+            yield out
+        if done:
+            return
+
+
 def read_range(opts, r: OffsetRange):
     """Yield pyarrow RecordBatches of ``r``'s records (see the module invariants)."""
     import pyarrow as pa
-    from confluent_kafka import KafkaError, TopicPartition
 
     if r.start >= r.end:
         return
@@ -73,33 +109,15 @@ def read_range(opts, r: OffsetRange):
         start = _checked_start(opts, c, r)
         if start >= r.end:
             return
-        c.assign([TopicPartition(r.topic, r.partition, start)])
         cols = _Columns(opts.include_headers)
-        deadline = time.monotonic() + opts.poll_timeout_s
-        done = False
-        while not done:
-            messages = c.consume(num_messages=BATCH_ROWS, timeout=1.0)
-            if not messages and time.monotonic() > deadline:
-                raise TimeoutError(f"no records from {r.topic}-{r.partition} at offset >= {start} for "
-                                   f"{opts.poll_timeout_s:.0f}s (kafkaConsumer.pollTimeoutMs); range ends at {r.end}")
-            for m in messages:
-                error = m.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        done = m.offset() >= r.end
-                        continue
-                    raise RuntimeError(f"reading {r.topic}-{r.partition}: {error}")
-                offset = m.offset()
-                if offset >= r.end:
-                    done = True
-                    break
-                cols.add(m, offset)
-                done = offset == r.end - 1
-            if messages:
-                deadline = time.monotonic() + opts.poll_timeout_s
-            if len(cols) >= BATCH_ROWS or (done and len(cols)):
+        for polled in messages(c, r.topic, r.partition, start, r.end, opts.poll_timeout_s):
+            for m in polled:
+                cols.add(m, m.offset())
+            if len(cols) >= BATCH_ROWS:
                 yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
                 cols = _Columns(opts.include_headers)
+        if len(cols):
+            yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
     finally:
         c.close()
 

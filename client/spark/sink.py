@@ -136,32 +136,21 @@ def _marker_partition(key: bytes) -> int:
 
 def _last_marker(opts: SinkOptions, key: bytes) -> int | None:
     """The batch id of the last committed marker for ``key`` (read_committed, to the last stable offset)."""
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import TopicPartition
 
     from client.spark.kafka import consumer
+    from client.spark.records import messages
 
     c = consumer(opts.client, True, **{"enable.partition.eof": True})
     try:
-        tp = TopicPartition(opts.commit_topic, _marker_partition(key))
-        low, high = c.get_watermark_offsets(tp, timeout=30, cached=False)
-        if high <= low:
-            return None
-        c.assign([TopicPartition(opts.commit_topic, tp.partition, low)])
+        partition = _marker_partition(key)
+        low, high = c.get_watermark_offsets(TopicPartition(opts.commit_topic, partition), timeout=30, cached=False)
         last = None
-        while True:
-            for m in c.consume(num_messages=10_000, timeout=5.0) or [None]:
-                if m is None:
-                    raise TimeoutError(f"reading the commit topic {opts.commit_topic}: nothing for 5 s")
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        if m.offset() >= high:
-                            return last
-                        continue
-                    raise RuntimeError(f"reading the commit topic {opts.commit_topic}: {m.error()}")
+        for polled in messages(c, opts.commit_topic, partition, low, high, 30.0) if high > low else ():
+            for m in polled:
                 if m.key() == key:
                     last = json.loads(m.value())["batch"] if m.value() is not None else None
-                if m.offset() >= high - 1:
-                    return last
+        return last
     finally:
         c.close()
 

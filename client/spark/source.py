@@ -57,8 +57,9 @@ class _Planner:
     def bounds(self, tps) -> dict[tuple[str, int], tuple[int, int]]:
         return kafka.watermarks(self.c, self.opts.client, tps, self.opts.api_timeout_s)
 
-    def starting(self, tps) -> Offsets:
-        spec, bounds = self.opts.starting, self.bounds(tps)
+    def starting(self, tps, bounds) -> Offsets:
+        """Where ``startingOffsets`` (or a starting timestamp) puts each partition, within its ``bounds``."""
+        spec = self.opts.starting
         if spec.by_timestamp:
             wanted = {tp: spec.per_partition.get(tp, spec.default) for tp in tps}
             times = kafka.offsets_for_times(self.c, self.opts.client, {tp: ts for tp, ts in wanted.items()
@@ -80,8 +81,8 @@ class BatchReader(DataSourceReader):
 
     def partitions(self):
         tps = self.planner.partitions()
-        start = self.planner.starting(tps)
         bounds = self.planner.bounds(tps)
+        start = self.planner.starting(tps, bounds)
         end = {tp: kafka.resolve(self.opts.ending.for_partition(*tp), bounds[tp]) for tp in tps}
         for tp in tps:
             if start[tp] > end[tp]:
@@ -100,7 +101,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target: Offsets | None = None   # Trigger.AvailableNow: never past what was there at its start
 
     def initialOffset(self) -> dict:
-        return to_json(self.planner.starting(self.planner.partitions()))
+        tps = self.planner.partitions()
+        return to_json(self.planner.starting(tps, self.planner.bounds(tps)))
 
     def getDefaultReadLimit(self):
         if self.opts.max_offsets_per_trigger:
@@ -108,20 +110,19 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = self._latest()
+        self.target = {tp: high for tp, (_, high) in self._bounds().items()}
 
-    def _latest(self) -> Offsets:
-        tps = self.planner.partitions()
-        return {tp: high for tp, (_, high) in self.planner.bounds(tps).items()}
+    def _bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
+        return self.planner.bounds(self.planner.partitions())
 
     def latestOffset(self, start: dict, limit) -> dict:
         begin = from_json(start)
-        latest = self._latest()
+        bounds = self._bounds()
+        latest = {tp: high for tp, (_, high) in bounds.items()}
         if self.target is not None:
             latest = {tp: min(o, self.target[tp]) for tp, o in latest.items() if tp in self.target}
-        new = [tp for tp in latest if tp not in begin]
-        if new:   # partitions that appeared since: from their earliest offset
-            begin.update({tp: b[0] for tp, b in self.planner.bounds(new).items()})
+        # Partitions that appeared since: from their earliest offset.
+        begin.update({tp: bounds[tp][0] for tp in latest if tp not in begin})
         end = {tp: max(o, begin.get(tp, o)) for tp, o in latest.items()}
         for tp, o in begin.items():
             end.setdefault(tp, o)   # a partition no longer subscribed keeps where it was

@@ -35,7 +35,16 @@ log = structlog.get_logger("broker.connection")
 
 
 class CloseConnection(Exception):
-    """This connection must be closed (the reason is logged where it is raised)."""
+    """This connection must be closed (the reason is logged where it is raised).
+
+    ``after_responses``: the responses already due are written first (a failed
+    acks=0 produce); otherwise (malformed input) the connection closes at once
+    and whatever it had parked is abandoned, as Kafka drops a bad channel.
+    """
+
+    def __init__(self, after_responses: bool = False) -> None:
+        super().__init__()
+        self.after_responses = after_responses
 
 
 class Connection:
@@ -54,9 +63,11 @@ class Connection:
         self.sendfile = broker.config["kbroker.fetch.sendfile"]
         sock = writer.get_extra_info("socket")
         self.socket_fd = sock.fileno() if sock is not None else -1
+        self.stopping = False   # the broker is shutting down: answer what was read, then close
 
     async def run(self) -> None:
         responder = asyncio.create_task(self._write_responses())
+        answer_pending = False
         try:
             while not responder.done():
                 try:
@@ -73,16 +84,33 @@ class Connection:
                     break
                 try:
                     await self._dispatch(frame)
-                except CloseConnection:
+                except CloseConnection as close:
+                    answer_pending = close.after_responses
                     break
         finally:
-            if not responder.done():
+            if not (answer_pending or self.stopping) or responder.done():
+                # Nobody will read the answers: parked requests leave their purgatories now, not at timeout.
+                responder.cancel()
+                self._abandon_responses()
+            else:
                 await self.responses.put(None)
                 try:
                     await asyncio.wait_for(responder, timeout=30)
                 except (asyncio.TimeoutError, ConnectionError):
                     responder.cancel()
+                    self._abandon_responses()
             self.writer.close()
+
+    def stop_reading(self) -> None:
+        """Broker shutdown: read no more requests; those already read are still answered."""
+        self.stopping = True
+        self.reader.feed_eof()
+
+    def _abandon_responses(self) -> None:
+        while not self.responses.empty():
+            item = self.responses.get_nowait()
+            if item is not None and isinstance(item[3], asyncio.Future):
+                item[3].cancel()
 
     async def _dispatch(self, frame: bytes) -> None:
         if self.broker.cluster is not None:
@@ -129,7 +157,7 @@ class Connection:
         if result is NO_RESPONSE:
             return
         if result is CLOSE_CONNECTION:
-            raise CloseConnection
+            raise CloseConnection(after_responses=True)
         if not self._writer_busy and self.responses.empty() and not isinstance(result, asyncio.Future):
             # Nothing is ahead of this response: send it now and skip the hand-off to the writer task.
             # Safe for ordering: the next request is read only after this returns.

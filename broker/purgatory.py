@@ -3,6 +3,10 @@
 A DelayedOperation is completed exactly once: by ``try_complete`` succeeding
 when an event it watches fires (an append, a high-watermark move), or by its
 timer expiring. Nothing polls; the timers are the event loop's.
+
+Whoever waits may give up first: when the operation's future is cancelled
+(its connection closed), the operation leaves every watch list and its timer
+at once and never completes, so a closed connection leaves nothing parked.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ class DelayedOperation:
         self.completed = False
         self._timer: asyncio.TimerHandle | None = None
         self._watched: list[tuple["Purgatory", Hashable]] = []
+        self.future.add_done_callback(self._abandoned)
 
     def try_complete(self) -> bool:
         """Complete if the condition holds (call ``force_complete``); return whether it did."""
@@ -30,15 +35,23 @@ class DelayedOperation:
     def on_expiration(self) -> None:
         pass
 
-    def force_complete(self) -> bool:
-        if self.completed:
-            return False
+    def _leave(self) -> None:
         self.completed = True
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
         for purgatory, key in self._watched:
             purgatory._unwatch(key, self)
         self._watched = []
+
+    def _abandoned(self, future: asyncio.Future) -> None:
+        if future.cancelled() and not self.completed:
+            self._leave()
+
+    def force_complete(self) -> bool:
+        if self.completed:
+            return False
+        self._leave()
         try:
             result = self.on_complete()
         except Exception as exc:  # the waiting request fails, not the broker
@@ -69,6 +82,8 @@ class Purgatory:
         # The condition may have become true between the check and the watch.
         if op.try_complete():
             return True
+        if op.completed:   # abandoned before it was parked
+            return False
         op._timer = asyncio.get_running_loop().call_later(op.timeout_ms / 1000, op._expire)
         return False
 

@@ -323,7 +323,7 @@ class Broker:
         await self.inter_broker.close()
         tasks = [conn.task for conn in list(self.connections)]
         for conn in list(self.connections):
-            conn.reader.feed_eof()   # no new requests; the ones read are answered first
+            conn.stop_reading()   # no new requests; the ones read are answered first
         if tasks:
             await asyncio.wait(tasks, timeout=10)
         for server in self.servers:

@@ -3,6 +3,8 @@
 It reads the client's request frames to learn each correlation id's api key,
 and when a chosen response comes back it discards it and closes the client's
 connection, as a network failure would after the broker has already acted.
+With ``drop_every=0`` it drops nothing and records real clients' request
+frames, which the fuzzing test mutates and replays.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import threading
 
 class DroppingProxy:
     def __init__(self, upstream_port: int, api_key: int = 0, drop_every: int = 4) -> None:
+        """``drop_every=0`` drops nothing: the proxy then only records each connection's request frames
+        in ``sessions`` (size prefix included), for replaying."""
         self.upstream_port = upstream_port
         self.api_key = api_key
         self.drop_every = drop_every
+        self.sessions: list[list[bytes]] = []
         self.seen = 0
         self.dropped = 0
         self.port = 0
@@ -43,11 +48,14 @@ class DroppingProxy:
             client_writer.close()
             return
         api_of: dict[int, int] = {}
+        recorded: list[bytes] = []
+        self.sessions.append(recorded)
 
         async def requests() -> None:
             while True:
                 head = await client_reader.readexactly(4)
                 frame = await client_reader.readexactly(struct.unpack(">i", head)[0])
+                recorded.append(head + frame)
                 api_key, _, correlation = struct.unpack_from(">hhi", frame)
                 api_of[correlation] = api_key
                 up_writer.write(head + frame)
@@ -58,7 +66,7 @@ class DroppingProxy:
                 head = await up_reader.readexactly(4)
                 frame = await up_reader.readexactly(struct.unpack(">i", head)[0])
                 (correlation,) = struct.unpack_from(">i", frame)
-                if api_of.pop(correlation, None) == self.api_key:
+                if api_of.pop(correlation, None) == self.api_key and self.drop_every:
                     self.seen += 1
                     if self.seen % self.drop_every == 0:
                         self.dropped += 1

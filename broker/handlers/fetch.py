@@ -53,14 +53,27 @@ def handle(ctx, request):
 
 
 def _wrap(future):
-    """A future of the response, from the delayed fetch's future of partition results."""
+    """A future of the response, from the delayed fetch's future of partition results.
+
+    Cancellation runs both ways: the connection giving up on the response
+    (it closed) cancels the parked fetch, which then leaves the purgatory.
+    """
     wrapped = asyncio.get_running_loop().create_future()
 
     def done(f):
-        if f.exception() is not None:
+        if wrapped.done():
+            return
+        if f.cancelled():
+            wrapped.cancel()
+        elif f.exception() is not None:
             wrapped.set_exception(f.exception())
         else:
             wrapped.set_result(_response(f.result()))
 
+    def given_up(w):
+        if w.cancelled():
+            future.cancel()
+
     future.add_done_callback(done)
+    wrapped.add_done_callback(given_up)
     return wrapped

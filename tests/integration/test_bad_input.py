@@ -195,3 +195,30 @@ async def test_closed_connection_raises_for_pending_requests(broker):
     await conn.send_raw(b"\xff\xff\xff\xfe")
     with pytest.raises(ConnectionClosed):
         await conn.request(METADATA, 12, {"topics": None}, timeout=5)
+
+
+async def test_a_bad_frame_behind_a_parked_fetch_closes_at_once_and_abandons_it(fresh_broker, topic_name):
+    """Kafka drops a channel that sent garbage with whatever it had in flight. The parked fetch leaves the
+    purgatory then, so the next append (which would have completed it) finds nobody, and nothing is logged."""
+    fresh_broker.start()
+    conn = await connect(fresh_broker)
+    resp = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": topic_name, "num_partitions": 1,
+                                                             "replication_factor": 1}], "timeout_ms": 5000})
+    assert resp.topics[0].error_code == 0
+    body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    parked = asyncio.ensure_future(conn.request(FETCH, 12, body, timeout=90))
+    await asyncio.sleep(0.3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await conn.send_raw(b"\x00\x00\x00\x03abc")
+    assert await conn.wait_closed(timeout=10)
+    assert loop.time() - started < 5, "the connection waited for its parked fetch before closing"
+    with pytest.raises(ConnectionClosed):
+        await parked
+    await still_serving(fresh_broker, topic_name)   # appends to the partition the abandoned fetch watched
+    assert fresh_broker.stop() == 0
+    with open(fresh_broker.log_path, encoding="utf-8", errors="replace") as f:
+        log = f.read()
+    assert "Traceback" not in log and "Exception in callback" not in log, log[-3000:]

@@ -45,3 +45,17 @@ async def test_already_satisfied_completes_without_watching():
     op = WaitFor({"value": 5}, 1, timeout_ms=10_000)
     assert purgatory.try_complete_else_watch(op, ["k"])
     assert purgatory.watched() == 0
+
+
+async def test_an_abandoned_operation_leaves_at_once_and_never_completes():
+    purgatory = Purgatory("test")
+    state = {"value": 0}
+    op = WaitFor(state, 1, timeout_ms=20)
+    purgatory.try_complete_else_watch(op, ["a", "b"])
+    op.future.cancel()          # the connection that waited for it closed
+    await asyncio.sleep(0)      # done callbacks run on the next pass
+    assert purgatory.watched() == 0 and op.completed
+    state["value"] = 1
+    assert purgatory.check_and_complete("a") == 0
+    await asyncio.sleep(0.05)   # past the timeout: the timer was cancelled with it
+    assert op.future.cancelled() and not op.expired

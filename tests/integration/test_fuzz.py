@@ -1,0 +1,166 @@
+"""Mutated copies of real clients' request frames, replayed at a broker: it stays up, keeps serving a
+well-behaved client alongside, and logs no unhandled exception.
+
+Frames are recorded through a proxy from librdkafka (idempotent and transactional producers, a consumer
+group) and kafka-python (admin requests), then mutated the way a broken client or a bad network would:
+bytes flipped, an int32 field set to an extreme, the API key or version changed, the size prefix made to lie,
+the stream cut short. Each mutated session is written pipelined on its own connection and closed after a
+short read, often while its requests are parked (long-poll fetches, acks=all produces, group joins): the
+case that once left a cancelled fetch completing in the purgatory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import struct
+
+import pytest
+
+from tests.integration.test_bad_input import still_serving
+from tests.proxy import DroppingProxy
+
+# Lines in the broker's log that mean an exception escaped a handler or a callback.
+UNHANDLED = ("Traceback", "Exception in callback", "exception was never retrieved", "handler_failed",
+             "connection_failed", "response_failed", "InvalidStateError")
+EXTREMES = (0, -1, 0x7FFFFFFF, -0x80000000, 0x10000, 1)
+
+
+def record_sessions(port: int, topic: str) -> list[bytes]:
+    """Request frames of real clients doing ordinary work, each prefixed by its size."""
+    from confluent_kafka import Consumer, Producer
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+
+    proxy = DroppingProxy(port, drop_every=0).start()
+    bootstrap = f"127.0.0.1:{proxy.port}"
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([NewTopic(topic, 2, 1), NewTopic(topic + "-gone", 1, 1)])
+        admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+        admin.delete_topics([topic + "-gone"])
+        admin.close()
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2})
+        for i in range(200):
+            producer.produce(topic, key=str(i).encode(), value=b"v" * (i % 50), headers=[("h", b"1")])
+        assert producer.flush(30) == 0
+        txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-txn"})
+        txn.init_transactions(30)
+        for committed in (True, False):
+            txn.begin_transaction()
+            txn.produce(topic, b"in a transaction")
+            txn.commit_transaction(30) if committed else txn.abort_transaction(30)
+        txn.flush(10)
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-group",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "fetch.wait.max.ms": 500})
+        consumer.subscribe([topic])
+        got = 0
+        while got < 200:
+            msg = consumer.poll(10)
+            assert msg is not None, "the recording consumer got nothing"
+            got += msg.error() is None
+        consumer.commit(asynchronous=False)
+        consumer.close()
+    finally:
+        proxy.stop()
+    return [b"".join(frames) for frames in proxy.sessions if frames]
+
+
+def mutate(rng: random.Random, session: bytes) -> bytes:
+    """One to three mutations of a session's frames; the result may be a cut-short byte stream."""
+    frames = []
+    pos = 0
+    while pos + 4 <= len(session):
+        (size,) = struct.unpack_from(">i", session, pos)
+        frames.append(bytearray(session[pos + 4:pos + 4 + size]))
+        pos += 4 + size
+    lying = {}
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(frames))
+        frame = frames[i]
+        kind = rng.choice(("flip", "flip", "extreme", "extreme", "version", "api", "size", "cut"))
+        if kind == "flip" and frame:
+            for _ in range(rng.randint(1, 4)):
+                frame[rng.randrange(len(frame))] ^= rng.randrange(1, 256)
+        elif kind == "extreme" and len(frame) >= 4:
+            at = rng.randrange(len(frame) - 3)
+            struct.pack_into(">i", frame, at, rng.choice(EXTREMES))
+        elif kind == "version" and len(frame) >= 4:
+            struct.pack_into(">h", frame, 2, rng.randint(-1, 20))
+        elif kind == "api" and len(frame) >= 2:
+            struct.pack_into(">h", frame, 0, rng.randint(-1, 80))
+        elif kind == "size":
+            lying[i] = max(0, len(frame) + rng.choice((-7, -1, 1, 3, 1000)))
+        elif kind == "cut":
+            frames[i] = frame[:rng.randrange(len(frame) + 1)]
+    out = b"".join(struct.pack(">i", lying.get(i, len(f))) + bytes(f) for i, f in enumerate(frames))
+    return out[:rng.randrange(len(out) // 2, len(out) + 1)] if rng.random() < 0.2 else out
+
+
+async def replay(port: int, data: bytes, linger: float) -> None:
+    """Send a mutated session pipelined, read for ``linger`` seconds, then hang up."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return
+    try:
+        writer.write(data)
+        await writer.drain()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + linger
+        while (left := deadline - loop.time()) > 0:
+            if not await asyncio.wait_for(reader.read(65536), left):
+                break
+    except (OSError, asyncio.TimeoutError):
+        pass
+    finally:
+        writer.close()
+
+
+async def fuzz(broker, sessions: list[bytes], count: int, seed: int, well_behaved: str) -> None:
+    rng = random.Random(seed)
+    concurrent = 8
+    for start in range(0, count, concurrent):
+        batch = [mutate(rng, rng.choice(sessions)) for _ in range(min(concurrent, count - start))]
+        await asyncio.gather(*(replay(broker.port, data, rng.choice((0.0, 0.05, 0.3))) for data in batch))
+        if start % (concurrent * 10) == 0:
+            await still_serving(broker, well_behaved)
+            assert broker.proc.poll() is None, broker.tail_log()
+    await still_serving(broker, well_behaved)
+
+
+async def create(broker, name: str) -> None:
+    from client.connection import KafkaConnection
+
+    conn = await KafkaConnection.open("127.0.0.1", broker.port)
+    try:
+        resp = await conn.request(19, 7, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
+                                          "timeout_ms": 5000})
+        assert resp.topics[0].error_code == 0
+    finally:
+        await conn.close()
+
+
+async def run_fuzz(broker, topic_name: str, count: int, seed: int) -> None:
+    broker.start()
+    well_behaved = "well-behaved-client-topic"
+    await create(broker, well_behaved)
+    sessions = await asyncio.to_thread(record_sessions, broker.port, topic_name)
+    assert len(sessions) >= 3
+    await fuzz(broker, sessions, count, seed, well_behaved)
+    await asyncio.sleep(1.5)   # parked operations reach their timeouts: a late completion would log now
+    # Stopping completes whatever is still parked, after the connections are gone: that must log nothing either.
+    assert broker.stop() == 0, broker.tail_log()
+    with open(broker.log_path, encoding="utf-8", errors="replace") as f:
+        bad = [line for line in f if any(marker in line for marker in UNHANDLED)]
+    assert not bad, "".join(bad[:20])
+
+
+async def test_mutated_client_frames_leave_the_broker_serving(fresh_broker, topic_name):
+    await run_fuzz(fresh_broker, topic_name, count=400, seed=20261122)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_mutated_client_frames_soak(fresh_broker, topic_name, seed):
+    await run_fuzz(fresh_broker, topic_name, count=6000, seed=seed)

@@ -150,12 +150,16 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ produce
     def append_records(self, topic: str, index: int, records, required_acks: int, *,
-                       from_coordinator: bool = False) -> PartitionResult:
+                       from_coordinator: bool = False, wake_fetches: bool = True) -> PartitionResult:
         """Validate and append one partition's batch. Errors come back as Kafka error codes.
 
         ``from_coordinator``: a coordinator's own batch (built by the broker,
         keyed by construction), so the per-record key check is skipped, as
         Kafka skips it for coordinator-origin appends.
+        ``wake_fetches=False``: the caller appends more partitions of the same
+        request and calls ``wake_fetches`` once they are all in (Kafka's
+        delayed-action queue), so a parked follower fetch answers with every
+        partition of the request in one response instead of one per partition.
         """
         partition = self.partitions.get((topic, index))
         if partition is None:
@@ -179,8 +183,14 @@ class ReplicaManager:
             return PartitionResult(ErrorCode[exc.error], message=str(exc))
         if not info.duplicate:
             partition.maybe_increment_high_watermark()
-            self.fetch_purgatory.check_and_complete((topic, index))
+            if wake_fetches:
+                self.fetch_purgatory.check_and_complete((topic, index))
         return PartitionResult(info=info)
+
+    def wake_fetches(self, appended) -> None:
+        """Complete the fetches parked on ``appended`` partitions (after ``append_records(wake_fetches=False)``)."""
+        for tp in appended:
+            self.fetch_purgatory.check_and_complete(tp)
 
     def complete_when_replicated(self, waiting: dict[tuple[str, int], tuple[int, dict]], response,
                                  timeout_ms: int):
@@ -323,6 +333,8 @@ class DelayedFetch(DelayedOperation):
             if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
                 return self.force_complete()
             if req.fetch_offset < bound:
+                if self.min_bytes <= 1:
+                    return self.force_complete()   # a record below the bound is a byte: no need to read it twice
                 found = plog.read(req.fetch_offset, req.max_bytes, bound, True)
                 accumulated += found.length if found is not None else 0
             if accumulated >= self.min_bytes:

@@ -71,6 +71,7 @@ def _append_all(ctx, request, refused: dict):
     acks = request.acks
     responses = []
     waiting = {}
+    appended = []
     failed = False
     for topic in request.topic_data:
         partitions = []
@@ -81,10 +82,11 @@ def _append_all(ctx, request, refused: dict):
                 error = refused[(topic.name, pdata.index)]
                 result_error, info, message = error, None, "the partition is not in the producer's transaction"
             else:
-                result = rm.append_records(topic.name, pdata.index, pdata.records, acks)
+                result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False)
                 result_error, info, message = result.error, result.info, result.message
             failed = failed or result_error != ErrorCode.NONE
             if info is not None:
+                appended.append((topic.name, pdata.index))
                 partitions.append({"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
                                    "log_append_time_ms": info.log_append_time,
                                    "log_start_offset": info.log_start_offset})
@@ -94,6 +96,7 @@ def _append_all(ctx, request, refused: dict):
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
                                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message})
         responses.append({"name": topic.name, "partition_responses": partitions})
+    rm.wake_fetches(appended)   # parked fetches answer once, with every partition this request appended
     if acks == 0:
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
         return CLOSE_CONNECTION if failed else NO_RESPONSE

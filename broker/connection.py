@@ -205,20 +205,33 @@ class Connection:
         buf = out.getbuffer()
         size = len(buf) - 4 + sum(region.length for _, region in regions)
         _SIZE.pack_into(buf, 0, size)
-        start = 0
-        for position, region in regions:
-            self.writer.write(buf[start:position])
-            start = position
-            await self._send_region(region)
-        self.writer.write(buf[start:])
+        if not any(self._use_sendfile(region) for _, region in regions):
+            # Small regions are read into the response: one writev for the whole of it, not a syscall per piece.
+            chunks, start = [], 0
+            for position, region in regions:
+                chunks.append(buf[start:position])
+                chunks.append(read_region(region.file, region.position, region.length))
+                start = position
+            chunks.append(buf[start:])
+            self.writer.writelines(chunks)
+        else:
+            start = 0
+            for position, region in regions:
+                self.writer.write(buf[start:position])
+                start = position
+                await self._send_region(region)
+            self.writer.write(buf[start:])
         del buf
         await self.writer.drain()
+
+    def _use_sendfile(self, region: FileRegion) -> bool:
+        return self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024
 
     async def _send_region(self, region: FileRegion) -> None:
         """Send a log file region: with sendfile once the transport's buffer is empty, else read it."""
         sent = 0
         transport = self.writer.transport
-        if self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024:
+        if self._use_sendfile(region):
             await self.writer.drain()
             if transport.get_write_buffer_size() == 0:
                 try:

@@ -77,12 +77,20 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message:
     raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")
 
 
-def describe(bootstrap: str, topic: str) -> dict[int, dict]:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
-    try:
-        found = admin.describe_topics([topic])[0]
-    finally:
-        admin.close()
+def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dict]:
+    """Each partition's leader, replicas and ISR. A broker that has just started may not have had the
+    controller's UpdateMetadata yet and answer UNKNOWN_TOPIC_OR_PARTITION (as Kafka does in that window):
+    ask again, as clients do, until the topic is known."""
+    deadline = time.monotonic() + timeout
+    while True:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+        try:
+            found = admin.describe_topics([topic])[0]
+        finally:
+            admin.close()
+        if found["error_code"] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"], "isr": p["isr_nodes"]}
             for p in found["partitions"]}
 

@@ -23,7 +23,7 @@ from tests.cluster import Cluster, wait_until
 
 PARTITIONS = 6
 SIZE = 1024
-RECORDS = 400_000
+RECORDS = 1_200_000   # long enough (seconds, not a fraction of one) for the RF=1 run to be stable
 RATE = 2000            # records/s for the latency rows
 LATENCY_SECONDS = 10
 REPEATS = 3
@@ -100,7 +100,9 @@ def measure(scale: float = 1.0, parent: str | None = None) -> list[tuple]:
             for label, rf, acks, configs in cases:
                 topic = f"bench-rf{rf}"
                 create(cluster.bootstrap, topic, rf, configs)
+                os.sync()   # each measurement starts without the previous one's writeback still running
                 run = throughput(cluster, topic, acks, count)
+                os.sync()
                 p50, p99 = latency(cluster.bootstrap, topic, "all" if acks == "-1" else acks)
                 results[label] = (run, p50, p99)
                 print(f"  cluster   produce {SIZE} B {label:26}: {run.mb_per_s:8.1f} MB/s {run.msgs_per_s:10.0f} "

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, loadgen, replication, transactions
+from bench import brokers, groups, loadgen, replication, spark, transactions
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -142,7 +142,7 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
-    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication"],
+    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
@@ -153,10 +153,11 @@ def main() -> int:
     overrides = dict(item.split("=", 1) for item in args.kbroker_override)
     starters = {"kbroker": lambda wd: brokers.KBroker(wd, overrides), "tansu": brokers.tansu,
                 "noida-db": brokers.noida}
-    rows, notes = [], {}
+    rows, notes, spark_rows = [], {}, []
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
-            if args.only and name not in args.only or args.suite == "replication":
+            if args.only and name not in args.only or args.suite == "replication" or (
+                    args.suite == "spark" and name != "kbroker"):
                 continue
             print(f"{name}:", flush=True)
             broker = start(os.path.join(tmp, name))
@@ -168,16 +169,22 @@ def main() -> int:
                     rows += groups.measure(broker, create_topic)
                 if args.suite in ("all", "transactions"):
                     rows += transactions.measure(broker, create_topic)
+                if args.suite in ("all", "spark") and name == "kbroker":
+                    spark_rows = spark.measure(broker, create_topic, args.scale)
             finally:
                 broker.stop()
     result = table(rows, notes) if rows else ""
     if args.suite in ("all", "replication") and (not args.only or "kbroker" in args.only):
         print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)
         result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
+    if spark_rows:
+        result += "\n\n## Spark\n\n" + spark.table(spark_rows, args.scale)
     print(result)
     if not args.no_write:
         if args.suite == "replication":
-            splice_replication(result)
+            splice(result, "Replication", "replication")
+        elif args.suite == "spark":
+            splice(result, "Spark", "spark")
         else:
             write_doc(result, args)
     return 0
@@ -207,17 +214,21 @@ fetch: `rdkafka_performance -C -t T -p 0 .. -p 5 -o beginning -c COUNT`. Records
     print(f"wrote {path}")
 
 
-def splice_replication(section: str) -> None:
-    """``--suite replication`` rewrites only the doc's Replication section (its table is its own run)."""
+def splice(section: str, title: str, suite: str) -> None:
+    """``--suite replication`` or ``spark`` rewrites only that section of the doc (its table is its own run)."""
     path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
     doc = open(path).read()
     marker = "<!-- profile -->"
-    start = doc.find("## Replication")
     end = doc.index(marker)
-    head = doc[:start] if start >= 0 else doc[:end]
-    stamp = f"\n\n(Replication rows: {datetime.date.today().isoformat()}, `make bench SUITE=replication`.)"
+    start = doc.find(f"## {title}\n", 0, end)
+    if start >= 0:   # the section runs to the next one, or to the profile marker
+        following = doc.find("\n## ", start + 1, end)
+        head, tail = doc[:start], doc[following + 1 if following >= 0 else end:]
+    else:
+        head, tail = doc[:end], doc[end:]
+    stamp = f"\n\n({title} rows: {datetime.date.today().isoformat()}, `make bench SUITE={suite}`.)"
     with open(path, "w") as f:
-        f.write(head.rstrip() + "\n" + section.rstrip() + stamp + "\n\n" + doc[end:])
+        f.write(head.rstrip() + "\n\n" + section.strip() + stamp + "\n\n" + tail)
     print(f"wrote {path}")
 
 

@@ -16,8 +16,11 @@ def consumer(client: dict, read_committed: bool, **extra):
     """A consumer for assign()/offset queries only: a throwaway group id, nothing ever committed or stored."""
     from confluent_kafka import Consumer
 
+    # fetch.queue.backoff.ms: librdkafka 2.x pauses fetching for this long (default 1 s) whenever its local
+    # queue passes queued.min.messages; a range reader drains that queue as fast as it fills, so the pause only
+    # idles it (a 250,000-record range read 6.5 times faster without it). A ``kafka.*`` option overrides it.
     config = {"group.id": f"kbroker-spark-{uuid.uuid4()}", "enable.auto.commit": False,
-              "enable.auto.offset.store": False,
+              "enable.auto.offset.store": False, "fetch.queue.backoff.ms": 0,
               "isolation.level": "read_committed" if read_committed else "read_uncommitted", **client, **extra}
     return Consumer(config)
 

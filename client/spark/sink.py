@@ -108,8 +108,11 @@ class _Writer:
             if failed:
                 raise RuntimeError(f"{len(failed)} records not written, e.g.: {failed[0]}")
             return TaskCommit(partition, count, False)
+        # Only failures come back as delivery reports (a failed record also fails the commit): a report per
+        # record would cost the task a Python callback each.
         producer = self._producer({"transactional.id": f"kbroker-spark-{write_id}-{partition}",
-                                   "transaction.timeout.ms": self.opts.transaction_timeout_ms})
+                                   "transaction.timeout.ms": self.opts.transaction_timeout_ms,
+                                   "delivery.report.only.error": True})
         producer.init_transactions(60)   # fences every older attempt of this task, aborting what it left open
         key = f"{write_id}/{partition}".encode()
         done = _last_marker(self.opts, key)

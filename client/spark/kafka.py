@@ -68,7 +68,7 @@ def watermarks(c, client: dict, tps: list[tuple[str, int]], timeout: float) -> d
 
 def offsets_for_times(c, client: dict, wanted: dict[tuple[str, int], int], timeout: float
                       ) -> dict[tuple[str, int], int]:
-    """The first offset at or after each timestamp; LATEST where no record is that new."""
+    """The first offset at or after each timestamp; None where no record is that new."""
     from confluent_kafka import KafkaException, TopicPartition
 
     if not wanted:
@@ -77,7 +77,7 @@ def offsets_for_times(c, client: dict, wanted: dict[tuple[str, int], int], timeo
         found = c.offsets_for_times([TopicPartition(t, p, ts) for (t, p), ts in wanted.items()], timeout=timeout)
     except KafkaException as exc:
         raise _unreachable(client, exc) from None
-    return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else LATEST for tp in found}
+    return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in found}
 
 
 def resolve(spec_offset: int, bounds: tuple[int, int]) -> int:

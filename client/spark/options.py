@@ -168,6 +168,9 @@ class SourceOptions:
     read_committed: bool
     api_timeout_s: float
     poll_timeout_s: float
+    # Spark's startingOffsetsByTimestampStrategy: a partition with no record that new fails the query
+    # ("error", the default) or starts at its end ("latest").
+    timestamp_miss_latest: bool = False
 
     @classmethod
     def parse(cls, original, *, streaming: bool) -> "SourceOptions":
@@ -181,6 +184,9 @@ class SourceOptions:
         if streaming and _get(options, "endingOffsets") is not None:
             raise ValueError("option 'endingOffsets' is for batch queries only")
         ending = parse_offsets("endingOffsets", _get(options, "endingOffsets"), LATEST)
+        strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").lower()
+        if strategy not in ("error", "latest"):
+            raise ValueError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got {strategy!r}")
         if ending.default == EARLIEST or EARLIEST in ending.per_partition.values():
             raise ValueError("option 'endingOffsets' cannot be earliest (-2)")
         if not streaming and (starting.default == LATEST and not starting.per_partition
@@ -194,7 +200,8 @@ class SourceOptions:
                    include_headers=_bool(options, "includeHeaders", False),
                    read_committed=isolation == "read_committed",
                    api_timeout_s=_int(options, "kafka.default.api.timeout.ms", 60000, minimum=1) / 1000,
-                   poll_timeout_s=_int(options, "kafkaConsumer.pollTimeoutMs", 120000, minimum=1) / 1000)
+                   poll_timeout_s=_int(options, "kafkaConsumer.pollTimeoutMs", 120000, minimum=1) / 1000,
+                   timestamp_miss_latest=strategy == "latest")
 
 
 def _starting(options, default: int) -> OffsetSpec:

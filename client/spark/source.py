@@ -64,7 +64,13 @@ class _Planner:
             wanted = {tp: spec.per_partition.get(tp, spec.default) for tp in tps}
             times = kafka.offsets_for_times(self.c, self.opts.client, {tp: ts for tp, ts in wanted.items()
                                                                         if ts >= 0}, self.opts.api_timeout_s)
-            return {tp: kafka.resolve(times.get(tp, LATEST), bounds[tp]) for tp in tps}
+            missed = sorted(tp for tp, ts in wanted.items() if ts >= 0 and times.get(tp) is None)
+            if missed and not self.opts.timestamp_miss_latest:
+                raise ValueError(
+                    f"no record at or after the starting timestamp in {', '.join(f'{t}-{p}' for t, p in missed)} "
+                    "(option 'startingTimestamp' / 'startingOffsetsByTimestamp'); set option "
+                    "'startingOffsetsByTimestampStrategy' to latest to start those partitions at their end")
+            return {tp: kafka.resolve(LATEST if times.get(tp) is None else times[tp], bounds[tp]) for tp in tps}
         return {tp: kafka.resolve(spec.for_partition(*tp), bounds[tp]) for tp in tps}
 
     def ranges(self, start: Offsets, end: Offsets) -> list[OffsetRange]:

@@ -133,3 +133,69 @@ def test_a_broker_that_is_down_fails_the_query_clearly(spark, broker, topic_name
     with pytest.raises(Exception) as failure:
         reader.load().collect()
     assert f"cannot reach kbroker at kafka.bootstrap.servers=127.0.0.1:{port}" in str(failure.value)
+
+
+def test_subscribe_pattern_with_starting_timestamps(spark, broker, topic_name):
+    """Every topic the pattern matches, from the first record at or after a timestamp (Spark's rules: per
+    partition by ListOffsets; ``startingOffsetsByTimestamp`` names each partition's own)."""
+    from confluent_kafka import Producer
+
+    names = [f"{topic_name}-a", f"{topic_name}-b"]
+    for name in names:
+        make_topic(broker.bootstrap, name, partitions=2)
+    make_topic(broker.bootstrap, f"{topic_name}x-other", partitions=1)   # does not match the pattern
+    base = 1_790_000_000_000
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for name in names + [f"{topic_name}x-other"]:
+        for i in range(40):
+            producer.produce(name, value=f"{name}:{i}".encode(), partition=i % 2 if "other" not in name else 0,
+                             timestamp=base + i * 1000)
+    assert producer.flush(30) == 0
+
+    def values(**options):
+        rows = source(spark, broker, subscribePattern=f"{topic_name}-.*", **options).select("value").collect()
+        return sorted(bytes(r.value).decode() for r in rows)
+
+    assert values(startingTimestamp=str(base + 30_000)) == sorted(f"{n}:{i}" for n in names for i in range(30, 40))
+    by_partition = '{"%s": {"0": %d, "1": %d}, "%s": {"0": %d, "1": %d}}' % (
+        names[0], base + 38_000, base + 1_000, names[1], base, base + 100_000)   # past the end: nothing
+    with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy"):   # Spark's default: a miss fails
+        values(startingOffsetsByTimestamp=by_partition)
+    assert values(startingOffsetsByTimestamp=by_partition, startingOffsetsByTimestampStrategy="latest") == sorted(
+        [f"{names[0]}:{i}" for i in range(38, 40, 2)] + [f"{names[0]}:{i}" for i in range(1, 40, 2)]
+        + [f"{names[1]}:{i}" for i in range(0, 40, 2)])
+
+
+def test_streaming_reads_partitions_added_meanwhile_from_earliest(spark, broker, topic_name, tmp_path):
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewPartitions
+
+    make_topic(broker.bootstrap, topic_name, partitions=1)
+    produce(broker.bootstrap, topic_name, [(None, f"first-{i}".encode(), []) for i in range(10)])
+    seen: list[tuple[int, str]] = []
+
+    def run():
+        query = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+                 .option("subscribe", topic_name).option("startingOffsets", "earliest").load()
+                 .writeStream.foreachBatch(lambda df, _id: seen.extend(
+                     (r.partition, bytes(r.value).decode()) for r in df.select("partition", "value").collect()))
+                 .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        assert query.exception() is None, query.exception()
+
+    run()
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        admin.create_partitions({topic_name: NewPartitions(total_count=3)})
+    finally:
+        admin.close()
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for p in (0, 1, 2):
+        for i in range(5):
+            producer.produce(topic_name, value=f"later-{p}-{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    run()
+    assert sorted(seen) == sorted([(0, f"first-{i}") for i in range(10)]
+                                  + [(p, f"later-{p}-{i}") for p in (0, 1, 2) for i in range(5)])

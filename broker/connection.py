@@ -205,44 +205,41 @@ class Connection:
         buf = out.getbuffer()
         size = len(buf) - 4 + sum(region.length for _, region in regions)
         _SIZE.pack_into(buf, 0, size)
-        if not any(self._use_sendfile(region) for _, region in regions):
-            # Small regions are read into the response: one writev for the whole of it, not a syscall per piece.
-            chunks, start = [], 0
-            for position, region in regions:
-                chunks.append(buf[start:position])
-                chunks.append(read_region(region.file, region.position, region.length))
-                start = position
-            chunks.append(buf[start:])
-            self.writer.writelines(chunks)
-        else:
-            start = 0
-            for position, region in regions:
-                self.writer.write(buf[start:position])
-                start = position
+        # Small regions are read into the response, which then leaves in one writev (not a syscall per piece);
+        # a large one goes by sendfile after what precedes it.
+        chunks, start = [], 0
+        for position, region in regions:
+            chunks.append(buf[start:position])
+            start = position
+            if self._use_sendfile(region):
+                self.writer.writelines(chunks)
+                chunks = []
                 await self._send_region(region)
-            self.writer.write(buf[start:])
-        del buf
+            else:
+                chunks.append(read_region(region.file, region.position, region.length))
+        chunks.append(buf[start:])
+        self.writer.writelines(chunks)
+        del buf, chunks
         await self.writer.drain()
 
     def _use_sendfile(self, region: FileRegion) -> bool:
         return self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024
 
     async def _send_region(self, region: FileRegion) -> None:
-        """Send a log file region: with sendfile once the transport's buffer is empty, else read it."""
+        """Send a large log file region with sendfile once the transport's buffer is empty; whatever the
+        socket does not take at once (or all of it, if the buffer never empties) is read and written."""
         sent = 0
-        transport = self.writer.transport
-        if self._use_sendfile(region):
-            await self.writer.drain()
-            if transport.get_write_buffer_size() == 0:
-                try:
-                    while sent < region.length:
-                        n = os.sendfile(self.socket_fd, region.file.fileno(), region.position + sent,
-                                        region.length - sent)
-                        if n == 0:
-                            break
-                        sent += n
-                except (BlockingIOError, InterruptedError):
-                    pass
+        await self.writer.drain()
+        if self.writer.transport.get_write_buffer_size() == 0:
+            try:
+                while sent < region.length:
+                    n = os.sendfile(self.socket_fd, region.file.fileno(), region.position + sent,
+                                    region.length - sent)
+                    if n == 0:
+                        break
+                    sent += n
+            except (BlockingIOError, InterruptedError):
+                pass
         if sent < region.length:
             self.writer.write(read_region(region.file, region.position + sent, region.length - sent))
 

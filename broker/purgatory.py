@@ -82,8 +82,6 @@ class Purgatory:
         # The condition may have become true between the check and the watch.
         if op.try_complete():
             return True
-        if op.completed:   # abandoned before it was parked
-            return False
         op._timer = asyncio.get_running_loop().call_later(op.timeout_ms / 1000, op._expire)
         return False
 

@@ -25,7 +25,7 @@ def consumer(client: dict, read_committed: bool, **extra):
     return Consumer(config)
 
 
-def _unreachable(client: dict, exc: Exception) -> RuntimeError:
+def unreachable(client: dict, exc: Exception) -> RuntimeError:
     return RuntimeError(f"cannot reach kbroker at kafka.bootstrap.servers={client['bootstrap.servers']}: {exc}")
 
 
@@ -36,7 +36,7 @@ def partitions_of(c, client: dict, subscription: Subscription, timeout: float) -
     try:
         metadata = c.list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise _unreachable(client, exc) from None
+        raise unreachable(client, exc) from None
     topics = {name: sorted(t.partitions) for name, t in metadata.topics.items()
               if t.error is None and not name.startswith("__")}
     if subscription.kind == "subscribe":
@@ -45,7 +45,7 @@ def partitions_of(c, client: dict, subscription: Subscription, timeout: float) -
             raise ValueError(f"option 'subscribe': topic(s) {', '.join(missing)} do not exist")
         return [(t, p) for t in subscription.topics for p in topics[t]]
     if subscription.kind == "subscribePattern":
-        return [(t, p) for t in sorted(topics) if subscription.matches(t) for p in topics[t]]
+        return [(t, p) for t in sorted(topics) if subscription.pattern.fullmatch(t) for p in topics[t]]
     missing = [f"{t}-{p}" for t, p in subscription.assigned if p not in topics.get(t, [])]
     if missing:
         raise ValueError(f"option 'assign': partition(s) {', '.join(missing)} do not exist")
@@ -62,7 +62,7 @@ def watermarks(c, client: dict, tps: list[tuple[str, int]], timeout: float) -> d
             out[(topic, partition)] = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout,
                                                               cached=False)
         except KafkaException as exc:
-            raise _unreachable(client, exc) from None
+            raise unreachable(client, exc) from None
     return out
 
 
@@ -76,7 +76,7 @@ def offsets_for_times(c, client: dict, wanted: dict[tuple[str, int], int], timeo
     try:
         found = c.offsets_for_times([TopicPartition(t, p, ts) for (t, p), ts in wanted.items()], timeout=timeout)
     except KafkaException as exc:
-        raise _unreachable(client, exc) from None
+        raise unreachable(client, exc) from None
     return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in found}
 
 

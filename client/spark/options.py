@@ -50,6 +50,14 @@ def _bool(options, name: str, default: bool) -> bool:
     return raw.lower() == "true"
 
 
+def _choice(options, name: str, choices: tuple[str, ...], default: str) -> str:
+    """One of ``choices`` (case-insensitive)."""
+    value = (_get(options, name) or default).lower()
+    if value not in choices:
+        raise ValueError(f"option '{name}' must be {' or '.join(choices)}, got {value!r}")
+    return value
+
+
 def client_config(options, original) -> dict[str, str]:
     """librdkafka settings: ``kafka.bootstrap.servers`` plus every other ``kafka.*`` option, prefix removed."""
     bootstrap = _get(options, "kafka.bootstrap.servers")
@@ -115,13 +123,6 @@ class Subscription:
     pattern: re.Pattern | None = None
     assigned: tuple[tuple[str, int], ...] = ()
 
-    def matches(self, topic: str) -> bool:
-        if self.kind == "subscribe":
-            return topic in self.topics
-        if self.kind == "subscribePattern":
-            return self.pattern.fullmatch(topic) is not None
-        return any(t == topic for t, _ in self.assigned)
-
 
 def parse_subscription(options) -> Subscription:
     given = [k for k in ("subscribe", "subscribePattern", "assign") if _get(options, k) is not None]
@@ -176,17 +177,13 @@ class SourceOptions:
     def parse(cls, original, *, streaming: bool) -> "SourceOptions":
         options = _lower(original)
         subscription = parse_subscription(options)
-        isolation = (_get(options, "kafka.isolation.level") or "read_uncommitted").lower()
-        if isolation not in ("read_committed", "read_uncommitted"):
-            raise ValueError(f"option 'kafka.isolation.level' must be read_committed or read_uncommitted, "
-                             f"got {isolation!r}")
+        isolation = _choice(options, "kafka.isolation.level", ("read_committed", "read_uncommitted"),
+                            "read_uncommitted")
         starting = _starting(options, default=LATEST if streaming else EARLIEST)
         if streaming and _get(options, "endingOffsets") is not None:
             raise ValueError("option 'endingOffsets' is for batch queries only")
         ending = parse_offsets("endingOffsets", _get(options, "endingOffsets"), LATEST)
-        strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").lower()
-        if strategy not in ("error", "latest"):
-            raise ValueError(f"option 'startingOffsetsByTimestampStrategy' must be error or latest, got {strategy!r}")
+        strategy = _choice(options, "startingOffsetsByTimestampStrategy", ("error", "latest"), "error")
         if ending.default == EARLIEST or EARLIEST in ending.per_partition.values():
             raise ValueError("option 'endingOffsets' cannot be earliest (-2)")
         if not streaming and (starting.default == LATEST and not starting.per_partition
@@ -227,9 +224,7 @@ class SinkOptions:
     @classmethod
     def parse(cls, original) -> "SinkOptions":
         options = _lower(original)
-        delivery = (_get(options, "kafka.delivery") or "exactly-once").lower()
-        if delivery not in ("exactly-once", "at-least-once"):
-            raise ValueError(f"option 'kafka.delivery' must be exactly-once or at-least-once, got {delivery!r}")
+        delivery = _choice(options, "kafka.delivery", ("exactly-once", "at-least-once"), "exactly-once")
         return cls(client=client_config(options, original), topic=_get(options, "topic"),
                    exactly_once=delivery == "exactly-once",
                    transaction_timeout_ms=_int(options, "kafka.transaction.timeout.ms", 60000, minimum=1),

@@ -97,29 +97,33 @@ def messages(c, topic: str, partition: int, start: int, end: int, poll_timeout_s
             return
 
 
-def read_range(opts, r: OffsetRange):
-    """Yield pyarrow RecordBatches of ``r``'s records (see the module invariants)."""
-    import pyarrow as pa
-
+def range_messages(opts, r: OffsetRange):
+    """Lists of ``r``'s librdkafka messages (see the module invariants), read by a consumer of its own."""
     if r.start >= r.end:
         return
-    schema = arrow_schema(opts.include_headers)
     c = consumer(opts.client, opts.read_committed, **{"enable.partition.eof": True, "auto.offset.reset": "error"})
     try:
         start = _checked_start(opts, c, r)
-        if start >= r.end:
-            return
-        cols = _Columns(opts.include_headers)
-        for polled in messages(c, r.topic, r.partition, start, r.end, opts.poll_timeout_s):
-            for m in polled:
-                cols.add(m, m.offset())
-            if len(cols) >= BATCH_ROWS:
-                yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
-                cols = _Columns(opts.include_headers)
-        if len(cols):
-            yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
+        if start < r.end:
+            yield from messages(c, r.topic, r.partition, start, r.end, opts.poll_timeout_s)
     finally:
         c.close()
+
+
+def read_range(opts, r: OffsetRange):
+    """Yield pyarrow RecordBatches of ``r``'s records, up to BATCH_ROWS each."""
+    import pyarrow as pa
+
+    schema = arrow_schema(opts.include_headers)
+    cols = _Columns(opts.include_headers)
+    for polled in range_messages(opts, r):
+        for m in polled:
+            cols.add(m)
+        if len(cols) >= BATCH_ROWS:
+            yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
+            cols = _Columns(opts.include_headers)
+    if len(cols):
+        yield pa.RecordBatch.from_arrays(cols.arrays(r.topic, r.partition, schema), schema=schema)
 
 
 def _checked_start(opts, c, r: OffsetRange) -> int:
@@ -147,10 +151,10 @@ class _Columns:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add(self, m, offset: int) -> None:
+    def add(self, m) -> None:
         self.keys.append(m.key())
         self.values.append(m.value())
-        self.offsets.append(offset)
+        self.offsets.append(m.offset())
         kind, ts = m.timestamp()
         self.timestamps.append(ts * 1000 if ts >= 0 else None)
         self.types.append(1 if kind == 2 else 0)   # Spark: 0 CreateTime, 1 LogAppendTime

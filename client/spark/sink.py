@@ -65,12 +65,13 @@ def ensure_commit_topic(opts: SinkOptions) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from client.spark.kafka import unreachable
+
     admin = AdminClient(opts.client)
     try:
         topics = admin.list_topics(timeout=30).topics
     except KafkaException as exc:
-        raise RuntimeError(f"cannot reach kbroker at kafka.bootstrap.servers={opts.client['bootstrap.servers']}: "
-                           f"{exc}") from None
+        raise unreachable(opts.client, exc) from None
     if opts.commit_topic in topics:
         return
     future = admin.create_topics([NewTopic(opts.commit_topic, COMMIT_TOPIC_PARTITIONS,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 from bench import loadgen
@@ -29,26 +28,18 @@ def _tuple_source():
     import datetime
 
     from client.spark import KBrokerDataSource
-    from client.spark.kafka import consumer
-    from client.spark.records import _checked_start, messages
+    from client.spark.records import range_messages
     from client.spark.source import BatchReader
 
     epoch = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
 
     class TupleReader(BatchReader):
         def read(self, r):
-            if r.start >= r.end:
-                return
-            c = consumer(self.opts.client, self.opts.read_committed, **{"enable.partition.eof": True})
-            try:
-                start = _checked_start(self.opts, c, r)
-                for polled in messages(c, r.topic, r.partition, start, r.end, self.opts.poll_timeout_s):
-                    for m in polled:
-                        kind, ts = m.timestamp()
-                        yield (m.key(), m.value(), r.topic, r.partition, m.offset(),
-                               epoch + datetime.timedelta(milliseconds=ts), 1 if kind == 2 else 0)
-            finally:
-                c.close()
+            for polled in range_messages(self.opts, r):
+                for m in polled:
+                    kind, ts = m.timestamp()
+                    yield (m.key(), m.value(), r.topic, r.partition, m.offset(),
+                           epoch + datetime.timedelta(milliseconds=ts), 1 if kind == 2 else 0)
 
     class TupleSource(KBrokerDataSource):
         @classmethod
@@ -64,26 +55,21 @@ def _tuple_source():
 
 
 def _session():
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from tests.integration.spark_job import spark_session
+
+    # The executors' Python must import this module for the tuple reader.
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-    from pyspark.sql import SparkSession
-
-    from client.spark import KBrokerDataSource
-
-    spark = (SparkSession.builder.master("local[2]").appName("kbroker-bench").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "2g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(KBrokerDataSource)
+    spark = spark_session("kbroker-bench", master="local[2]", **{"spark.driver.memory": "2g"})
     spark.dataSource.register(_tuple_source())
     return spark
 
 
-def _timed(action) -> float:
+def _timed(action):
+    """(what ``action()`` returned, seconds it took)."""
     started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
+    result = action()
+    return result, time.perf_counter() - started
 
 
 def measure(broker, create_topic, scale: float = 1.0) -> list[tuple[str, str]]:
@@ -112,9 +98,8 @@ def measure(broker, create_topic, scale: float = 1.0) -> list[tuple[str, str]]:
         source("kbroker", endingOffsets=warm).count()   # the JVM and the Python workers warm up
         for label, fmt in (("Spark source, Arrow batches", "kbroker"), ("Spark source, a tuple per row",
                                                                          "kbroker_tuples")):
-            n = [0]
-            seconds = _timed(lambda fmt=fmt: n.__setitem__(0, source(fmt).count()))
-            assert n[0] == count, f"{label}: counted {n[0]} of {count}"
+            counted, seconds = _timed(source(fmt).count)
+            assert counted == count, f"{label}: counted {counted} of {count}"
             rows.append((label, f"{count / seconds:,.0f} rec/s"))
             print(f"  spark     {label:44}: {rows[-1][1]}", flush=True)
         data = source("kbroker").select("key", "value").cache()
@@ -128,9 +113,8 @@ def measure(broker, create_topic, scale: float = 1.0) -> list[tuple[str, str]]:
                                 ("Spark sink, at-least-once", "at-least-once")):
             out = f"bench-spark-out-{delivery}"
             create_topic(broker.bootstrap, out, PARTITIONS)
-            seconds = _timed(lambda out=out, delivery=delivery: data.write.format("kbroker").option(
-                "kafka.bootstrap.servers", broker.bootstrap).option("topic", out).option(
-                "kafka.delivery", delivery).mode("append").save())
+            _, seconds = _timed(data.write.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+                                .option("topic", out).option("kafka.delivery", delivery).mode("append").save)
             rows.append((label, f"{count / seconds:,.0f} rec/s"))
             print(f"  spark     {label:44}: {rows[-1][1]}", flush=True)
         data.unpersist()

@@ -55,19 +55,8 @@ def topic_name(request):
 @pytest.fixture(scope="module")
 def spark():
     """One local Spark session per test module (two cores, tasks retried up to 4 times), the kbroker source registered."""
-    import os
-    import sys
+    from tests.integration.spark_job import spark_session
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable   # executors run this venv's Python, where client.spark lives
-    from pyspark.sql import SparkSession
-
-    from client.spark import KBrokerDataSource
-
-    session = (SparkSession.builder.master("local[2,4]").appName("kbroker-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(KBrokerDataSource)
+    session = spark_session("kbroker-tests", **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()

@@ -1,4 +1,5 @@
-"""A streaming Spark job for the sink tests, run as its own process so a test can kill -9 its driver.
+"""A streaming Spark job for the sink tests, run as its own process so a test can kill -9 its driver (and the
+Spark helpers the tests share: a local session, reading a topic back).
 
     python -m tests.integration.spark_job BOOTSTRAP IN OUT CHECKPOINT DELIVERY MODE
 
@@ -28,6 +29,24 @@ def upper(batches):
         yield rb.set_column(1, "value", value)
 
 
+def spark_session(app: str, master: str = "local[2,4]", **config):
+    """A local Spark session with the kbroker source registered; its executors run this venv's Python, where
+    client.spark lives. ``local[2,4]``: two cores, each task tried up to four times."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from client.spark import KBrokerDataSource
+
+    builder = SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(KBrokerDataSource)
+    return session
+
+
 def read_all(bootstrap: str, topic: str, read_committed: bool = True) -> list:
     """Every record of every partition of ``topic`` (librdkafka, to each partition's end)."""
     from confluent_kafka import Consumer, TopicPartition
@@ -53,16 +72,7 @@ def read_all(bootstrap: str, topic: str, read_committed: bool = True) -> list:
 
 def main() -> None:
     bootstrap, source, sink, checkpoint, delivery, mode = sys.argv[1:7]
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from client.spark import KBrokerDataSource
-
-    spark = (SparkSession.builder.master("local[2,4]").appName("kbroker-eos-job")
-             .config("spark.ui.enabled", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(KBrokerDataSource)
+    spark = spark_session("kbroker-eos-job")
     records = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
                .option("subscribe", source).option("startingOffsets", "earliest")
                .option("maxOffsetsPerTrigger", "300").load())

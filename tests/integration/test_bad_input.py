@@ -43,13 +43,20 @@ async def fetch(conn, topic, offset, partition=0):
                                                "partition_max_bytes": 1 << 20}]}]})
 
 
+async def create_topic(broker, name: str) -> None:
+    """A one-partition topic, created with a CreateTopics request of the project's own client."""
+    conn = await connect(broker)
+    try:
+        resp = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": name, "num_partitions": 1,
+                                                                 "replication_factor": 1}], "timeout_ms": 5000})
+        assert resp.topics[0].error_code == 0
+    finally:
+        await conn.close()
+
+
 @pytest.fixture
 async def topic(broker, topic_name):
-    conn = await connect(broker)
-    resp = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": topic_name, "num_partitions": 1,
-                                                             "replication_factor": 1}], "timeout_ms": 5000})
-    assert resp.topics[0].error_code == 0
-    await conn.close()
+    await create_topic(broker, topic_name)
     return topic_name
 
 
@@ -201,10 +208,8 @@ async def test_a_bad_frame_behind_a_parked_fetch_closes_at_once_and_abandons_it(
     """Kafka drops a channel that sent garbage with whatever it had in flight. The parked fetch leaves the
     purgatory then, so the next append (which would have completed it) finds nobody, and nothing is logged."""
     fresh_broker.start()
+    await create_topic(fresh_broker, topic_name)
     conn = await connect(fresh_broker)
-    resp = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": topic_name, "num_partitions": 1,
-                                                             "replication_factor": 1}], "timeout_ms": 5000})
-    assert resp.topics[0].error_code == 0
     body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
             "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
                 {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}

@@ -17,7 +17,7 @@ import struct
 
 import pytest
 
-from tests.integration.test_bad_input import still_serving
+from tests.integration.test_bad_input import create_topic, still_serving
 from tests.proxy import DroppingProxy
 
 # Lines in the broker's log that mean an exception escaped a handler or a callback.
@@ -129,22 +129,10 @@ async def fuzz(broker, sessions: list[bytes], count: int, seed: int, well_behave
     await still_serving(broker, well_behaved)
 
 
-async def create(broker, name: str) -> None:
-    from client.connection import KafkaConnection
-
-    conn = await KafkaConnection.open("127.0.0.1", broker.port)
-    try:
-        resp = await conn.request(19, 7, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}],
-                                          "timeout_ms": 5000})
-        assert resp.topics[0].error_code == 0
-    finally:
-        await conn.close()
-
-
 async def run_fuzz(broker, topic_name: str, count: int, seed: int) -> None:
     broker.start()
     well_behaved = "well-behaved-client-topic"
-    await create(broker, well_behaved)
+    await create_topic(broker, well_behaved)
     sessions = await asyncio.to_thread(record_sessions, broker.port, topic_name)
     assert len(sessions) >= 3
     await fuzz(broker, sessions, count, seed, well_behaved)

@@ -227,3 +227,22 @@ async def test_a_bad_frame_behind_a_parked_fetch_closes_at_once_and_abandons_it(
     with open(fresh_broker.log_path, encoding="utf-8", errors="replace") as f:
         log = f.read()
     assert "Traceback" not in log and "Exception in callback" not in log, log[-3000:]
+
+
+async def test_a_fetch_parked_when_the_broker_stops_is_answered_before_the_connection_closes(fresh_broker,
+                                                                                             topic_name):
+    """Shutdown is not a hang-up: requests already read are answered (parked ones at once), then it closes."""
+    fresh_broker.start()
+    await create_topic(fresh_broker, topic_name)
+    conn = await connect(fresh_broker)
+    body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    parked = asyncio.ensure_future(conn.request(FETCH, 12, body, timeout=90))
+    await asyncio.sleep(0.3)
+    assert not parked.done()
+    stopped = asyncio.ensure_future(asyncio.to_thread(fresh_broker.stop))
+    answer = await asyncio.wait_for(parked, 20)
+    assert answer.responses[0].partitions[0].error_code == ErrorCode.NONE
+    assert await stopped == 0
+    assert await conn.wait_closed()

@@ -1,8 +1,9 @@
-"""One client connection: framing, dispatch, in-order responses, backpressure.
+"""One client connection: dispatch, in-order responses, backpressure (frames come from ``protocol.framing``).
 
 Invariants:
 * a frame is ``int32 size`` + ``size`` bytes; the size is checked against
-  ``socket.request.max.bytes`` before anything is allocated;
+  ``socket.request.max.bytes`` before anything is allocated (by the
+  connection's ``FrameStream``);
 * requests take effect in the order they arrive: a handler's state change
   (an append, say) happens before the next request is decoded. Only the
   waiting overlaps: a handler may return a future (it parked in a purgatory);
@@ -26,6 +27,7 @@ from broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from broker.registry import HANDLERS, api_versions_list
 from protocol import schema
 from protocol.errors import ErrorCode
+from protocol.framing import FrameStream, FrameTooLarge
 from protocol.headers import API_VERSIONS_KEY, decode_request_header, peek_header, response_header
 from protocol.types import BufferReader, FileRegion, read_region
 
@@ -48,20 +50,17 @@ class CloseConnection(Exception):
 
 
 class Connection:
-    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 listener: str = "") -> None:
+    def __init__(self, broker, stream: FrameStream, listener: str = "") -> None:
         self.broker = broker
         self.listener = listener
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername")
+        self.stream = stream
+        peer = stream.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.log = log.bind(peer=self.peer)
-        self.max_request_bytes = broker.config["socket.request.max.bytes"]
         self.responses: asyncio.Queue = asyncio.Queue(MAX_QUEUED_RESPONSES)
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
         self.sendfile = broker.config["kbroker.fetch.sendfile"]
-        sock = writer.get_extra_info("socket")
+        sock = stream.get_extra_info("socket")
         self.socket_fd = sock.fileno() if sock is not None else -1
         self.stopping = False   # the broker is shutting down: answer what was read, then close
 
@@ -71,16 +70,11 @@ class Connection:
         try:
             while not responder.done():
                 try:
-                    size_bytes = await self.reader.readexactly(4)
-                except (asyncio.IncompleteReadError, ConnectionError):
+                    frame = await self.stream.read_frame()
+                except FrameTooLarge as exc:
+                    self.log.warning("request_too_large", size=exc.size, limit=exc.limit)
                     break
-                (size,) = _SIZE.unpack(size_bytes)
-                if size < 0 or size > self.max_request_bytes:
-                    self.log.warning("request_too_large", size=size, limit=self.max_request_bytes)
-                    break
-                try:
-                    frame = await self.reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError):
+                except ConnectionError:
                     break
                 try:
                     await self._dispatch(frame)
@@ -99,12 +93,12 @@ class Connection:
                 except (asyncio.TimeoutError, ConnectionError):
                     responder.cancel()
                     self._abandon_responses()
-            self.writer.close()
+            self.stream.close()
 
     def stop_reading(self) -> None:
         """Broker shutdown: read no more requests; those already read are still answered."""
         self.stopping = True
-        self.reader.feed_eof()
+        self.stream.end_input()
 
     def _abandon_responses(self) -> None:
         while not self.responses.empty():
@@ -186,13 +180,13 @@ class Connection:
                 await self._send(correlation_id, api_key, api_version, result)
                 self._writer_busy = False
             except (ConnectionError, asyncio.CancelledError):
-                self.writer.close()
-                self.reader.feed_eof()
+                self.stream.close()
+                self.stream.end_input()
                 raise
             except Exception:
                 self.log.exception("response_failed", api_key=api_key, correlation_id=correlation_id)
-                self.writer.close()
-                self.reader.feed_eof()
+                self.stream.close()
+                self.stream.end_input()
                 return
 
     async def _send(self, correlation_id: int, api_key: int, api_version: int, body: dict) -> None:
@@ -212,15 +206,15 @@ class Connection:
             chunks.append(buf[start:position])
             start = position
             if self._use_sendfile(region):
-                self.writer.writelines(chunks)
+                self.stream.writelines(chunks)
                 chunks = []
                 await self._send_region(region)
             else:
                 chunks.append(read_region(region.file, region.position, region.length))
         chunks.append(buf[start:])
-        self.writer.writelines(chunks)
+        self.stream.writelines(chunks)
         del buf, chunks
-        await self.writer.drain()
+        await self.stream.drain()
 
     def _use_sendfile(self, region: FileRegion) -> bool:
         return self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024
@@ -229,8 +223,8 @@ class Connection:
         """Send a large log file region with sendfile once the transport's buffer is empty; whatever the
         socket does not take at once (or all of it, if the buffer never empties) is read and written."""
         sent = 0
-        await self.writer.drain()
-        if self.writer.transport.get_write_buffer_size() == 0:
+        await self.stream.drain()
+        if self.stream.transport.get_write_buffer_size() == 0:
             try:
                 while sent < region.length:
                     n = os.sendfile(self.socket_fd, region.file.fileno(), region.position + sent,
@@ -241,14 +235,19 @@ class Connection:
             except (BlockingIOError, InterruptedError):
                 pass
         if sent < region.length:
-            self.writer.write(read_region(region.file, region.position + sent, region.length - sent))
+            self.stream.write(read_region(region.file, region.position + sent, region.length - sent))
 
 
-async def serve_connection(broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                           listener: str = "") -> None:
-    conn = Connection(broker, reader, writer, listener)
-    conn.task = asyncio.current_task()
+def accept(broker, stream: FrameStream, listener: str = "") -> "Connection":
+    """A transport was just made: the connection is the broker's from this moment (not from when its task first
+    runs), so a shutdown that starts in between still reaches it and no transport outlives the broker."""
+    conn = Connection(broker, stream, listener)
     broker.connections.add(conn)
+    conn.task = asyncio.get_running_loop().create_task(_serve(broker, conn))
+    return conn
+
+
+async def _serve(broker, conn: Connection) -> None:
     try:
         await conn.run()
     except asyncio.CancelledError:
@@ -256,4 +255,5 @@ async def serve_connection(broker, reader: asyncio.StreamReader, writer: asyncio
     except Exception:
         conn.log.exception("connection_failed")
     finally:
+        conn.stream.close()
         broker.connections.discard(conn)

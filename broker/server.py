@@ -13,7 +13,8 @@ import time
 import structlog
 
 from broker.config import BrokerConfig
-from broker.connection import serve_connection
+from broker.connection import accept
+from protocol.framing import FrameStream
 from broker.metadata import LocalMetadataStore, TopicMetadata
 from broker.producer_ids import ProducerIdManager
 from broker.replica_manager import ReplicaManager
@@ -262,8 +263,10 @@ class Broker:
     async def _start_listeners(self) -> None:
         advertised = self.config.advertised_listeners
         for i, (name, host, port) in enumerate(self.config.listeners):
-            server = await asyncio.start_server(lambda r, w, n=name: serve_connection(self, r, w, n), host or None, port,
-                                                reuse_address=True, limit=1 << 20)
+            server = await asyncio.get_running_loop().create_server(
+                lambda n=name: FrameStream(self.config["socket.request.max.bytes"],
+                                           on_connect=lambda stream, n=n: accept(self, stream, n)),
+                host or None, port, reuse_address=True)
             self.servers.append(server)
             bound_host, bound_port = server.sockets[0].getsockname()[:2]
             self.bound.append((bound_host, bound_port))
@@ -326,6 +329,8 @@ class Broker:
             conn.stop_reading()   # no new requests; the ones read are answered first
         if tasks:
             await asyncio.wait(tasks, timeout=10)
+        for conn in list(self.connections):
+            conn.stream.abort()   # its answers did not leave within the wait; the servers close only after it
         for server in self.servers:
             await server.wait_closed()
         if self.cluster is not None:

@@ -13,6 +13,7 @@ import itertools
 import struct
 
 from protocol import schema
+from protocol.framing import FrameStream, open_frame_stream
 from protocol.headers import RequestHeader, decode_response_header, encode_request_header
 from protocol.types import BufferReader
 
@@ -24,9 +25,8 @@ class ConnectionClosed(ConnectionError):
 
 
 class KafkaConnection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
-        self.reader = reader
-        self.writer = writer
+    def __init__(self, stream: FrameStream, client_id: str) -> None:
+        self.stream = stream
         self.client_id = client_id
         self._correlation = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future, int, int]] = {}
@@ -35,8 +35,8 @@ class KafkaConnection:
     @classmethod
     async def open(cls, host: str, port: int, client_id: str = "kbroker-client",
                    timeout: float = 10.0) -> "KafkaConnection":
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 22), timeout)
-        return cls(reader, writer, client_id)
+        stream = await asyncio.wait_for(open_frame_stream(host, port), timeout)
+        return cls(stream, client_id)
 
     async def request(self, api_key: int, version: int, body: dict, *, expect_response: bool = True,
                       timeout: float = 30.0) -> schema.Message | None:
@@ -53,24 +53,23 @@ class KafkaConnection:
         if expect_response:
             future = asyncio.get_running_loop().create_future()
             self._pending[correlation_id] = (future, api_key, version)
-        self.writer.write(bytes(frame))
+        self.stream.write(bytes(frame))
         del frame
-        await self.writer.drain()
+        await self.stream.drain()
         if future is None:
             return None
         return await asyncio.wait_for(future, timeout)
 
     async def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (tests of malformed input)."""
-        self.writer.write(data)
-        await self.writer.drain()
+        self.stream.write(data)
+        await self.stream.drain()
 
     async def _read_loop(self) -> None:
         error: Exception = ConnectionClosed("connection closed by the broker")
         try:
             while True:
-                (size,) = _SIZE.unpack(await self.reader.readexactly(4))
-                frame = await self.reader.readexactly(size)
+                frame = await self.stream.read_frame()
                 (correlation_id,) = struct.unpack_from(">i", frame)
                 pending = self._pending.pop(correlation_id, None)
                 if pending is None:
@@ -86,7 +85,7 @@ class KafkaConnection:
                     continue
                 if not future.done():
                     future.set_result(body)
-        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+        except ConnectionError as exc:
             error = ConnectionClosed(str(exc) or "connection closed by the broker")
         finally:
             for future, _, _ in self._pending.values():
@@ -107,11 +106,8 @@ class KafkaConnection:
         return True
 
     async def close(self) -> None:
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except ConnectionError:
-            pass
+        self.stream.close()
+        await self.stream.wait_closed()
         self._reader_task.cancel()
         try:
             await self._reader_task

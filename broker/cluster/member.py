@@ -180,9 +180,10 @@ class ClusterMember:
         store = self.topics.topics
         for name in deleted:
             store.pop(name, None)
-        for name in added - set(store):
-            configs = await self.zk_call(self.zk.topic_config, name)
-            store[name] = TopicMetadata(name, self.cache.topic_ids.get(name, bytes(16)), 0, 1, configs)
+        configs = {name: await self.zk_call(self.zk.topic_config, name) for name in added - set(store)}
+        for name, topic_configs in configs.items():   # (entries go in whole, after the awaits)
+            store.setdefault(name, TopicMetadata(name, self.cache.topic_ids.get(name, bytes(16)), 0, 1,
+                                                 topic_configs))
         for name, parts in self.cache.partitions.items():
             meta = store.get(name)
             if meta is not None:
@@ -291,7 +292,7 @@ class ClusterMember:
         if address is None:
             raise ConnectionClosed("no controller known")
         conn = self._controller_conn
-        if conn is None or conn.closed or (conn.writer.get_extra_info("peername") or ())[:2] != address:
+        if conn is None or conn.closed or (conn.stream.get_extra_info("peername") or ())[:2] != address:
             if conn is not None:
                 await conn.close()
             conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}")

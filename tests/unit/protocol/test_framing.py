@@ -1,0 +1,166 @@
+"""FrameStream over real loopback sockets: frames cut right however the bytes arrive, large frames received in
+place without a held frame ever changing, sizes checked first, memory bounded by backpressure."""
+
+import asyncio
+import random
+import socket
+import struct
+
+import pytest
+import uvloop
+
+from protocol.framing import OWN_BUFFER_BYTES, FrameStream, FrameTooLarge, StreamEnded
+
+
+def on_both_loops(body):
+    """The test ``body`` run on uvloop (the broker's loop, whose BufferedProtocol support is its own code) and on
+    asyncio's (the tools')."""
+    @pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
+    def test(run):
+        run(body())
+    test.__name__, test.__doc__ = body.__name__, body.__doc__
+    return test
+
+
+async def pair(max_frame: int = 0x7FFFFFFF):
+    """(the FrameStream of an accepted connection, its peer's raw reader and writer)."""
+    accepted = asyncio.get_running_loop().create_future()
+    server = await asyncio.get_running_loop().create_server(
+        lambda: FrameStream(max_frame, on_connect=accepted.set_result), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    stream = await asyncio.wait_for(accepted, 5)
+    server.close()
+    return stream, reader, writer
+
+
+def framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+@on_both_loops
+async def test_frames_come_out_whole_and_in_order_however_the_bytes_are_split():
+    stream, _, writer = await pair()
+    rng = random.Random(7)
+    sizes = [0, 1, 3, 100, OWN_BUFFER_BYTES - 1, OWN_BUFFER_BYTES, OWN_BUFFER_BYTES + 1, 300_000, 1_500_000,
+             *[rng.randrange(0, 200_000) for _ in range(40)]]
+    payloads = [rng.randbytes(n) for n in sizes]
+    data = b"".join(framed(p) for p in payloads)
+
+    async def send():
+        pos = 0
+        while pos < len(data):
+            n = rng.choice([1, 2, 3, 5, 4096, 70_000, 400_000])   # header bytes split too, not only bodies
+            writer.write(data[pos:pos + n])
+            pos += n
+            await writer.drain()
+            if rng.random() < 0.2:
+                await asyncio.sleep(0.001)   # let partial frames arrive on their own
+
+    sender = asyncio.create_task(send())
+    received = [bytes(await asyncio.wait_for(stream.read_frame(), 10)) for _ in payloads]
+    await sender
+    assert [len(r) for r in received] == sizes
+    assert received == payloads
+    writer.close()
+    with pytest.raises(StreamEnded):
+        await asyncio.wait_for(stream.read_frame(), 5)
+
+
+@on_both_loops
+async def test_a_large_frame_still_held_is_never_received_into_again():
+    stream, _, writer = await pair()
+    size = 3 * OWN_BUFFER_BYTES
+    first, second, third = (bytes([i]) * size for i in (1, 2, 3))
+    for payload in (first, second):
+        writer.write(framed(payload)[:100])   # arrives incomplete: received into a buffer of its own
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        writer.write(framed(payload)[100:])
+        await writer.drain()
+    held = await stream.read_frame()
+    slice_of_it = held[10:20]                  # what a decoded record keeps: a view into the frame
+    got = await stream.read_frame()
+    assert bytes(got) == second
+    del got                                    # this buffer is free again; ``held``'s is not
+    writer.write(framed(third)[:100])
+    await writer.drain()
+    await asyncio.sleep(0.01)
+    writer.write(framed(third)[100:])
+    await writer.drain()
+    assert bytes(await stream.read_frame()) == third
+    assert bytes(held) == first and bytes(slice_of_it) == first[10:20]
+    writer.close()
+
+
+@on_both_loops
+async def test_a_size_over_the_limit_ends_the_stream_after_the_frames_before_it():
+    stream, _, writer = await pair(max_frame=1000)
+    writer.write(framed(b"ok") + struct.pack(">i", 1001) + b"x" * 50)
+    await writer.drain()
+    assert await stream.read_frame() == b"ok"
+    with pytest.raises(FrameTooLarge) as raised:
+        await asyncio.wait_for(stream.read_frame(), 5)
+    assert (raised.value.size, raised.value.limit) == (1001, 1000)
+    writer.close()
+
+
+@on_both_loops
+async def test_a_negative_size_ends_the_stream():
+    stream, _, writer = await pair()
+    writer.write(struct.pack(">i", -5))
+    await writer.drain()
+    with pytest.raises(FrameTooLarge):
+        await asyncio.wait_for(stream.read_frame(), 5)
+    writer.close()
+
+
+@on_both_loops
+async def test_a_reader_that_does_not_read_stops_the_sender_instead_of_buffering_everything():
+    stream, _, writer = await pair()
+    frame = framed(b"y" * 100_000)
+    total = 400   # 40 MB: far more than the stream's pause mark and the sockets' buffers together
+
+    async def send():
+        for _ in range(total):
+            writer.write(frame)
+            await writer.drain()
+
+    sender = asyncio.create_task(send())
+    await asyncio.sleep(0.5)
+    assert not sender.done(), "the sender should be held back by a receiver that reads nothing"
+    for _ in range(total):
+        assert len(await asyncio.wait_for(stream.read_frame(), 10)) == 100_000
+    await asyncio.wait_for(sender, 10)
+    writer.close()
+
+
+@on_both_loops
+async def test_the_peer_closing_mid_frame_ends_the_stream_after_the_whole_frames():
+    stream, _, writer = await pair()
+    writer.write(framed(b"whole") + framed(b"cut short")[:6])
+    await writer.drain()
+    writer.close()
+    assert await stream.read_frame() == b"whole"
+    with pytest.raises(StreamEnded):
+        await asyncio.wait_for(stream.read_frame(), 5)
+
+
+@on_both_loops
+async def test_stopping_input_still_hands_out_what_was_queued_and_writes_still_go_out():
+    stream, reader, writer = await pair()
+    writer.write(framed(b"one") + framed(b"two"))
+    await writer.drain()
+    await asyncio.sleep(0.05)
+    stream.end_input()
+    assert [await stream.read_frame(), await stream.read_frame()] == [b"one", b"two"]
+    with pytest.raises(StreamEnded):
+        await stream.read_frame()
+    stream.write(b"answer")
+    await stream.drain()
+    stream.close()
+    assert await asyncio.wait_for(reader.read(), 5) == b"answer"
+    await stream.wait_closed()
+    assert stream.closed
+    writer.close()

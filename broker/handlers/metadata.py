@@ -15,7 +15,10 @@ def brokers(ctx) -> list[dict]:
 def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:
     broker = ctx.broker
     meta = broker.metadata.topics.get(name)
-    if meta is None:
+    if meta is None or meta.partitions == 0:
+        # (No partitions yet: a broker that has just started knows the topic from ZooKeeper or a LeaderAndIsr
+        # before the controller's UpdateMetadata. Kafka's cache has no such topic then; "no partitions" would
+        # tell a client the topic is empty for good.)
         return {"error_code": error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
                 "partitions": [], "topic_authorized_operations": NO_OPERATIONS}
     partitions = []

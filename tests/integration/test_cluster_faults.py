@@ -17,7 +17,7 @@ from tests.cluster import batches, consume_all, create, describe, leader_of, wai
 
 pytestmark = pytest.mark.timeout(300)
 
-PRODUCE, FETCH, LEADER_AND_ISR = 0, 1, 4
+PRODUCE, FETCH, METADATA, LEADER_AND_ISR = 0, 1, 3, 4
 
 
 def controller_of(cluster) -> int:
@@ -223,3 +223,31 @@ def test_stale_controller_requests_and_strangers_fetches_change_nothing(cluster,
     produce_values(cluster, topic_name, [b"ok-%d" % i for i in range(20)])
     assert leader_of(cluster.bootstrap, topic_name, 0) == state.leader
     replicas_converge(cluster, topic_name, replicas)
+
+
+def test_a_broker_not_yet_told_the_partitions_calls_the_topic_unknown_not_empty(tmp_path, topic_name):
+    """Until the controller's UpdateMetadata tells a broker a topic's partitions (a LeaderAndIsr may come first),
+    it answers the retriable UNKNOWN_TOPIC_OR_PARTITION, as Kafka's cache does: "no error, no partitions" would
+    tell a client the topic has none. Its own cluster: a session long enough that the paused controller keeps its
+    office while the broker restarts."""
+    from tests.cluster import Cluster
+
+    cluster = Cluster(str(tmp_path / "cluster"), overrides={"zookeeper.session.timeout.ms": "15000"}).start()
+    try:
+        create(cluster.bootstrap, topic_name, 2, 3)
+        controller = wait_until(lambda: controller_of(cluster), 30, 0.2, "a controller")
+        other = cluster.brokers[next(b for b in cluster.brokers if b != controller)]
+        assert other.stop() == 0
+        cluster.brokers[controller].pause()
+        try:
+            other.start()
+            response = asyncio.run(request(other, METADATA, 9, {
+                "topics": [{"name": topic_name}], "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}))
+        finally:
+            cluster.brokers[controller].resume()
+        (topic,) = response.topics
+        assert (topic.error_code, list(topic.partitions)) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
+        wait_until(lambda: len(describe(other.bootstrap, topic_name)) == 2, 30, 0.2, "the partitions known")
+    finally:
+        cluster.stop()

@@ -11,9 +11,9 @@ Invariants:
 * the controller is the only writer of partition state znodes, always with a
   conditional write on the version it last read; a failed write means another
   controller took over, and this one resigns;
-* a new leader comes from the live ISR (never elsewhere unless
-  ``unclean.leader.election.enable``), and every leader change bumps the
-  leader epoch;
+* a new leader comes from the live ISR (never elsewhere unless the topic's
+  ``unclean.leader.election.enable`` or an ElectLeaders of type UNCLEAN asks
+  for it), and every leader change bumps the leader epoch;
 * brokers learn state only from LeaderAndIsr / UpdateMetadata / StopReplica
   carrying this controller's epoch.
 """
@@ -159,7 +159,6 @@ class KafkaController:
         Marks changed states with zk_version -1 - version (written by ``_write_pending``).
         """
         changed = set()
-        unclean = self.broker.config["unclean.leader.election.enable"]
         for tp in partitions:
             state = self.states[tp]
             if state.leader in self.live and state.leader not in avoid and state.leader not in self.shutting_down:
@@ -170,7 +169,7 @@ class KafkaController:
             if in_isr:
                 leader, isr = in_isr[0], [r for r in state.isr if r in self.live and r not in self.shutting_down
                                           or r == in_isr[0]]
-            elif unclean and usable:
+            elif usable and self.broker.topic_config(tp[0]).unclean_leader_election_enable:
                 leader, isr = usable[0], [usable[0]]
                 log.warning("unclean_leader_election", topic=tp[0], partition=tp[1], leader=leader)
             else:
@@ -390,6 +389,16 @@ class KafkaController:
 
     async def _on_elect_preferred(self, partitions) -> dict:
         """Preferred-replica election: the first assigned replica leads again where it is live and in the ISR."""
+        return await self._elect_each(partitions, self._preferred_choice)
+
+    async def _on_elect_unclean(self, partitions) -> dict:
+        """ElectLeaders UNCLEAN (KIP-460): a partition without a live leader gets one from its live ISR if it
+        can, else from any live replica (losing what only the ISR had); one with a leader is left alone."""
+        return await self._elect_each(partitions, self._unclean_choice)
+
+    async def _elect_each(self, partitions, choose) -> dict:
+        """ElectLeaders for ``partitions`` (None: all): ``choose(tp, state, asked)`` gives (error, message,
+        (leader, isr) or None), or None to leave a partition out of the answer. Results by partition."""
         results = {}
         changed = set()
         for tp in (partitions if partitions is not None else list(self.states)):
@@ -397,19 +406,45 @@ class KafkaController:
             if state is None:
                 results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
                 continue
-            preferred = self._replicas(tp)[0]
-            if state.leader == preferred:
-                results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader is already the preferred replica")
-            elif preferred in self.live and preferred in state.isr and preferred not in self.shutting_down:
-                self._change(tp, preferred, state.isr)
+            choice = choose(tp, state, partitions is not None)
+            if choice is None:
+                continue
+            error, message, new = choice
+            if new is not None:
+                self._change(tp, *new)
                 changed.add(tp)
-                results[tp] = (ErrorCode.NONE, None)
-            else:
-                results[tp] = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
-                               f"Preferred replica {preferred} is not live or not in the ISR")
+            results[tp] = (error, message)
         if changed:
             await self._publish(changed)
         return results
+
+    def _preferred_choice(self, tp, state, _asked: bool):
+        preferred = self._replicas(tp)[0]
+        if state.leader == preferred:
+            return ErrorCode.ELECTION_NOT_NEEDED, "Leader is already the preferred replica", None
+        if preferred in self.live and preferred in state.isr and preferred not in self.shutting_down:
+            return ErrorCode.NONE, None, (preferred, state.isr)
+        return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, f"Preferred replica {preferred} is not live or not in the ISR", \
+            None
+
+    def _unclean_choice(self, tp, state, asked: bool):
+        if state.leader in self.live and state.leader not in self.shutting_down:
+            return (ErrorCode.ELECTION_NOT_NEEDED, "The partition has a live leader", None) if asked else None
+        usable = [r for r in self._replicas(tp) if r in self.live and r not in self.shutting_down]
+        if not usable:
+            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No replica of the partition is live", None
+        in_isr = [r for r in usable if r in state.isr]
+        if in_isr:
+            return ErrorCode.NONE, None, (in_isr[0], [r for r in state.isr if r in usable])
+        log.warning("unclean_leader_election", topic=tp[0], partition=tp[1], leader=usable[0], requested=True)
+        return ErrorCode.NONE, None, (usable[0], [usable[0]])
+
+    async def _on_unclean_enabled(self, topic: str) -> None:
+        """``unclean.leader.election.enable`` was just turned on for ``topic``: its leaderless partitions are
+        elected now, not at the next broker change (Kafka's TopicUncleanLeaderElectionEnable event)."""
+        if not self.active or topic not in self.assignments:
+            return
+        await self._publish(self._elect_offline({tp for tp in self.states if tp[0] == topic}))
 
     async def _auto_rebalance(self) -> None:
         interval = self.broker.config["leader.imbalance.check.interval.seconds"]

@@ -106,8 +106,12 @@ class ZkTopicStore:
                 continue
             meta.configs = await self.member.zk_call(zk.topic_config, topic)
             broker = self.member.broker
-            broker.replica_manager.update_config(topic, broker.topic_config(topic))
+            config = broker.topic_config(topic)
+            broker.replica_manager.update_config(topic, config)
             log.info("topic_config_changed", topic=topic, configs=meta.configs)
+            controller = self.member.controller
+            if config.unclean_leader_election_enable and controller is not None and controller.active:
+                controller.enqueue("unclean_enabled", topic)
 
 
 class ZkProducerIdManager:

@@ -1,9 +1,9 @@
-"""ElectLeaders: preferred-leader election through the active controller (unclean election is refused)."""
+"""ElectLeaders: preferred or unclean leader election through the active controller."""
 
 from protocol.errors import ErrorCode
 from protocol.messages.elect_leaders import ELECT_LEADERS as API  # noqa: F401  (the registry reads API)
 
-PREFERRED = 0
+PREFERRED, UNCLEAN = 0, 1
 
 
 async def handle(ctx, request):
@@ -13,14 +13,16 @@ async def handle(ctx, request):
     if member is None:
         error = ErrorCode.ELECTION_NOT_NEEDED   # one broker: every partition already has its only replica
         results = {tp: (error, "single broker") for tp in (wanted or [])}
-    elif ctx.api_version >= 1 and request.election_type != PREFERRED:
-        results = {tp: (ErrorCode.INVALID_REQUEST, "unclean election is not supported") for tp in (wanted or [])}
+    elif ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
+        results = {tp: (ErrorCode.INVALID_REQUEST, f"unknown election type {request.election_type}")
+                   for tp in (wanted or [])}
     else:
         controller = member.controller
         if controller is None or not controller.active:
             results = {tp: (ErrorCode.NOT_CONTROLLER, None) for tp in (wanted or [])}
         else:
-            results = await controller.enqueue("elect_preferred", wanted)
+            kind = "elect_unclean" if ctx.api_version >= 1 and request.election_type == UNCLEAN else "elect_preferred"
+            results = await controller.enqueue(kind, wanted)
     topics: dict[str, list] = {}
     for (topic, p), (error, message) in results.items():
         topics.setdefault(topic, []).append({"partition_id": p, "error_code": error, "error_message": message})

@@ -26,9 +26,9 @@ from tests.brokerproc import ROOT, BrokerProcess
 CACHE = os.path.join(ROOT, ".cache", "compat")
 SHIM = os.path.join(os.path.dirname(__file__), "kafka_python_service_shim.py")
 
-# APIs no issue covers yet (ACLs, DeleteRecords, ElectLeaders, log dirs,
+# APIs no issue covers yet (ACLs, DeleteRecords, log dirs,
 # reassignments, DescribeTopicPartitions, quorum) and transports kbroker does not listen on.
-DESELECT = ["acls", "delete_records", "elect_leaders", "log_dirs", "partition_reassignments",
+DESELECT = ["acls", "delete_records", "log_dirs", "partition_reassignments",
             "describe_topic_partitions", "quorum", "list_config_resources", "ssl", "sasl"]
 
 # Known failures still open, with the issue that brings them.
@@ -46,6 +46,7 @@ MUST_PASS = [
     "test/integration/test_admin_integration.py::test_delete_groups_with_errors",
     "test/integration/test_admin_integration.py::test_describe_group_exists",
     "test/integration/test_admin_integration.py::test_create_partitions",
+    "test/integration/test_admin_integration.py::test_elect_leaders",
     "test/integration/test_admin_integration.py::test_describe_configs_invalid_broker_id_raises",
     "test/integration/test_admin_integration.py::test_describe_configs_mixed_resources_returns_configs",
     "test/integration/test_admin_integration.py::test_describe_configs_topic_resource_returns_configs",

@@ -32,6 +32,7 @@ class Cluster:
     root: str
     size: int = 3
     overrides: dict[str, str] = field(default_factory=dict)
+    per_broker: dict[int, dict[str, str]] = field(default_factory=dict)   # e.g. {1: {"broker.rack": "a"}}
     zookeeper: ZooKeeperServer | None = None
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
 
@@ -40,7 +41,8 @@ class Cluster:
         for broker_id in range(1, self.size + 1):
             proc = BrokerProcess(os.path.join(self.root, f"broker-{broker_id}", "data"), {
                 **CLUSTER_OVERRIDES, "broker.id": str(broker_id),
-                "zookeeper.connect": self.zookeeper.connect + "/kbroker", **self.overrides})
+                "zookeeper.connect": self.zookeeper.connect + "/kbroker", **self.overrides,
+                **self.per_broker.get(broker_id, {})})
             self.brokers[broker_id] = proc.start()
         return self
 

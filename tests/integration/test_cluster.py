@@ -159,3 +159,32 @@ def test_controlled_shutdown_moves_leadership_before_exit(cluster, topic_name):
     acked = _produce_while(cluster, topic_name, stop_leader, 2000)
     assert len(acked) == 2000, "producers see only retriable errors"
     _assert_exactly_once_in_order(cluster, topic_name, acked)
+
+
+def test_replicas_are_spread_over_racks(tmp_path, topic_name):
+    """``broker.rack`` from each broker's config reaches the controller through its registration: with racks
+    {a, a, b} every partition of a two-replica topic has a replica on b, a three-replica one spans both racks,
+    and Metadata reports each broker's rack."""
+    from kafka import KafkaAdminClient
+
+    from tests.cluster import Cluster
+
+    racks = {1: "a", 2: "a", 3: "b"}
+    cluster = Cluster(str(tmp_path / "cluster"), per_broker={b: {"broker.rack": r} for b, r in racks.items()})
+    cluster.start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            assert {b["broker_id"]: b["rack"] for b in admin.describe_cluster()["brokers"]} == racks
+        finally:
+            admin.close()
+        create(cluster.bootstrap, f"{topic_name}-rf2", 6, 2)
+        create(cluster.bootstrap, f"{topic_name}-rf3", 6, 3)
+        for name, rf in ((f"{topic_name}-rf2", 2), (f"{topic_name}-rf3", 3)):
+            parts = describe(cluster.bootstrap, name)
+            assert len(parts) == 6 and all(len(set(p["replicas"])) == rf for p in parts.values())
+            assert all({racks[r] for r in p["replicas"]} == {"a", "b"} for p in parts.values()), parts
+        leaders = Counter_leaders(describe(cluster.bootstrap, f"{topic_name}-rf2"))
+        assert max(leaders) - min(leaders) <= 1 and len(leaders) == 3, "leaders still spread over the brokers"
+    finally:
+        assert all(code == 0 for code in cluster.stop().values())

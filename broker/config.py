@@ -80,6 +80,20 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "listener.security.protocol.map": (_list, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
                                               "SASL_SSL:SASL_SSL"),
     "inter.broker.listener.name": (str, None),
+    # TLS (broker/security/tls.py); each may also be set per listener as listener.name.<name>.<key>
+    "ssl.keystore.type": (str, "PEM"),
+    "ssl.keystore.location": (str, None),
+    "ssl.keystore.key": (str, None),
+    "ssl.keystore.certificate.chain": (str, None),
+    "ssl.key.password": (str, None),
+    "ssl.truststore.type": (str, "PEM"),
+    "ssl.truststore.location": (str, None),
+    "ssl.truststore.certificates": (str, None),
+    "ssl.client.auth": (str, "none"),
+    "ssl.enabled.protocols": (_list, "TLSv1.2,TLSv1.3"),
+    "ssl.cipher.suites": (_list, ""),
+    "ssl.endpoint.identification.algorithm": (str, "https"),
+    "ssl.principal.mapping.rules": (str, "DEFAULT"),
     "num.replica.fetchers": (int, 1),
     "replica.fetch.max.bytes": (int, 1048576),
     "replica.fetch.min.bytes": (int, 1),
@@ -155,6 +169,14 @@ class BrokerConfig:
     def from_dict(cls, raw: dict[str, Any]) -> "BrokerConfig":
         values = {}
         for key, value in raw.items():
+            base = _listener_key(key)
+            if base is not None and base in DEFINITIONS:
+                key_parser = DEFINITIONS[base][0]
+                try:
+                    values[key] = key_parser(value) if value is not None else None
+                except (TypeError, ValueError) as exc:
+                    raise ConfigError(f"invalid value {value!r} for configuration {key}: {exc}") from None
+                continue
             if key not in DEFINITIONS:
                 log.warning("unknown_config", key=key)
                 values[key] = value
@@ -169,7 +191,11 @@ class BrokerConfig:
     def get(self, key: str) -> Any:
         if key in self.values:
             return self.values[key]
-        return DEFINITIONS[key][1] if key in DEFINITIONS else None
+        if key not in DEFINITIONS:
+            return None
+        parser, default = DEFINITIONS[key]
+        # List defaults are written as a properties file would have them.
+        return _list(default) if parser is _list and isinstance(default, str) else default
 
     def __getitem__(self, key: str) -> Any:
         return self.get(key)
@@ -228,6 +254,22 @@ class BrokerConfig:
     def listeners(self) -> list[tuple[str, str, int]]:
         return [parse_listener(x) for x in self.get("listeners")]
 
+    def for_listener(self, listener: str):
+        """A getter preferring ``listener.name.<listener>.<key>`` (Kafka's per-listener override) to ``<key>``."""
+        prefix = f"listener.name.{listener.lower()}."
+
+        def get(key: str) -> Any:
+            return self.values[prefix + key] if self.values.get(prefix + key) is not None else self.get(key)
+        return get
+
+    def security_protocol(self, listener: str) -> str:
+        """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, from ``listener.security.protocol.map``."""
+        for item in self.get("listener.security.protocol.map"):
+            name, _, protocol = item.partition(":")
+            if name.strip() == listener:
+                return protocol.strip().upper()
+        raise ConfigError(f"listener {listener} has no entry in listener.security.protocol.map")
+
     @property
     def inter_broker_listener(self) -> str:
         """The listener brokers use to reach each other: ``inter.broker.listener.name`` or the first one."""
@@ -237,6 +279,14 @@ class BrokerConfig:
     def advertised_listeners(self) -> list[tuple[str, str, int]]:
         configured = self.get("advertised.listeners")
         return [parse_listener(x) for x in configured] if configured else self.listeners
+
+
+def _listener_key(key: str) -> str | None:
+    """``listener.name.<name>.<key>`` -> ``<key>`` (None for any other key)."""
+    if not key.startswith("listener.name."):
+        return None
+    parts = key[len("listener.name."):].split(".", 1)
+    return parts[1] if len(parts) == 2 else None
 
 
 def parse_listener(spec: str) -> tuple[str, str, int]:

@@ -25,6 +25,7 @@ from construct import ConstructError
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from broker.registry import HANDLERS, api_versions_list
+from broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
 from protocol import schema
 from protocol.errors import ErrorCode
 from protocol.framing import FrameStream, FrameTooLarge
@@ -61,10 +62,25 @@ class Connection:
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
         self.sendfile = broker.config["kbroker.fetch.sendfile"]
         sock = stream.get_extra_info("socket")
-        self.socket_fd = sock.fileno() if sock is not None else -1
+        tls = stream.get_extra_info("ssl_object")
+        self.socket_fd = sock.fileno() if sock is not None and tls is None else -1   # (no sendfile under TLS)
+        security = broker.listener_security.get(listener)
+        self.principal = ANONYMOUS
+        if tls is not None and security is not None:
+            try:
+                self.principal = tls_principal(tls.getpeercert(), security.principal_rules)
+            except PrincipalError as exc:
+                self.principal = None   # refused: run() closes the connection
+                self.log.warning("authentication_failed", reason=str(exc))
+        if self.principal != ANONYMOUS:
+            self.log = self.log.bind(principal=self.principal)
+            self.log.debug("tls_authenticated")
         self.stopping = False   # the broker is shutting down: answer what was read, then close
 
     async def run(self) -> None:
+        if self.principal is None:
+            self.stream.close()
+            return
         responder = asyncio.create_task(self._write_responses())
         answer_pending = False
         try:

@@ -62,5 +62,9 @@ def serve(properties: str | None, overrides: list[str], log_level: str = "INFO")
     import uvloop
 
     raise_open_files_limit()
-    uvloop.run(run_broker(config))
+    try:
+        uvloop.run(run_broker(config))
+    except ConfigError as exc:   # a setting only checked as the broker builds what it names (a TLS keystore...)
+        print(f"kbroker: {exc}", file=sys.stderr)
+        return 2
     return 0

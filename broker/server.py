@@ -14,6 +14,7 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.connection import accept
+from broker.security.listeners import inter_broker_tls, listener_security
 from protocol.framing import FrameStream
 from broker.metadata import LocalMetadataStore, TopicMetadata
 from broker.producer_ids import ProducerIdManager
@@ -37,6 +38,8 @@ TXN_TOPIC = "__transaction_state"
 class Broker:
     def __init__(self, config: BrokerConfig, clock=time.time) -> None:
         self.config = config
+        self.listener_security = listener_security(config)   # (bad TLS settings stop the start here)
+        self.inter_broker_tls = inter_broker_tls(config)
         self.clock = clock
         self.broker_id = config.broker_id
         self.default_log_config = config.log_config()
@@ -266,7 +269,7 @@ class Broker:
             server = await asyncio.get_running_loop().create_server(
                 lambda n=name: FrameStream(self.config["socket.request.max.bytes"],
                                            on_connect=lambda stream, n=n: accept(self, stream, n)),
-                host or None, port, reuse_address=True)
+                host or None, port, reuse_address=True, ssl=self.listener_security[name].tls)
             self.servers.append(server)
             bound_host, bound_port = server.sockets[0].getsockname()[:2]
             self.bound.append((bound_host, bound_port))

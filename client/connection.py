@@ -34,8 +34,9 @@ class KafkaConnection:
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str = "kbroker-client",
-                   timeout: float = 10.0) -> "KafkaConnection":
-        stream = await asyncio.wait_for(open_frame_stream(host, port), timeout)
+                   timeout: float = 10.0, ssl=None) -> "KafkaConnection":
+        """``ssl``: an ``ssl.SSLContext`` for a TLS listener."""
+        stream = await asyncio.wait_for(open_frame_stream(host, port, ssl=ssl), timeout)
         return cls(stream, client_id)
 
     async def request(self, api_key: int, version: int, body: dict, *, expect_response: bool = True,

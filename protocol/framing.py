@@ -257,7 +257,9 @@ class FrameStream(asyncio.BufferedProtocol):
         return self._closed.done()
 
 
-async def open_frame_stream(host: str, port: int, max_frame: int = 0x7FFFFFFF) -> FrameStream:
+async def open_frame_stream(host: str, port: int, max_frame: int = 0x7FFFFFFF, ssl=None) -> FrameStream:
+    """Connect; ``ssl`` (an ``ssl.SSLContext``) makes it a TLS connection checked against ``host``."""
     loop = asyncio.get_running_loop()
-    _, stream = await loop.create_connection(lambda: FrameStream(max_frame), host, port)
+    _, stream = await loop.create_connection(lambda: FrameStream(max_frame), host, port, ssl=ssl,
+                                             server_hostname=host if ssl is not None else None)
     return stream

@@ -47,7 +47,7 @@ class ClusterMember:
         self.topics = ZkTopicStore(self)
         self.controller: KafkaController | None = None
         self.fetchers = ReplicaFetcherManager(self.broker_id, broker.replica_manager, self.config,
-                                              self._leader_address)
+                                              self._leader_address, broker.inter_broker_tls)
         self.controller_epoch_seen = 0
         self.loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task] = set()
@@ -295,7 +295,8 @@ class ClusterMember:
         if conn is None or conn.closed or (conn.stream.get_extra_info("peername") or ())[:2] != address:
             if conn is not None:
                 await conn.close()
-            conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}")
+            conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}",
+                                                                      ssl=self.broker.inter_broker_tls)
         return await conn.request(api_key, version, body, timeout=30)
 
     async def _alter_partition(self, partition, new_isr, leader_epoch: int, partition_epoch: int) -> None:

@@ -90,7 +90,8 @@ class ReplicaFetcher:
             try:
                 if self.conn is None or self.conn.closed:
                     self.conn = await KafkaConnection.open(*self.address, client_id=self.manager.client_id,
-                                                           timeout=config["replica.socket.timeout.ms"] / 1000)
+                                                           timeout=config["replica.socket.timeout.ms"] / 1000,
+                                                           ssl=self.manager.tls)
                 response = await self.conn.request(FETCH, FETCH_VERSION, body,
                                                    timeout=config["replica.socket.timeout.ms"] / 1000)
             except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
@@ -179,13 +180,15 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, broker_id: int, replica_manager, config, address_of) -> None:
-        """``address_of(broker_id)``: the (host, port) of a leader's inter-broker listener, or None."""
+    def __init__(self, broker_id: int, replica_manager, config, address_of, tls=None) -> None:
+        """``address_of(broker_id)``: the (host, port) of a leader's inter-broker listener, or None; ``tls``:
+        the SSLContext to reach it with (None over plaintext)."""
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.config = config
         self.address_of = address_of
         self.client_id = f"replica-fetcher-{broker_id}"
+        self.tls = tls
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self.assigned: dict[tuple[str, int], ReplicaFetcher] = {}
 

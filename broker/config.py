@@ -169,19 +169,12 @@ class BrokerConfig:
     def from_dict(cls, raw: dict[str, Any]) -> "BrokerConfig":
         values = {}
         for key, value in raw.items():
-            base = _listener_key(key)
-            if base is not None and base in DEFINITIONS:
-                key_parser = DEFINITIONS[base][0]
-                try:
-                    values[key] = key_parser(value) if value is not None else None
-                except (TypeError, ValueError) as exc:
-                    raise ConfigError(f"invalid value {value!r} for configuration {key}: {exc}") from None
-                continue
-            if key not in DEFINITIONS:
+            defined = _listener_key(key) or key   # listener.name.<l>.<key> is parsed as <key> is
+            if defined not in DEFINITIONS:
                 log.warning("unknown_config", key=key)
                 values[key] = value
                 continue
-            parser = DEFINITIONS[key][0]
+            parser = DEFINITIONS[defined][0]
             try:
                 values[key] = parser(value) if value is not None else None
             except (TypeError, ValueError) as exc:
@@ -262,13 +255,17 @@ class BrokerConfig:
             return self.values[prefix + key] if self.values.get(prefix + key) is not None else self.get(key)
         return get
 
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        """``listener.security.protocol.map`` as listener name -> PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        pairs = (item.partition(":") for item in self.get("listener.security.protocol.map"))
+        return {name.strip(): protocol.strip().upper() for name, _, protocol in pairs}
+
     def security_protocol(self, listener: str) -> str:
-        """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, from ``listener.security.protocol.map``."""
-        for item in self.get("listener.security.protocol.map"):
-            name, _, protocol = item.partition(":")
-            if name.strip() == listener:
-                return protocol.strip().upper()
-        raise ConfigError(f"listener {listener} has no entry in listener.security.protocol.map")
+        protocol = self.security_protocol_map.get(listener)
+        if protocol is None:
+            raise ConfigError(f"listener {listener} has no entry in listener.security.protocol.map")
+        return protocol
 
     @property
     def inter_broker_listener(self) -> str:

@@ -105,11 +105,8 @@ class ClusterMember:
 
     async def _register(self) -> None:
         endpoints = self.broker.endpoints
-        security = {}
-        for item in self.config["listener.security.protocol.map"]:
-            name, _, protocol = item.partition(":")
-            if any(e[0] == name for e in endpoints):
-                security[name] = protocol
+        names = {e[0] for e in endpoints}
+        security = {name: protocol for name, protocol in self.config.security_protocol_map.items() if name in names}
         info = BrokerInfo(self.broker_id, list(endpoints), self.config["broker.rack"])
         await self.zk_call(self.zk.register_broker, info, security,
                            self.config["zookeeper.session.timeout.ms"] / 1000 + 5)

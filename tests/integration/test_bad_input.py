@@ -204,17 +204,23 @@ async def test_closed_connection_raises_for_pending_requests(broker):
         await conn.request(METADATA, 12, {"topics": None}, timeout=5)
 
 
+async def park_fetch(conn, topic: str) -> asyncio.Future:
+    """A long-polling fetch (60 s) of an empty partition, given time to park in the broker's purgatory."""
+    body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_epoch": -1, "topics": [{"topic": topic, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    parked = asyncio.ensure_future(conn.request(FETCH, 12, body, timeout=90))
+    await asyncio.sleep(0.3)
+    return parked
+
+
 async def test_a_bad_frame_behind_a_parked_fetch_closes_at_once_and_abandons_it(fresh_broker, topic_name):
     """Kafka drops a channel that sent garbage with whatever it had in flight. The parked fetch leaves the
     purgatory then, so the next append (which would have completed it) finds nobody, and nothing is logged."""
     fresh_broker.start()
     await create_topic(fresh_broker, topic_name)
     conn = await connect(fresh_broker)
-    body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
-    parked = asyncio.ensure_future(conn.request(FETCH, 12, body, timeout=90))
-    await asyncio.sleep(0.3)
+    parked = await park_fetch(conn, topic_name)
     loop = asyncio.get_running_loop()
     started = loop.time()
     await conn.send_raw(b"\x00\x00\x00\x03abc")
@@ -235,11 +241,7 @@ async def test_a_fetch_parked_when_the_broker_stops_is_answered_before_the_conne
     fresh_broker.start()
     await create_topic(fresh_broker, topic_name)
     conn = await connect(fresh_broker)
-    body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "session_epoch": -1, "topics": [{"topic": topic_name, "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
-    parked = asyncio.ensure_future(conn.request(FETCH, 12, body, timeout=90))
-    await asyncio.sleep(0.3)
+    parked = await park_fetch(conn, topic_name)
     assert not parked.done()
     stopped = asyncio.ensure_future(asyncio.to_thread(fresh_broker.stop))
     answer = await asyncio.wait_for(parked, 20)

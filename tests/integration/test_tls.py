@@ -6,6 +6,7 @@ cluster whose brokers replicate to each other over TLS."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import ssl
 import struct
@@ -16,6 +17,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from broker.cluster.zk_client import KafkaZkClient
 from tests.brokerproc import BrokerProcess
 from tests.cluster import Cluster, batches, wait_until
 from tests.tls import Pki, make_pki
@@ -220,6 +222,14 @@ def test_brokers_replicate_to_each_other_over_mutual_tls(tmp_path, pki, topic_na
         assert consume_confluent(cluster.bootstrap, topic_name, settings, 200) == values
         isr = admin.list_topics(topic_name, timeout=10).topics[topic_name].partitions[0].isrs
         assert sorted(isr) == [1, 2, 3]
+        # Each broker's registration names its listener's protocol, as Kafka's tools read it with zkCli.sh.
+        zk = KafkaZkClient(cluster.zookeeper.connect + "/kbroker", 6000)
+        zk.start()
+        try:
+            registrations = [json.loads(zk.zk.get(zk.path(f"/brokers/ids/{b}"))[0]) for b in cluster.brokers]
+        finally:
+            zk.stop()
+        assert [r["listener_security_protocol_map"] for r in registrations] == [{"SSL": "SSL"}] * 3
     finally:
         assert all(code == 0 for code in cluster.stop().values())
 

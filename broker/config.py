@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import structlog
 
+from client.properties import read_properties
 from storage.log_config import BROKER_SYNONYMS, LogConfig
 
 log = structlog.get_logger("broker.config")
@@ -94,6 +95,12 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "ssl.cipher.suites": (_list, ""),
     "ssl.endpoint.identification.algorithm": (str, "https"),
     "ssl.principal.mapping.rules": (str, "DEFAULT"),
+    # SASL (broker/security/sasl.py); the JAAS entries are listener.name.<name>.<mechanism>.sasl.jaas.config
+    "sasl.enabled.mechanisms": (_list, "GSSAPI"),   # Kafka's default, which kbroker refuses with the ones it has
+    "sasl.mechanism.inter.broker.protocol": (str, "GSSAPI"),
+    "sasl.jaas.config": (str, None),
+    "sasl.server.max.receive.size": (int, 524288),
+    "connections.max.reauth.ms": (int, 0),
     "num.replica.fetchers": (int, 1),
     "replica.fetch.max.bytes": (int, 1048576),
     "replica.fetch.min.bytes": (int, 1),
@@ -283,7 +290,11 @@ def _listener_key(key: str) -> str | None:
     if not key.startswith("listener.name."):
         return None
     parts = key[len("listener.name."):].split(".", 1)
-    return parts[1] if len(parts) == 2 else None
+    if len(parts) != 2:
+        return None
+    if parts[1].partition(".")[2] == "sasl.jaas.config":   # listener.name.<l>.<mechanism>.sasl.jaas.config
+        return "sasl.jaas.config"
+    return parts[1]
 
 
 def parse_listener(spec: str) -> tuple[str, str, int]:
@@ -296,19 +307,3 @@ def parse_listener(spec: str) -> tuple[str, str, int]:
         return name, host.strip("[]"), int(port)
     except ValueError:
         raise ConfigError(f"listener {spec!r} has no valid port") from None
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """Java properties, the subset Kafka's files use: ``key=value`` or ``key: value``, # and ! comments."""
-    result = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line or line[0] in "#!":
-                continue
-            for sep in ("=", ":"):
-                if sep in line:
-                    key, value = line.split(sep, 1)
-                    result[key.strip()] = value.strip()
-                    break
-    return result

@@ -10,7 +10,10 @@ Invariants:
 * responses leave in request order, each written with ``drain()`` so a slow
   reader slows the broker's writes to it, never its memory;
 * anything malformed closes this connection only: it is logged, and every
-  other client is served as before.
+  other client is served as before;
+* on a SASL listener nothing but ApiVersions and the SASL exchange is served
+  until the session is authenticated (``broker.security.sasl``), and frames
+  are capped at ``sasl.server.max.receive.size`` until then.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from construct import ConstructError
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from broker.registry import HANDLERS, api_versions_list
 from broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
+from broker.security.sasl import SaslFailure, State
 from protocol import schema
 from protocol.errors import ErrorCode
 from protocol.framing import FrameStream, FrameTooLarge
@@ -66,19 +70,25 @@ class Connection:
         self.socket_fd = sock.fileno() if sock is not None and tls is None else -1   # (no sendfile under TLS)
         security = broker.listener_security.get(listener)
         self.principal = ANONYMOUS
+        self.refused = False   # run() closes the connection at once
         if tls is not None and security is not None:
             try:
                 self.principal = tls_principal(tls.getpeercert(), security.principal_rules)
             except PrincipalError as exc:
-                self.principal = None   # refused: run() closes the connection
+                self.refused = True
                 self.log.warning("authentication_failed", reason=str(exc))
         if self.principal != ANONYMOUS:
             self.log = self.log.bind(principal=self.principal)
             self.log.debug("tls_authenticated")
+        self.sasl = security.sasl_session(broker) if security is not None and security.sasl else None
+        if self.sasl is not None:
+            self.principal = None   # no one until the SASL exchange says who
+            self._max_frame = stream.max_frame
+            stream.max_frame = min(stream.max_frame, broker.config["sasl.server.max.receive.size"])
         self.stopping = False   # the broker is shutting down: answer what was read, then close
 
     async def run(self) -> None:
-        if self.principal is None:
+        if self.refused:
             self.stream.close()
             return
         responder = asyncio.create_task(self._write_responses())
@@ -125,11 +135,21 @@ class Connection:
     async def _dispatch(self, frame: bytes) -> None:
         if self.broker.cluster is not None:
             self.broker.cluster.check_paused()   # a broker paused past its session leads nothing any more
+        if self.sasl is not None and self.sasl.raw_tokens:
+            await self._raw_sasl_token(frame)
+            return
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except ConstructError:
             self.log.warning("malformed_request_header", size=len(frame))
             raise CloseConnection from None
+        if self.sasl is not None and not self.sasl.admits(api_key):
+            if self.sasl.state is State.AUTHENTICATED:
+                self.log.info("sasl_session_expired", api_key=api_key)
+            else:
+                self.log.warning("unexpected_request_before_authentication", api_key=api_key,
+                                 state=self.sasl.state.value)
+            raise CloseConnection
         handler = HANDLERS.get(api_key)
         if handler is None:
             self.log.warning("unknown_api_key", api_key=api_key, correlation_id=correlation_id)
@@ -153,7 +173,7 @@ class Connection:
             raise CloseConnection from None
         ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id,
                              self.log.bind(api=handler.name, correlation_id=correlation_id,
-                                           client_id=header.client_id), self.peer, self.listener)
+                                           client_id=header.client_id), self.peer, self.listener, self)
         ctx.log.debug("request_received")
         try:
             result = handler.handle(ctx, request)
@@ -168,6 +188,10 @@ class Connection:
             return
         if result is CLOSE_CONNECTION:
             raise CloseConnection(after_responses=True)
+        if self.sasl is not None and self.sasl.state is not State.AUTHENTICATED:
+            if self.sasl.state is State.FAILED:   # answered with the error, then closed, as Kafka does
+                await self.responses.put((correlation_id, api_key, api_version, result))
+                raise CloseConnection(after_responses=True)
         if not self._writer_busy and self.responses.empty() and not isinstance(result, asyncio.Future):
             # Nothing is ahead of this response: send it now and skip the hand-off to the writer task.
             # Safe for ordering: the next request is read only after this returns.
@@ -180,6 +204,28 @@ class Connection:
                 raise CloseConnection from None
             return
         await self.responses.put((correlation_id, api_key, api_version, result))
+
+    def authenticated(self) -> None:
+        """The SASL session completed (first time or again): the connection now acts as its principal."""
+        if self.principal is None:
+            self.stream.max_frame = self._max_frame
+        if self.principal != self.sasl.principal:
+            self.principal = self.sasl.principal
+            self.log = self.log.bind(principal=self.principal)
+        self.log.info("sasl_authenticated", mechanism=self.sasl.mechanism)
+
+    async def _raw_sasl_token(self, token: bytes) -> None:
+        """After a v0 SaslHandshake the exchange's tokens are bare size-prefixed frames, with no header and no
+        error to report: a failure closes the connection."""
+        try:
+            answer = self.sasl.authenticate(token)
+        except SaslFailure as exc:
+            self.log.warning("authentication_failed", mechanism=self.sasl.mechanism, user=self.sasl.attempted_user,
+                             reason=str(exc))
+            raise CloseConnection from None
+        if self.sasl.state is State.AUTHENTICATED:
+            self.authenticated()
+        await self.responses.put((None, None, None, answer))
 
     async def _write_responses(self) -> None:
         """Write responses in request order. Any failure closes the connection: the client
@@ -207,6 +253,10 @@ class Connection:
 
     async def _send(self, correlation_id: int, api_key: int, api_version: int, body: dict) -> None:
         self.log.debug("response_sending", api_key=api_key, correlation_id=correlation_id)
+        if api_key is None:   # a bare SASL token (v0 handshake)
+            self.stream.writelines([_SIZE.pack(len(body)), body])
+            await self.stream.drain()
+            return
         declared = schema.REGISTRY[api_key]
         out = io.BytesIO()
         out.write(b"\0\0\0\0")

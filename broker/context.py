@@ -34,3 +34,4 @@ class RequestContext:
     log: Any
     peer: str
     listener: str = ""   # the listener the request came in on (Metadata answers with its endpoints)
+    connection: Any = None   # the broker.connection.Connection (its principal, its SASL session)

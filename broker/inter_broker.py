@@ -51,7 +51,7 @@ class InterBrokerChannel:
                 if address is None:
                     raise ConnectionError(f"broker {broker_id} has no known address")
                 conn = self._connections[broker_id] = await asyncio.wait_for(KafkaConnection.open(
-                    *address, client_id=f"broker-{self.broker.broker_id}", ssl=self.broker.inter_broker_tls), 10)
+                    *address, client_id=f"broker-{self.broker.broker_id}", **self.broker.inter_broker_connect), 10)
             return conn
 
     async def _request(self, broker_id: int, api_key: int, version: int, body: dict):

@@ -60,12 +60,13 @@ class TopicMetadata:
 
 
 class LocalMetadataStore:
-    """Topics persisted in one JSON file; every change rewrites it atomically."""
+    """Topics and SCRAM credentials persisted in one JSON file; every change rewrites it atomically."""
 
     def __init__(self, directory: str, broker_id: int, cluster_id: str | None = None) -> None:
         self.directory = directory
         self.path = os.path.join(directory, STORE_FILE)
         self.topics: dict[str, TopicMetadata] = {}
+        self.users: dict[str, dict[str, str]] = {}   # SCRAM credentials: user -> mechanism -> Kafka's text
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -84,9 +85,10 @@ class LocalMetadataStore:
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
             self.topics = {name: TopicMetadata.from_json(name, t) for name, t in data.get("topics", {}).items()}
+            self.users = data.get("users", {})
 
     def save(self) -> None:
-        data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}}
+        data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -105,6 +107,13 @@ class LocalMetadataStore:
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
+        self.save()
+
+    def set_user_credentials(self, user: str, credentials: dict[str, str]) -> None:
+        if credentials:
+            self.users[user] = dict(credentials)
+        else:
+            self.users.pop(user, None)
         self.save()
 
 

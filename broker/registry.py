@@ -13,6 +13,10 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    alter_user_scram_credentials,
+    describe_user_scram_credentials,
+    sasl_authenticate,
+    sasl_handshake,
     elect_leaders,
     offset_for_leader_epoch,
     controlled_shutdown,
@@ -82,6 +86,7 @@ HANDLERS: dict[int, Handler] = {
         describe_producers, describe_transactions, list_transactions,
         leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,
         offset_for_leader_epoch, elect_leaders,
+        sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
     ])
 }
 

@@ -14,7 +14,8 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.connection import accept
-from broker.security.listeners import inter_broker_tls, listener_security
+from broker.security.credentials import ScramCredentialCache
+from broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
 from protocol.framing import FrameStream
 from broker.metadata import LocalMetadataStore, TopicMetadata
 from broker.producer_ids import ProducerIdManager
@@ -39,11 +40,15 @@ class Broker:
     def __init__(self, config: BrokerConfig, clock=time.time) -> None:
         self.config = config
         self.listener_security = listener_security(config)   # (bad TLS settings stop the start here)
-        self.inter_broker_tls = inter_broker_tls(config)
+        # KafkaConnection.open's security arguments for reaching other brokers' inter-broker listener
+        self.inter_broker_connect = {"ssl": inter_broker_tls(config), "sasl": inter_broker_sasl(config)}
         self.clock = clock
         self.broker_id = config.broker_id
         self.default_log_config = config.log_config()
         self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, config["cluster.id"])
+        self.credentials = ScramCredentialCache()   # (a cluster's come from ZooKeeper at start)
+        for user, texts in self.metadata.users.items():
+            self.credentials.replace(user, texts)
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
@@ -108,6 +113,15 @@ class Broker:
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.metadata.set_configs(name, configs)
         self.replica_manager.update_config(name, self.topic_config(name))
+
+    async def set_scram_credentials(self, user: str, texts: dict[str, str]) -> None:
+        """The user's SCRAM credentials are now ``texts`` (mechanism -> Kafka's credential text), persisted
+        before this returns; in a cluster every broker applies them from ZooKeeper's notification."""
+        if self.cluster is not None:
+            await self.metadata.set_user_credentials(user, texts)
+        else:
+            self.metadata.set_user_credentials(user, texts)
+        self.credentials.replace(user, texts)
 
     # ------------------------------------------------------------------ internal topics
     def _ensure_internal_topic(self, name: str, partitions: int, replication: int,
@@ -269,7 +283,9 @@ class Broker:
             server = await asyncio.get_running_loop().create_server(
                 lambda n=name: FrameStream(self.config["socket.request.max.bytes"],
                                            on_connect=lambda stream, n=n: accept(self, stream, n)),
-                host or None, port, reuse_address=True, ssl=self.listener_security[name].tls)
+                host or None, port, reuse_address=True, ssl=self.listener_security[name].tls,
+                # a peer that stops reading never answers our close_notify: give up on it well within shutdown
+                **({"ssl_shutdown_timeout": 5} if self.listener_security[name].tls else {}))
             self.servers.append(server)
             bound_host, bound_port = server.sockets[0].getsockname()[:2]
             self.bound.append((bound_host, bound_port))

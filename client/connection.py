@@ -3,6 +3,9 @@
 Requests may be pipelined; responses are read by one task and handed to the
 waiting callers. Encoding and decoding are the broker's own schemas
 (``protocol``), so the client and broker can never disagree on a shape.
+With SASL credentials the connection authenticates before it is handed out
+and re-authenticates before the session the broker granted ends (KIP-368):
+a request made when that is due waits for it, one made before is sent first.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import io
 import itertools
 import struct
 
+from client.sasl import SaslCredentials, authenticate
 from protocol import schema
 from protocol.framing import FrameStream, open_frame_stream
 from protocol.headers import RequestHeader, decode_response_header, encode_request_header
@@ -31,16 +35,45 @@ class KafkaConnection:
         self._correlation = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future, int, int]] = {}
         self._reader_task = asyncio.create_task(self._read_loop())
+        self._sasl: SaslCredentials | None = None
+        self._reauth_at: float | None = None
+        self._reauth_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str = "kbroker-client",
-                   timeout: float = 10.0, ssl=None) -> "KafkaConnection":
-        """``ssl``: an ``ssl.SSLContext`` for a TLS listener."""
+                   timeout: float = 10.0, ssl=None, sasl: SaslCredentials | None = None) -> "KafkaConnection":
+        """``ssl``: an ``ssl.SSLContext`` for a TLS listener; ``sasl``: credentials for a SASL one."""
         stream = await asyncio.wait_for(open_frame_stream(host, port, ssl=ssl), timeout)
-        return cls(stream, client_id)
+        conn = cls(stream, client_id)
+        if sasl is not None:
+            try:
+                await conn._authenticate(sasl, timeout)
+            except BaseException:
+                await conn.close()
+                raise
+        return conn
+
+    async def _authenticate(self, sasl: SaslCredentials, timeout: float = 30.0) -> None:
+        lifetime_ms = await authenticate(self, sasl, timeout)
+        self._sasl = sasl
+        # Kafka's clients re-authenticate at 85-95 % of the session: early enough for one round trip.
+        self._reauth_at = asyncio.get_running_loop().time() + lifetime_ms * 0.85 / 1000 if lifetime_ms else None
+
+    def _reauth_due(self) -> bool:
+        return self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at
 
     async def request(self, api_key: int, version: int, body: dict, *, expect_response: bool = True,
                       timeout: float = 30.0) -> schema.Message | None:
+        if self._reauth_due() or self._reauth_lock.locked():
+            async with self._reauth_lock:
+                if self._reauth_due():
+                    await self._authenticate(self._sasl)
+        return await self.request_unchecked(api_key, version, body, expect_response=expect_response,
+                                            timeout=timeout)
+
+    async def request_unchecked(self, api_key: int, version: int, body: dict, *, expect_response: bool = True,
+                                timeout: float = 30.0) -> schema.Message | None:
+        """``request`` without the re-authentication check (the SASL exchange itself goes this way)."""
         declared = schema.REGISTRY[api_key]
         flexible = declared.is_flexible(version)
         correlation_id = next(self._correlation)
@@ -106,9 +139,14 @@ class KafkaConnection:
             return False
         return True
 
-    async def close(self) -> None:
+    async def close(self, timeout: float = 5.0) -> None:
+        """Close, waiting at most ``timeout`` for the transport: a TLS close waits for the peer's close_notify,
+        which a peer that stopped reading (a broker shutting down) never sends."""
         self.stream.close()
-        await self.stream.wait_closed()
+        try:
+            await asyncio.wait_for(self.stream.wait_closed(), timeout)
+        except asyncio.TimeoutError:
+            self.stream.abort()
         self._reader_task.cancel()
         try:
             await self._reader_task

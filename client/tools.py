@@ -7,6 +7,9 @@ import struct
 import sys
 
 from client.connection import KafkaConnection
+from client.properties import read_properties
+from client.security import connect_options
+from client.users import users
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_records, split_batches
 
@@ -21,7 +24,8 @@ def _split_server(bootstrap: str) -> tuple[str, int]:
 
 async def _connect(args) -> KafkaConnection:
     host, port = _split_server(args.bootstrap_server)
-    return await KafkaConnection.open(host, port, client_id="kbroker-cli")
+    security = connect_options(read_properties(args.command_config)) if args.command_config else {}
+    return await KafkaConnection.open(host, port, client_id="kbroker-cli", **security)
 
 
 def _fail(message: str) -> int:
@@ -211,8 +215,19 @@ async def groups(args) -> int:
         await conn.close()
 
 
+def _with_connection(tool):
+    async def run(args) -> int:
+        conn = await _connect(args)
+        try:
+            return await tool(conn, args)
+        finally:
+            await conn.close()
+    return run
+
+
 def run(args) -> int:
-    action = {"topics": topics, "produce": produce, "consume": consume, "groups": groups}[args.command]
+    action = {"topics": topics, "produce": produce, "consume": consume, "groups": groups,
+              "users": _with_connection(users)}[args.command]
     try:
         return asyncio.run(action(args))
     except (ConnectionError, OSError) as exc:

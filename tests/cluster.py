@@ -36,8 +36,11 @@ class Cluster:
     zookeeper: ZooKeeperServer | None = None
     brokers: dict[int, BrokerProcess] = field(default_factory=dict)
 
-    def start(self) -> "Cluster":
+    def start(self, before_brokers=None) -> "Cluster":
+        """``before_brokers(zookeeper_connect)``: what must be in ZooKeeper before the first broker runs."""
         self.zookeeper = ZooKeeperServer(os.path.join(self.root, "zookeeper")).start()
+        if before_brokers is not None:
+            before_brokers(self.zookeeper.connect + "/kbroker")
         for broker_id in range(1, self.size + 1):
             proc = BrokerProcess(os.path.join(self.root, f"broker-{broker_id}", "data"), {
                 **CLUSTER_OVERRIDES, "broker.id": str(broker_id),

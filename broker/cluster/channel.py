@@ -17,9 +17,9 @@ log = structlog.get_logger("broker.cluster.channel")
 
 
 class _BrokerQueue:
-    def __init__(self, broker_id: int, host: str, port: int, client_id: str, tls=None) -> None:
+    def __init__(self, broker_id: int, host: str, port: int, client_id: str, connect_options: dict) -> None:
         self.broker_id = broker_id
-        self.tls = tls
+        self.connect_options = connect_options
         self.address = (host, port)
         self.client_id = client_id
         self.queue: asyncio.Queue = asyncio.Queue()
@@ -34,7 +34,7 @@ class _BrokerQueue:
                 try:
                     if self.conn is None or self.conn.closed:
                         self.conn = await KafkaConnection.open(*self.address, client_id=self.client_id, timeout=5,
-                                                               ssl=self.tls)
+                                                               **self.connect_options)
                     response = await self.conn.request(api_key, version, body, timeout=30)
                     if done is not None and not done.done():
                         done.set_result(response)
@@ -59,9 +59,10 @@ class _BrokerQueue:
 
 
 class ControllerChannel:
-    def __init__(self, client_id: str, tls=None) -> None:
-        """``tls``: the SSLContext for brokers' inter-broker listener (None over plaintext)."""
-        self.tls = tls
+    def __init__(self, client_id: str, connect_options: dict | None = None) -> None:
+        """``connect_options``: ``KafkaConnection.open``'s security arguments for brokers' inter-broker
+        listener (its TLS context and SASL credentials)."""
+        self.connect_options = connect_options or {}
         self.client_id = client_id
         self.queues: dict[int, _BrokerQueue] = {}
 
@@ -71,7 +72,7 @@ class ControllerChannel:
             return
         if existing is not None:
             asyncio.ensure_future(existing.close())
-        self.queues[broker_id] = _BrokerQueue(broker_id, host, port, self.client_id, self.tls)
+        self.queues[broker_id] = _BrokerQueue(broker_id, host, port, self.client_id, self.connect_options)
 
     def remove_broker(self, broker_id: int) -> None:
         queue = self.queues.pop(broker_id, None)

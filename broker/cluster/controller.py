@@ -47,7 +47,7 @@ class KafkaController:
         self.shutting_down: set[int] = set()
         self.assignments: dict[str, TopicAssignment] = {}
         self.states: dict[tuple[str, int], LeaderIsr] = {}
-        self.channel = ControllerChannel(f"controller-{self.broker_id}", broker.inter_broker_tls)
+        self.channel = ControllerChannel(f"controller-{self.broker_id}", broker.inter_broker_connect)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.loop = asyncio.get_running_loop()
         self.task = asyncio.create_task(self._process())

@@ -30,7 +30,7 @@ def main(data: str = "data", properties: str = "config/server.properties") -> in
                      # config/server.properties is written for one broker; three replicate everything.
                      "default.replication.factor": 3, "offsets.topic.replication.factor": 3,
                      "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2}
-        args = [sys.executable, "-m", "client.cli", "serve", properties]
+        args = [sys.executable, "-m", "broker.cli", "serve", properties]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]
         brokers.append(subprocess.Popen(args, start_new_session=True))

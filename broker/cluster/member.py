@@ -47,7 +47,7 @@ class ClusterMember:
         self.topics = ZkTopicStore(self)
         self.controller: KafkaController | None = None
         self.fetchers = ReplicaFetcherManager(self.broker_id, broker.replica_manager, self.config,
-                                              self._leader_address, broker.inter_broker_tls)
+                                              self._leader_address, broker.inter_broker_connect)
         self.controller_epoch_seen = 0
         self.loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task] = set()
@@ -96,6 +96,7 @@ class ClusterMember:
         self.topics.cluster_id = await self.zk_call(self.zk.get_or_create_cluster_id,
                                                     self.config["cluster.id"] or _new_cluster_id())
         self.zk.add_listener(self._session_state)
+        await self.topics.load_users()
         await self._register()
         self.controller = KafkaController(self.broker, self.zk)
         self.controller.start()
@@ -293,7 +294,7 @@ class ClusterMember:
             if conn is not None:
                 await conn.close()
             conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}",
-                                                                      ssl=self.broker.inter_broker_tls)
+                                                                      **self.broker.inter_broker_connect)
         return await conn.request(api_key, version, body, timeout=30)
 
     async def _alter_partition(self, partition, new_isr, leader_epoch: int, partition_epoch: int) -> None:

@@ -14,6 +14,7 @@ The layout, inspectable with ``zkCli.sh``::
     /brokers/topics/<topic>                           replica assignment, topic id
     /brokers/topics/<topic>/partitions/<p>/state      leader, leader_epoch, isr, controller_epoch
     /config/topics/<topic>                            {"version":1,"config":{...}}
+    /config/users/<user>                              {"version":1,"config":{"SCRAM-SHA-256":"salt=..."}}
     /config/changes/config_change_<seq>               {"version":2,"entity_path":"topics/<topic>"}
     /admin/delete_topics/<topic>
     /latest_producer_id_block                         {"version":1,"broker":..,"block_start":..,"block_end":..}
@@ -33,7 +34,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
-                    "/config/brokers", "/admin/delete_topics", "/isr_change_notification")
+                    "/config/brokers", "/config/users", "/admin/delete_topics", "/isr_change_notification")
 PRODUCER_ID_BLOCK_SIZE = 1000
 
 
@@ -267,13 +268,32 @@ class KafkaZkClient:
                       "adding_replicas": {}, "removing_replicas": {}})
 
     def topic_config(self, topic: str) -> dict[str, str]:
+        return self._entity_config("topics", topic)
+
+    def set_topic_config(self, topic: str, configs: dict[str, str], notify: bool = True) -> None:
+        self._set_entity_config("topics", topic, configs, notify)
+
+    def user_names(self) -> list[str]:
+        return sorted(self.zk.get_children(self.path("/config/users")))
+
+    def user_config(self, user: str) -> dict[str, str]:
+        """What ``/config/users/<user>`` holds: SCRAM credentials (``SCRAM-SHA-256`` ...) and quota overrides."""
+        return self._entity_config("users", user)
+
+    def set_user_scram_credentials(self, user: str, credentials: dict[str, str]) -> None:
+        """Replace the user's SCRAM credentials (mechanism -> Kafka's credential text), keeping its other
+        configs (quotas), and notify every broker."""
+        configs = {k: v for k, v in self.user_config(user).items() if not k.startswith("SCRAM-")}
+        self._set_entity_config("users", user, {**configs, **credentials}, notify=True)
+
+    def _entity_config(self, kind: str, name: str) -> dict[str, str]:
         try:
-            return dict(_json(self.zk.get(self.path(f"/config/topics/{topic}"))[0])["config"])
+            return dict(_json(self.zk.get(self.path(f"/config/{kind}/{name}"))[0])["config"])
         except NoNodeError:
             return {}
 
-    def set_topic_config(self, topic: str, configs: dict[str, str], notify: bool = True) -> None:
-        p = self.path(f"/config/topics/{topic}")
+    def _set_entity_config(self, kind: str, name: str, configs: dict[str, str], notify: bool) -> None:
+        p = self.path(f"/config/{kind}/{name}")
         data = _dump({"version": 1, "config": configs})
         try:
             self.zk.set(p, data)
@@ -281,7 +301,7 @@ class KafkaZkClient:
             self.zk.create(p, data, makepath=True)
         if notify:
             self.zk.create(self.path("/config/changes/config_change_"),
-                           _dump({"version": 2, "entity_path": f"topics/{topic}"}), sequence=True)
+                           _dump({"version": 2, "entity_path": f"{kind}/{name}"}), sequence=True)
 
     def config_changes(self, watch=None) -> list[str]:
         return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))

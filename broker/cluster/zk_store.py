@@ -1,4 +1,5 @@
-"""What a cluster broker keeps in ZooKeeper besides its membership: topics, their configs, producer ids.
+"""What a cluster broker keeps in ZooKeeper besides its membership: topics, their configs, SCRAM credentials,
+producer ids.
 
 ``ZkTopicStore`` is the broker's ``metadata`` in a cluster. New topics and
 new partitions are written to ``/brokers/topics/<topic>`` (the controller
@@ -78,6 +79,15 @@ class ZkTopicStore:
         self.topics[name].configs = dict(configs)
         self.member.spawn(self.member.zk_call(self.member.zk.set_topic_config, name, configs))
 
+    async def load_users(self) -> None:
+        """Every user's SCRAM credentials, before this broker registers (others authenticate to it at once)."""
+        zk, credentials = self.member.zk, self.member.broker.credentials
+        for user in await self.member.zk_call(zk.user_names):
+            credentials.replace(user, _scram(await self.member.zk_call(zk.user_config, user)))
+
+    async def set_user_credentials(self, user: str, texts: dict[str, str]) -> None:
+        await self.member.zk_call(self.member.zk.set_user_scram_credentials, user, texts)
+
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
         """Watch ``/config/changes``. At start the notifications that exist were applied by the topic loads;
@@ -98,6 +108,11 @@ class ZkTopicStore:
                 continue
             self._changes_seen.add(change)
             entity = await self.member.zk_call(zk.config_change, change)
+            if entity and entity.startswith("users/"):
+                user = entity.split("/", 1)[1]
+                self.member.broker.credentials.replace(user, _scram(await self.member.zk_call(zk.user_config, user)))
+                log.info("user_credentials_changed", user=user)
+                continue
             if not entity or not entity.startswith("topics/"):
                 continue
             topic = entity.split("/", 1)[1]
@@ -112,6 +127,10 @@ class ZkTopicStore:
             controller = self.member.controller
             if config.unclean_leader_election_enable and controller is not None and controller.active:
                 controller.enqueue("unclean_enabled", topic)
+
+
+def _scram(configs: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in configs.items() if k.startswith("SCRAM-")}
 
 
 class ZkProducerIdManager:

@@ -91,7 +91,7 @@ class ReplicaFetcher:
                 if self.conn is None or self.conn.closed:
                     self.conn = await KafkaConnection.open(*self.address, client_id=self.manager.client_id,
                                                            timeout=config["replica.socket.timeout.ms"] / 1000,
-                                                           ssl=self.manager.tls)
+                                                           **self.manager.connect_options)
                 response = await self.conn.request(FETCH, FETCH_VERSION, body,
                                                    timeout=config["replica.socket.timeout.ms"] / 1000)
             except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
@@ -180,15 +180,15 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, broker_id: int, replica_manager, config, address_of, tls=None) -> None:
-        """``address_of(broker_id)``: the (host, port) of a leader's inter-broker listener, or None; ``tls``:
-        the SSLContext to reach it with (None over plaintext)."""
+    def __init__(self, broker_id: int, replica_manager, config, address_of, connect_options=None) -> None:
+        """``address_of(broker_id)``: the (host, port) of a leader's inter-broker listener, or None;
+        ``connect_options``: ``KafkaConnection.open``'s security arguments to reach it with (TLS, SASL)."""
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.config = config
         self.address_of = address_of
         self.client_id = f"replica-fetcher-{broker_id}"
-        self.tls = tls
+        self.connect_options = connect_options or {}
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self.assigned: dict[tuple[str, int], ReplicaFetcher] = {}
 

@@ -1,5 +1,6 @@
-"""What each listener asks of a connection before serving it: its security protocol, TLS context and the
-rules that name a client certificate's holder; and how this broker connects to the others."""
+"""What each listener asks of a connection before serving it: its security protocol, TLS context, the rules
+that name a client certificate's holder and the SASL mechanisms it offers; and how this broker connects to
+the others (TLS context and SASL credentials on the inter-broker listener)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,20 @@ import ssl
 from dataclasses import dataclass, field
 
 from broker.config import ConfigError
+from client.jaas import JaasError, parse_jaas, plain_users
 from broker.security.principal import PrincipalError, parse_rules
+from broker.security.sasl import MECHANISMS, SaslSession
 from broker.security.tls import client_context, server_context
+from client.sasl import SaslCredentials
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass
+class ListenerSasl:
+    mechanisms: list[str]
+    plain_users: dict[str, str]
+    reauth_ms: int
 
 
 @dataclass
@@ -19,6 +30,11 @@ class ListenerSecurity:
     protocol: str
     tls: ssl.SSLContext | None = None
     principal_rules: list = field(default_factory=list)
+    sasl: ListenerSasl | None = None
+
+    def sasl_session(self, broker) -> SaslSession:
+        return SaslSession(self.sasl.mechanisms, self.sasl.plain_users, broker.credentials.lookup,
+                           self.sasl.reauth_ms)
 
 
 def listener_security(config) -> dict[str, ListenerSecurity]:
@@ -28,18 +44,59 @@ def listener_security(config) -> dict[str, ListenerSecurity]:
         protocol = config.security_protocol(name)
         if protocol not in PROTOCOLS:
             raise ConfigError(f"listener {name}: unknown security protocol {protocol} ({', '.join(PROTOCOLS)})")
-        if protocol.startswith("SASL"):
-            raise ConfigError(f"listener {name}: {protocol} needs SASL, which this kbroker does not offer yet")
         try:
             rules = parse_rules(config.for_listener(name)("ssl.principal.mapping.rules") or "DEFAULT")
         except PrincipalError as exc:
             raise ConfigError(str(exc)) from None
         tls = server_context(config, name) if protocol.endswith("SSL") else None
-        result[name] = ListenerSecurity(name, protocol, tls, rules)
+        sasl = _listener_sasl(config, name) if protocol.startswith("SASL") else None
+        result[name] = ListenerSecurity(name, protocol, tls, rules, sasl)
     return result
+
+
+def _listener_sasl(config, name: str) -> ListenerSasl:
+    get = config.for_listener(name)
+    mechanisms = get("sasl.enabled.mechanisms")
+    unknown = [m for m in mechanisms if m not in MECHANISMS]
+    if unknown or not mechanisms:
+        raise ConfigError(f"listener {name}: sasl.enabled.mechanisms {','.join(mechanisms) or '(empty)'}: kbroker "
+                          f"offers {', '.join(MECHANISMS)}")
+    users = plain_users(jaas_options(config, name, "PLAIN", required=True)) if "PLAIN" in mechanisms else {}
+    return ListenerSasl(list(mechanisms), users, get("connections.max.reauth.ms"))
+
+
+def jaas_options(config, listener: str, mechanism: str, required: bool) -> dict[str, str]:
+    """The options of ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (Kafka's broker-side key)."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    text = config.values.get(key)
+    if text is None:
+        if required:
+            raise ConfigError(f"listener {listener}: {mechanism} needs {key}")
+        return {}
+    try:
+        return parse_jaas(text)
+    except JaasError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
 
 
 def inter_broker_tls(config) -> ssl.SSLContext | None:
     """The TLS context brokers reach each other's inter-broker listener with (None over plaintext)."""
     name = config.inter_broker_listener
     return client_context(config, name) if config.security_protocol(name).endswith("SSL") else None
+
+
+def inter_broker_sasl(config) -> SaslCredentials | None:
+    """What this broker authenticates with on the inter-broker listener: ``sasl.mechanism.inter.broker.protocol``
+    and the username and password of that listener's JAAS config for it (None unless the listener is SASL)."""
+    name = config.inter_broker_listener
+    if not config.security_protocol(name).startswith("SASL"):
+        return None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"the inter-broker listener {name} is {config.security_protocol(name)}: set "
+                          f"sasl.mechanism.inter.broker.protocol (now {mechanism}) to one of {', '.join(MECHANISMS)}")
+    options = jaas_options(config, name, mechanism, required=True)
+    if "username" not in options or "password" not in options:
+        raise ConfigError(f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config: the inter-broker "
+                          "listener's entry needs username and password (what this broker logs in with)")
+    return SaslCredentials(mechanism, options["username"], options["password"])

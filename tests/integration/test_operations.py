@@ -25,7 +25,7 @@ def test_docker_compose_file_is_valid():
 
 
 def cli(broker, *args, stdin=None):
-    result = subprocess.run([sys.executable, "-m", "client.cli", *args, "--bootstrap-server", broker.bootstrap],
+    result = subprocess.run([sys.executable, "-m", "broker.cli", *args, "--bootstrap-server", broker.bootstrap],
                             cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=60)
     return result
 

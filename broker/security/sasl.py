@@ -1,0 +1,227 @@
+"""The server side of SASL on one connection: the handshake, the mechanisms' exchanges, re-authentication.
+
+A connection on a SASL_PLAINTEXT or SASL_SSL listener owns one ``SaslSession``:
+
+* before authentication it admits ApiVersions and SaslHandshake, then only
+  SaslAuthenticate (or, after a v0 handshake, bare size-prefixed tokens, the
+  framing of clients older than SaslAuthenticate); anything else closes the
+  connection, as Kafka's authenticator does;
+* a failed exchange is answered (SASL_AUTHENTICATION_FAILED and a message)
+  and then the connection closes; it never becomes authenticated;
+* once authenticated the principal is ``User:<name>``. With
+  ``connections.max.reauth.ms`` set the session expires after that long
+  (KIP-368): a SaslHandshake v1 on the open connection re-authenticates it,
+  with the same mechanism and as the same principal; any other request after
+  expiry closes the connection.
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import secrets
+import time
+
+from protocol import scram
+from protocol.errors import ErrorCode
+from protocol.headers import API_VERSIONS_KEY
+
+SASL_HANDSHAKE_KEY = 17
+SASL_AUTHENTICATE_KEY = 36
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class SaslFailure(Exception):
+    """The exchange failed; ``error`` is what the client is told, the message included."""
+
+    def __init__(self, message: str, error: ErrorCode = ErrorCode.SASL_AUTHENTICATION_FAILED) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class State(enum.Enum):
+    HANDSHAKE = "handshake"          # ApiVersions and SaslHandshake only
+    AUTHENTICATE = "authenticate"    # the mechanism's exchange is under way
+    AUTHENTICATED = "authenticated"
+    FAILED = "failed"                # answered with an error; the connection closes
+
+
+class PlainExchange:
+    """RFC 4616: one message ``[authzid] NUL authcid NUL passwd`` checked against the listener's JAAS users."""
+
+    def __init__(self, users: dict[str, str]) -> None:
+        self.users = users
+        self.principal: str | None = None
+        self.user: str | None = None   # who it claims to be (for the log of a failure)
+
+    def step(self, token: bytes) -> bytes:
+        parts = bytes(token).split(b"\0")
+        if len(parts) != 3:
+            raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+        try:
+            authzid, username, password = (p.decode() for p in parts)
+        except UnicodeDecodeError:
+            raise SaslFailure("Invalid SASL/PLAIN response: not UTF-8") from None
+        self.user = username
+        if not username:
+            raise SaslFailure("Authentication failed: username not specified")
+        if not password:
+            raise SaslFailure("Authentication failed: password not specified")
+        if authzid and authzid != username:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                              "from username")
+        expected = self.users.get(username)
+        # compare_digest even for an unknown user, so timing does not tell which users exist
+        if not hmac.compare_digest((expected or "\0").encode(), password.encode()) or expected is None:
+            raise SaslFailure("Authentication failed: Invalid username or password")
+        self.principal = "User:" + username
+        return b""
+
+
+class ScramExchange:
+    """RFC 5802 server: client-first -> server-first, client-final -> server-final."""
+
+    def __init__(self, mechanism: str, lookup) -> None:
+        """``lookup(user, mechanism)``: the user's ``ScramCredential`` or None."""
+        self.mechanism = mechanism
+        self.lookup = lookup
+        self.principal: str | None = None
+        self.user: str | None = None
+        self._first: tuple | None = None   # (client-first-bare, server-first, nonce, gs2 header, credential)
+
+    def _failed(self) -> SaslFailure:
+        return SaslFailure("Authentication failed during authentication due to invalid credentials with SASL "
+                           f"mechanism {self.mechanism}")
+
+    def step(self, token: bytes) -> bytes:
+        try:
+            message = bytes(token).decode()
+        except UnicodeDecodeError:
+            raise self._failed() from None
+        try:
+            return self._client_first(message) if self._first is None else self._client_final(message)
+        except scram.ScramError:
+            raise self._failed() from None
+
+    def _client_first(self, message: str) -> bytes:
+        flag, sep, rest = message.partition(",")
+        authzid, sep2, bare = rest.partition(",")
+        if not (sep and sep2) or flag not in ("n", "y"):
+            raise scram.ScramError("channel binding is not supported")   # (p=... asks for it)
+        fields = scram.attributes(bare)
+        if "tokenauth" in fields:
+            raise scram.ScramError("delegation tokens are not supported")
+        user = self.user = scram.decode_name(fields.get("n", ""))
+        nonce = fields.get("r", "")
+        if not user or not nonce:
+            raise scram.ScramError("client-first message without user or nonce")
+        if authzid and scram.decode_name(authzid.removeprefix("a=")) != user:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                              "from username")
+        credential = self.lookup(user, self.mechanism)
+        if credential is None:
+            raise SaslFailure("Authentication failed: Invalid user credentials")
+        combined = nonce + secrets.token_urlsafe(18)
+        server_first = f"r={combined},s={scram.b64(credential.salt)},i={credential.iterations}"
+        self._first = (bare, server_first, combined, f"{flag},{authzid},", credential, user)
+        return server_first.encode()
+
+    def _client_final(self, message: str) -> bytes:
+        bare, server_first, nonce, gs2_header, credential, user = self._first
+        without_proof, sep, proof = message.rpartition(",p=")
+        if not sep:
+            raise scram.ScramError("client-final message without proof")
+        fields = scram.attributes(without_proof)
+        if fields.get("r") != nonce:
+            raise scram.ScramError("nonce mismatch")
+        if scram.unb64(fields.get("c", "")) != gs2_header.encode():
+            raise scram.ScramError("channel binding mismatch")
+        auth_message = f"{bare},{server_first},{without_proof}".encode()
+        if not scram.verify_proof(self.mechanism, credential, auth_message, scram.unb64(proof)):
+            raise scram.ScramError("invalid proof")
+        self.principal = "User:" + user
+        return ("v=" + scram.b64(scram.server_signature(self.mechanism, credential.server_key, auth_message))).encode()
+
+    @property
+    def done(self) -> bool:
+        return self.principal is not None
+
+
+class SaslSession:
+    def __init__(self, mechanisms: list[str], plain_users: dict[str, str], scram_lookup,
+                 reauth_ms: int = 0, clock=time.monotonic) -> None:
+        self.mechanisms = mechanisms
+        self.plain_users = plain_users
+        self.scram_lookup = scram_lookup
+        self.reauth_ms = reauth_ms
+        self.clock = clock
+        self.state = State.HANDSHAKE
+        self.mechanism: str | None = None
+        self.principal: str | None = None
+        self.raw_tokens = False        # a v0 handshake: tokens come as bare size-prefixed frames
+        self.reauthenticating = False
+        self.expires_at: float | None = None
+        self._exchange = None
+
+    def admits(self, api_key: int) -> bool:
+        """May a request of ``api_key`` be served now? (No: the connection closes.)"""
+        if self.state is State.AUTHENTICATED:
+            return api_key == SASL_HANDSHAKE_KEY or not self.expired()
+        if self.state is State.HANDSHAKE:
+            return api_key in (API_VERSIONS_KEY, SASL_HANDSHAKE_KEY)
+        return self.state is State.AUTHENTICATE and api_key == SASL_AUTHENTICATE_KEY
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.clock() >= self.expires_at
+
+    def handshake(self, mechanism: str, version: int) -> ErrorCode:
+        if self.state is State.AUTHENTICATED:
+            if version == 0 or mechanism != self.mechanism:
+                self.state = State.FAILED   # re-authentication needs v1 and the mechanism of the session
+                return ErrorCode.ILLEGAL_SASL_STATE
+            self.reauthenticating = True
+        elif self.state is not State.HANDSHAKE:
+            self.state = State.FAILED
+            return ErrorCode.ILLEGAL_SASL_STATE
+        if mechanism not in self.mechanisms:
+            self.state = State.FAILED
+            return ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        self.mechanism = mechanism
+        self._exchange = PlainExchange(self.plain_users) if mechanism == "PLAIN" else \
+            ScramExchange(mechanism, self.scram_lookup)
+        self.state = State.AUTHENTICATE
+        self.raw_tokens = version == 0
+        return ErrorCode.NONE
+
+    def authenticate(self, token: bytes) -> bytes:
+        """One step of the exchange; the server's answer. Raises ``SaslFailure`` (the session is then FAILED)."""
+        if self.state is not State.AUTHENTICATE:
+            state, self.state = self.state, State.FAILED
+            raise SaslFailure(f"Unexpected SaslAuthenticate request in state {state.value}",
+                              ErrorCode.ILLEGAL_SASL_STATE)
+        try:
+            response = self._exchange.step(token)
+        except SaslFailure:
+            self.state = State.FAILED
+            raise
+        principal = self._exchange.principal
+        if principal is not None:
+            if self.reauthenticating and principal != self.principal:
+                self.state = State.FAILED
+                raise SaslFailure(f"Cannot change principals during re-authentication from {self.principal}: "
+                                  f"{principal}")
+            self.principal = principal
+            self.state = State.AUTHENTICATED
+            self.reauthenticating = False
+            self.raw_tokens = False
+            self.expires_at = self.clock() + self.reauth_ms / 1000 if self.reauth_ms > 0 else None
+        return response
+
+    @property
+    def attempted_user(self) -> str | None:
+        return getattr(self._exchange, "user", None)
+
+    @property
+    def session_lifetime_ms(self) -> int:
+        """What SaslAuthenticate v1+ tells the client once authenticated (0: no re-authentication needed)."""
+        return self.reauth_ms if self.state is State.AUTHENTICATED and self.reauth_ms > 0 else 0

@@ -22,6 +22,7 @@ import asyncio
 import io
 import os
 import struct
+import time
 
 import structlog
 from construct import ConstructError
@@ -86,6 +87,12 @@ class Connection:
             self._max_frame = stream.max_frame
             stream.max_frame = min(stream.max_frame, broker.config["sasl.server.max.receive.size"])
         self.stopping = False   # the broker is shutting down: answer what was read, then close
+        self.ip = peer[0] if peer else "?"
+        self.last_active = time.monotonic()   # a request read or a response sent (connections.max.idle.ms)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since this connection last read a request or sent a response, 0 while it owes one."""
+        return 0.0 if self._writer_busy or not self.responses.empty() else now - self.last_active
 
     async def run(self) -> None:
         if self.refused:
@@ -102,6 +109,7 @@ class Connection:
                     break
                 except ConnectionError:
                     break
+                self.last_active = time.monotonic()
                 try:
                     await self._dispatch(frame)
                 except CloseConnection as close:
@@ -281,6 +289,7 @@ class Connection:
         self.stream.writelines(chunks)
         del buf, chunks
         await self.stream.drain()
+        self.last_active = time.monotonic()
 
     def _use_sendfile(self, region: FileRegion) -> bool:
         return self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024
@@ -307,6 +316,13 @@ class Connection:
 def accept(broker, stream: FrameStream, listener: str = "") -> "Connection":
     """A transport was just made: the connection is the broker's from this moment (not from when its task first
     runs), so a shutdown that starts in between still reaches it and no transport outlives the broker."""
+    peer = stream.get_extra_info("peername")
+    refusal = broker.connection_limits.admit(peer[0] if peer else "?", listener)
+    if refusal is not None:
+        log.warning("connection_refused", peer=f"{peer[0]}:{peer[1]}" if peer else "?", listener=listener,
+                    reason=refusal)
+        stream.abort()
+        return None
     conn = Connection(broker, stream, listener)
     broker.connections.add(conn)
     conn.task = asyncio.get_running_loop().create_task(_serve(broker, conn))
@@ -323,3 +339,4 @@ async def _serve(broker, conn: Connection) -> None:
     finally:
         conn.stream.close()
         broker.connections.discard(conn)
+        broker.connection_limits.release(conn.ip, conn.listener)

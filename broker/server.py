@@ -14,6 +14,7 @@ import structlog
 
 from broker.config import BrokerConfig
 from broker.connection import accept
+from broker.connection_limits import ConnectionLimits
 from broker.security.credentials import ScramCredentialCache
 from broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
 from protocol.framing import FrameStream
@@ -63,6 +64,7 @@ class Broker:
                                                       self.txn_store.append, lambda: self.producer_ids.generate(),
                                                       self.inter_broker.write_markers)
         self.connections: set = set()
+        self.connection_limits = ConnectionLimits(config)
         self.servers: list[asyncio.AbstractServer] = []
         self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
         self.bound: list[tuple[str, int]] = []              # where the listeners actually listen
@@ -313,9 +315,21 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._every(
             self.config["producer.id.expiration.check.interval.ms"],
             lambda: self.log_manager.expire_producers(self.config["producer.id.expiration.ms"]))))
+        idle_ms = self.connection_limits.idle_ms
+        if idle_ms > 0:
+            self._tasks.append(asyncio.create_task(self._every(max(100, min(idle_ms // 4, 30000)),
+                                                               self._close_idle_connections)))
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self._every(self.config["log.cleaner.backoff.ms"],
                                                                self.log_manager.clean)))
+
+    def _close_idle_connections(self) -> None:
+        now, limit = time.monotonic(), self.connection_limits.idle_ms / 1000
+        for conn in list(self.connections):
+            idle = conn.idle_for(now)
+            if idle > limit:
+                conn.log.info("connection_idle_closed", idle_ms=int(idle * 1000))
+                conn.stream.close()
 
     @property
     def port(self) -> int:

@@ -49,7 +49,24 @@ async def run_broker(config: BrokerConfig) -> None:
     host, port = broker.bound[0]
     print(f"kbroker listening on {host}:{port}", flush=True)
     await stopping.wait()
-    await broker.stop()
+    watchdog = loop.call_later(SLOW_SHUTDOWN_S, _log_pending_tasks)
+    try:
+        await broker.stop()
+    finally:
+        watchdog.cancel()
+
+
+SLOW_SHUTDOWN_S = 15
+
+
+def _log_pending_tasks() -> None:
+    """Shutdown is taking long: say what every task is waiting in (a stuck stop is otherwise only a SIGKILL)."""
+    log = structlog.get_logger("broker")
+    for task in asyncio.all_tasks():
+        frames = [f"{f.f_code.co_filename.rsplit('/', 2)[-1]}:{f.f_lineno} {f.f_code.co_name}"
+                  for f in task.get_stack(limit=8)]
+        log.warning("shutdown_slow_task", task=task.get_name(), coroutine=task.get_coro().__qualname__,
+                    waiting_in=frames)
 
 
 def serve(properties: str | None, overrides: list[str], log_level: str = "INFO") -> int:

@@ -365,7 +365,12 @@ class Broker:
         for conn in list(self.connections):
             conn.stream.abort()   # its answers did not leave within the wait; the servers close only after it
         for server in self.servers:
-            await server.wait_closed()
+            # uvloop waits here for every transport the server made; one closed gracefully whose peer never
+            # reads keeps flushing forever, so the wait is bounded (the process exits and the kernel closes it)
+            try:
+                await asyncio.wait_for(server.wait_closed(), 5)
+            except asyncio.TimeoutError:
+                log.warning("listener_close_timed_out", connections=len(self.connections))
         if self.cluster is not None:
             await self.cluster.stop()
         self.log_manager.shutdown()

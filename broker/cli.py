@@ -86,6 +86,7 @@ def _users_in_zookeeper(args) -> int:
     """``kafka-configs --zookeeper ... --entity-type users``: how a cluster gets the credentials its brokers
     authenticate to each other with before any of them runs."""
     from broker.cluster.zk_client import KafkaZkClient
+    from client.users import user_line
 
     zk = KafkaZkClient(args.zookeeper, 10000)
     zk.start()
@@ -93,7 +94,7 @@ def _users_in_zookeeper(args) -> int:
         if args.action == "list":
             for user in ([args.user] if args.user else zk.user_names()):
                 held = {k: ScramCredential.from_text(v) for k, v in zk.user_config(user).items() if k in MECHANISMS}
-                print(f"{user}: " + ", ".join(f"{m} (iterations={c.iterations})" for m, c in sorted(held.items())))
+                print(user_line(user, [(m, c.iterations) for m, c in sorted(held.items())]))
             return 0
         if not args.user or (args.action == "add" and args.password is None):
             print("kbroker: users add needs --user and --password, delete needs --user", file=sys.stderr)

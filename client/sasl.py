@@ -12,9 +12,10 @@ import secrets
 from dataclasses import dataclass
 
 from protocol import scram
+from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
+from protocol.messages.sasl_handshake import SASL_HANDSHAKE
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
+MECHANISMS = ("PLAIN", *scram.MECHANISMS)   # what kbroker speaks, on both ends
 
 
 class SaslAuthenticationError(ConnectionError):
@@ -60,14 +61,14 @@ class _ScramClient:
 
 
 async def authenticate(conn, credentials: SaslCredentials, timeout: float = 30.0) -> int:
-    handshake = await conn.request_unchecked(SASL_HANDSHAKE, 1, {"mechanism": credentials.mechanism},
+    handshake = await conn.request_unchecked(SASL_HANDSHAKE.key, 1, {"mechanism": credentials.mechanism},
                                              timeout=timeout)
     if handshake.error_code:
         raise SaslAuthenticationError(f"SaslHandshake for {credentials.mechanism}: error {handshake.error_code}, "
                                       f"the broker offers {handshake.mechanisms}")
 
     async def step(token: bytes):
-        response = await conn.request_unchecked(SASL_AUTHENTICATE, 2, {"auth_bytes": token}, timeout=timeout)
+        response = await conn.request_unchecked(SASL_AUTHENTICATE.key, 2, {"auth_bytes": token}, timeout=timeout)
         if response.error_code:
             raise SaslAuthenticationError(f"SaslAuthenticate: error {response.error_code}: {response.error_message}")
         return response

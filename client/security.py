@@ -14,7 +14,7 @@ from __future__ import annotations
 import ssl
 
 from client.jaas import parse_jaas
-from client.sasl import SaslCredentials
+from client.sasl import MECHANISMS, SaslCredentials
 
 
 class SecurityConfigError(ValueError):
@@ -42,7 +42,7 @@ def connect_options(properties: dict[str, str]) -> dict:
         jaas = parse_jaas(properties["sasl.jaas.config"]) if properties.get("sasl.jaas.config") else {}
         username = jaas.get("username", properties.get("sasl.username"))
         password = jaas.get("password", properties.get("sasl.password"))
-        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") or username is None or password is None:
+        if mechanism not in MECHANISMS or username is None or password is None:
             raise SecurityConfigError("SASL needs sasl.mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 and a "
                                       "username and password (sasl.jaas.config, or sasl.username/sasl.password)")
         options["sasl"] = SaslCredentials(mechanism, username, password)

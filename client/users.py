@@ -13,6 +13,11 @@ from protocol import scram
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 
 
+def user_line(user: str, credentials) -> str:
+    """``alice: SCRAM-SHA-256 (iterations=4096), ...`` from (mechanism name, iterations) pairs."""
+    return f"{user}: " + ", ".join(f"{m} (iterations={i})" for m, i in credentials)
+
+
 def upsertion(user: str, mechanism: str, password: str, iterations: int) -> dict:
     salt = os.urandom(32)
     return {"name": user, "mechanism": scram.MECHANISMS[mechanism][1], "iterations": iterations, "salt": salt,
@@ -30,9 +35,8 @@ async def users(conn, args) -> int:
                 print(f"{result.user}: error {result.error_code}: {result.error_message}")
                 failed = True
                 continue
-            mechanisms = ", ".join(f"{scram.MECHANISM_BY_TYPE.get(c.mechanism, c.mechanism)} "
-                                   f"(iterations={c.iterations})" for c in result.credential_infos)
-            print(f"{result.user}: {mechanisms}")
+            print(user_line(result.user, [(scram.MECHANISM_BY_TYPE.get(c.mechanism, c.mechanism), c.iterations)
+                                          for c in result.credential_infos]))
         return 1 if failed else 0
     if not args.user:
         print("kbroker: users add and delete need --user")

@@ -81,9 +81,12 @@ class ZkTopicStore:
 
     async def load_users(self) -> None:
         """Every user's SCRAM credentials, before this broker registers (others authenticate to it at once)."""
-        zk, credentials = self.member.zk, self.member.broker.credentials
-        for user in await self.member.zk_call(zk.user_names):
-            credentials.replace(user, _scram(await self.member.zk_call(zk.user_config, user)))
+        for user in await self.member.zk_call(self.member.zk.user_names):
+            await self._reload_user(user)
+
+    async def _reload_user(self, user: str) -> None:
+        configs = await self.member.zk_call(self.member.zk.user_config, user)
+        self.member.broker.credentials.replace(user, {k: v for k, v in configs.items() if k.startswith("SCRAM-")})
 
     async def set_user_credentials(self, user: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_user_scram_credentials, user, texts)
@@ -110,7 +113,7 @@ class ZkTopicStore:
             entity = await self.member.zk_call(zk.config_change, change)
             if entity and entity.startswith("users/"):
                 user = entity.split("/", 1)[1]
-                self.member.broker.credentials.replace(user, _scram(await self.member.zk_call(zk.user_config, user)))
+                await self._reload_user(user)
                 log.info("user_credentials_changed", user=user)
                 continue
             if not entity or not entity.startswith("topics/"):
@@ -127,10 +130,6 @@ class ZkTopicStore:
             controller = self.member.controller
             if config.unclean_leader_election_enable and controller is not None and controller.active:
                 controller.enqueue("unclean_enabled", topic)
-
-
-def _scram(configs: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in configs.items() if k.startswith("SCRAM-")}
 
 
 class ZkProducerIdManager:

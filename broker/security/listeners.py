@@ -8,11 +8,11 @@ import ssl
 from dataclasses import dataclass, field
 
 from broker.config import ConfigError
-from client.jaas import JaasError, parse_jaas, plain_users
 from broker.security.principal import PrincipalError, parse_rules
-from broker.security.sasl import MECHANISMS, SaslSession
+from broker.security.sasl import SaslSession
 from broker.security.tls import client_context, server_context
-from client.sasl import SaslCredentials
+from client.jaas import JaasError, parse_jaas, plain_users
+from client.sasl import MECHANISMS, SaslCredentials
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 

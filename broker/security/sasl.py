@@ -25,10 +25,8 @@ import time
 from protocol import scram
 from protocol.errors import ErrorCode
 from protocol.headers import API_VERSIONS_KEY
-
-SASL_HANDSHAKE_KEY = 17
-SASL_AUTHENTICATE_KEY = 36
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
+from protocol.messages.sasl_handshake import SASL_HANDSHAKE
 
 
 class SaslFailure(Exception):
@@ -87,7 +85,7 @@ class ScramExchange:
         self.lookup = lookup
         self.principal: str | None = None
         self.user: str | None = None
-        self._first: tuple | None = None   # (client-first-bare, server-first, nonce, gs2 header, credential)
+        self._first: tuple | None = None   # (client-first-bare, server-first, nonce, gs2 header, credential, user)
 
     def _failed(self) -> SaslFailure:
         return SaslFailure("Authentication failed during authentication due to invalid credentials with SASL "
@@ -142,11 +140,6 @@ class ScramExchange:
         self.principal = "User:" + user
         return ("v=" + scram.b64(scram.server_signature(self.mechanism, credential.server_key, auth_message))).encode()
 
-    @property
-    def done(self) -> bool:
-        return self.principal is not None
-
-
 class SaslSession:
     def __init__(self, mechanisms: list[str], plain_users: dict[str, str], scram_lookup,
                  reauth_ms: int = 0, clock=time.monotonic) -> None:
@@ -166,10 +159,10 @@ class SaslSession:
     def admits(self, api_key: int) -> bool:
         """May a request of ``api_key`` be served now? (No: the connection closes.)"""
         if self.state is State.AUTHENTICATED:
-            return api_key == SASL_HANDSHAKE_KEY or not self.expired()
+            return api_key == SASL_HANDSHAKE.key or not self.expired()
         if self.state is State.HANDSHAKE:
-            return api_key in (API_VERSIONS_KEY, SASL_HANDSHAKE_KEY)
-        return self.state is State.AUTHENTICATE and api_key == SASL_AUTHENTICATE_KEY
+            return api_key in (API_VERSIONS_KEY, SASL_HANDSHAKE.key)
+        return self.state is State.AUTHENTICATE and api_key == SASL_AUTHENTICATE.key
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.clock() >= self.expires_at

@@ -47,9 +47,10 @@ class Broker:
         self.broker_id = config.broker_id
         self.default_log_config = config.log_config()
         self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, config["cluster.id"])
-        self.credentials = ScramCredentialCache()   # (a cluster's come from ZooKeeper at start)
-        for user, texts in self.metadata.users.items():
-            self.credentials.replace(user, texts)
+        self.credentials = ScramCredentialCache()
+        if not config["zookeeper.connect"]:   # a cluster's come from ZooKeeper only (ClusterMember.start)
+            for user, texts in self.metadata.users.items():
+                self.credentials.replace(user, texts)
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])

@@ -135,3 +135,15 @@ def test_listener_settings_are_checked_at_start():
         with pytest.raises(ConfigError, match=named):
             listener_security(config)
             inter_broker_sasl(config)
+
+
+@pytest.mark.parametrize("zookeeper, known", [(None, True), ("127.0.0.1:1/kbroker", False)])
+def test_a_cluster_broker_ignores_credentials_left_in_its_local_store(tmp_path, zookeeper, known):
+    from broker.metadata import LocalMetadataStore
+    from broker.server import Broker
+
+    credential = scram.ScramCredential.from_password("SCRAM-SHA-512", "pw", b"salt-salt-salt!!", 4096)
+    LocalMetadataStore(str(tmp_path), 0).set_user_credentials("old", {"SCRAM-SHA-512": credential.to_text()})
+    settings = {"log.dirs": str(tmp_path), **({"zookeeper.connect": zookeeper} if zookeeper else {})}
+    broker = Broker(BrokerConfig.from_dict(settings))
+    assert (broker.credentials.lookup("old", "SCRAM-SHA-512") == credential) is known

@@ -4,6 +4,7 @@
     kbroker topics create|list|describe|delete ...
     kbroker produce --topic T      (one record per stdin line, ``key<TAB>value`` with --keys)
     kbroker consume --topic T [--from-beginning] [--max-messages N]
+    kbroker acls add|list|remove [--allow-principal User:U --operation Read --topic T ...]   (as kafka-acls)
     kbroker users add|list|delete [--user U --password P --mechanism SCRAM-SHA-256 ...]
                                   [--zookeeper host:port/chroot]   (SCRAM credentials, as kafka-configs sets them)
 
@@ -58,6 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_argument("action", choices=["list", "describe", "delete"])
     groups.add_argument("--group")
 
+    acls = with_server(sub.add_parser("acls", help="add, list or remove ACLs (as kafka-acls)"))
+    acls.add_argument("action", choices=["add", "list", "remove"])
+    for option in ("--allow-principal", "--deny-principal", "--allow-host", "--deny-host", "--operation",
+                   "--topic", "--group", "--transactional-id"):
+        acls.add_argument(option, action="append")
+    acls.add_argument("--cluster", action="store_true")
+    acls.add_argument("--principal", help="list: only this principal's ACLs")
+    acls.add_argument("--resource-pattern-type", choices=["literal", "prefixed", "match", "any"],
+                      help="default: literal for add and remove, any for list (as kafka-acls)")
     users = with_server(sub.add_parser("users", help="add, list or delete users' SCRAM credentials"))
     users.add_argument("action", choices=["add", "list", "delete"])
     users.add_argument("--user")

@@ -104,6 +104,10 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "sasl.jaas.config": (str, None),
     "sasl.server.max.receive.size": (int, 524288),
     "connections.max.reauth.ms": (int, 0),
+    # ACLs (broker/security/authorizer.py): any authorizer.class.name turns kbroker's one authorizer on
+    "authorizer.class.name": (str, ""),
+    "super.users": (str, ""),
+    "allow.everyone.if.no.acl.found": (_bool, False),
     "num.replica.fetchers": (int, 1),
     "replica.fetch.max.bytes": (int, 1048576),
     "replica.fetch.min.bytes": (int, 1),

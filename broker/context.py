@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from protocol.acls import CLUSTER, CLUSTER_NAME
+
 if TYPE_CHECKING:
     from broker.server import Broker
 
@@ -35,3 +37,27 @@ class RequestContext:
     peer: str
     listener: str = ""   # the listener the request came in on (Metadata answers with its endpoints)
     connection: Any = None   # the broker.connection.Connection (its principal, its SASL session)
+
+    def authorized(self, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:
+        """May this request's principal do ``operation`` on the resource (always, without an authorizer)?
+        ``log_denied``: False where a refusal is not the answer (a fallback follows, or a listing filters)."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        conn = self.connection
+        return authorizer.authorize(conn.principal, conn.ip, operation, resource_type, name, log_denied)
+
+    def cluster_authorized(self, operation: int, log_denied: bool = True) -> bool:
+        return self.authorized(operation, CLUSTER, CLUSTER_NAME, log_denied)
+
+    def authorized_operations(self, resource_type: int, name: str, operations) -> int:
+        """Kafka's ``*_authorized_operations`` field: bit ``code`` set for each of ``operations`` allowed."""
+        return sum(1 << op for op in operations if self.authorized(op, resource_type, name, log_denied=False))
+
+    def authorized_any(self, operation: int, resource_type: int) -> bool:
+        """May it do ``operation`` on some resource of the type (Kafka's authorizeByResourceType)?"""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        conn = self.connection
+        return authorizer.authorize_any(conn.principal, conn.ip, operation, resource_type)

@@ -15,6 +15,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from protocol.acls import AclBinding, binding_from_json, binding_to_json
 from storage.checkpoint import write_atomically
 
 MAX_TOPIC_NAME = 249
@@ -60,13 +61,14 @@ class TopicMetadata:
 
 
 class LocalMetadataStore:
-    """Topics and SCRAM credentials persisted in one JSON file; every change rewrites it atomically."""
+    """Topics, SCRAM credentials and ACLs persisted in one JSON file; every change rewrites it atomically."""
 
     def __init__(self, directory: str, broker_id: int, cluster_id: str | None = None) -> None:
         self.directory = directory
         self.path = os.path.join(directory, STORE_FILE)
         self.topics: dict[str, TopicMetadata] = {}
         self.users: dict[str, dict[str, str]] = {}   # SCRAM credentials: user -> mechanism -> Kafka's text
+        self.acls: list[AclBinding] = []
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -86,9 +88,11 @@ class LocalMetadataStore:
                 data = json.load(f)
             self.topics = {name: TopicMetadata.from_json(name, t) for name, t in data.get("topics", {}).items()}
             self.users = data.get("users", {})
+            self.acls = [binding_from_json(a) for a in data.get("acls", [])]
 
     def save(self) -> None:
-        data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users}
+        data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
+                "acls": [binding_to_json(a) for a in self.acls]}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -114,6 +118,11 @@ class LocalMetadataStore:
             self.users[user] = dict(credentials)
         else:
             self.users.pop(user, None)
+        self.save()
+
+    def set_acls(self, acls) -> None:
+        self.acls = sorted(acls, key=lambda a: (a.resource_type, a.pattern_type, a.name, a.principal, a.host,
+                                                a.operation, a.permission))
         self.save()
 
 

@@ -13,6 +13,9 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    create_acls,
+    delete_acls,
+    describe_acls,
     alter_user_scram_credentials,
     describe_user_scram_credentials,
     sasl_authenticate,
@@ -87,6 +90,7 @@ HANDLERS: dict[int, Handler] = {
         leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,
         offset_for_leader_epoch, elect_leaders,
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
+        describe_acls, create_acls, delete_acls,
     ])
 }
 

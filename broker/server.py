@@ -15,6 +15,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.connection import accept
 from broker.connection_limits import ConnectionLimits
+from broker.security.authorizer import Authorizer
 from broker.security.credentials import ScramCredentialCache
 from broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
 from protocol.framing import FrameStream
@@ -51,6 +52,11 @@ class Broker:
         if not config["zookeeper.connect"]:   # a cluster's come from ZooKeeper only (ClusterMember.start)
             for user, texts in self.metadata.users.items():
                 self.credentials.replace(user, texts)
+        # ACLs: None (everything allowed, as Kafka without authorizer.class.name) or the one authorizer
+        self.authorizer = Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"]) \
+            if config["authorizer.class.name"] else None
+        if self.authorizer is not None and not config["zookeeper.connect"]:
+            self.authorizer.load(self.metadata.acls)   # (a cluster's come from ZooKeeper: ClusterMember.start)
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
@@ -125,6 +131,18 @@ class Broker:
         else:
             self.metadata.set_user_credentials(user, texts)
         self.credentials.replace(user, texts)
+
+    async def change_acls(self, resource: tuple[int, int, str], add: set, remove: set) -> None:
+        """Add and remove ACLs of one resource pattern, persisted before this returns and applied here at once;
+        in a cluster every other broker applies them from ZooKeeper's notification."""
+        if self.cluster is not None:
+            await self.cluster.acls.change(resource, add, remove)
+            return
+        current = self.authorizer.of_resource(*resource)
+        wanted = (current | add) - remove
+        if wanted != current:
+            self.metadata.set_acls([a for a in self.metadata.acls if a.resource != resource] + list(wanted))
+            self.authorizer.replace(*resource, wanted)
 
     # ------------------------------------------------------------------ internal topics
     def _ensure_internal_topic(self, name: str, partitions: int, replication: int,

@@ -9,6 +9,7 @@ import sys
 from client.connection import KafkaConnection
 from client.properties import read_properties
 from client.security import connect_options
+from client.acls import acls_tool
 from client.users import users
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_records, split_batches
@@ -227,7 +228,7 @@ def _with_connection(tool):
 
 def run(args) -> int:
     action = {"topics": topics, "produce": produce, "consume": consume, "groups": groups,
-              "users": _with_connection(users)}[args.command]
+              "users": _with_connection(users), "acls": _with_connection(acls_tool)}[args.command]
     try:
         return asyncio.run(action(args))
     except (ConnectionError, OSError) as exc:

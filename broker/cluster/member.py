@@ -24,6 +24,7 @@ from kazoo.protocol.states import KazooState
 
 from broker.cluster.controller import KafkaController
 from broker.cluster.metadata_cache import MetadataCache
+from broker.cluster.zk_acls import ClusterAcls
 from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
 from broker.cluster.zk_store import ZkTopicStore
 from broker.metadata import TopicMetadata
@@ -45,6 +46,7 @@ class ClusterMember:
                                 self.config["zookeeper.connection.timeout.ms"])
         self.cache = MetadataCache()
         self.topics = ZkTopicStore(self)
+        self.acls = ClusterAcls(self, broker.authorizer) if broker.authorizer is not None else None
         self.controller: KafkaController | None = None
         self.fetchers = ReplicaFetcherManager(self.broker_id, broker.replica_manager, self.config,
                                               self._leader_address, broker.inter_broker_connect)
@@ -97,6 +99,8 @@ class ClusterMember:
                                                     self.config["cluster.id"] or _new_cluster_id())
         self.zk.add_listener(self._session_state)
         await self.topics.load_users()
+        if self.acls is not None:
+            await self.acls.start()
         await self._register()
         self.controller = KafkaController(self.broker, self.zk)
         self.controller.start()
@@ -132,6 +136,8 @@ class ClusterMember:
                 if self.controller is not None:
                     self.controller.enqueue("elect")
                 await self.topics.watch_config_changes(resume=True)   # the old session's watches went with it
+                if self.acls is not None:
+                    await self.acls.start(resume=True)
                 return
             except Exception as exc:   # ZooKeeper still away: keep trying
                 log.warning("broker_reregister_failed", error=str(exc))

@@ -1,12 +1,17 @@
 """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction (sendOffsetsToTransaction)."""
 
-from broker.handlers.common import txn_shard, when_replicated
+from broker.handlers.common import transaction_error, txn_shard, when_replicated
+from protocol.acls import GROUP, READ
+from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
     broker = ctx.broker
-    error = broker.transaction_coordinator_error(request.transactional_id) or broker.ensure_offsets_topic()
+    error = transaction_error(ctx, request.transactional_id)
+    if not error and not ctx.authorized(READ, GROUP, request.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    error = error or broker.ensure_offsets_topic()
     if not error:
         partition = ("__consumer_offsets", broker.group_coordinator.partition_for(request.group_id))
         error = broker.txn_coordinator.add_partitions(request.transactional_id, request.producer_id,

@@ -1,6 +1,7 @@
 """AddPartitionsToTxn: clients (v0-3) add partitions to their transaction; brokers (v4) verify membership."""
 
-from broker.handlers.common import txn_shard, when_replicated
+from broker.handlers.common import topics_refused, transaction_error, txn_shard, when_replicated
+from protocol.acls import CLUSTER_ACTION, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401
 
@@ -14,11 +15,17 @@ def _results(topics, errors: dict) -> list[dict]:
 def _add(ctx, transactional_id: str, producer_id: int, epoch: int, topics, verify_only: bool) -> dict:
     broker = ctx.broker
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    error = broker.transaction_coordinator_error(transactional_id)
+    if verify_only:   # a broker asking (v4, ClusterAction checked): the producer was checked at its Produce
+        error = broker.transaction_coordinator_error(transactional_id)
+        return {tp: error for tp in wanted} if error else \
+            broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
+    error = transaction_error(ctx, transactional_id)
     if error:
         return {tp: error for tp in wanted}
-    if verify_only:
-        return broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
+    refused = topics_refused(ctx, WRITE, {t.name for t in topics})
+    if refused:
+        return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in refused else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in wanted}
     # The partitions may be led anywhere in the cluster: it is the metadata that knows them.
     topics = broker.metadata.topics
     unknown = [tp for tp in wanted if tp[0] not in topics or not 0 <= tp[1] < topics[tp[0]].partitions]
@@ -36,6 +43,9 @@ def handle(ctx, request):
         response = {"throttle_time_ms": 0,
                     "results_by_topic_v3_and_below": _results(request.v3_and_below_topics, errors)}
         return when_replicated(ctx, *txn_shard(ctx, request.v3_and_below_transactional_id), response)
+    if not ctx.cluster_authorized(CLUSTER_ACTION):   # v4+ is the brokers' own request
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "results_by_transaction": []}
     results, written = [], []
     for txn in request.transactions:
         if not txn.verify_only:

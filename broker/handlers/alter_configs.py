@@ -3,7 +3,8 @@
 Changes persist in the metadata store and apply to the topic's logs at once.
 """
 
-from broker.handlers.describe_configs import BROKER, TOPIC
+from broker.handlers.describe_configs import BROKER, TOPIC, refusal
+from protocol.acls import ALTER_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import validate_topic_config
@@ -35,7 +36,7 @@ def resource_error(resource) -> tuple[ErrorCode, str] | None:
 def handle(ctx, request):
     responses = []
     for resource in request.resources:
-        problem = resource_error(resource)
+        problem = refusal(ctx, resource.resource_type, resource.resource_name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None:
             configs = {c.name: c.value for c in resource.configs if c.value is not None}
             problem = apply_topic_configs(ctx, resource.resource_name, configs, request.validate_only)

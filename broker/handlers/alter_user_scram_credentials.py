@@ -7,6 +7,7 @@ all, and the answer has one result per user, as Kafka's.
 
 from collections import Counter
 
+from protocol.acls import ALTER
 from protocol.errors import ErrorCode
 from protocol.messages.alter_user_scram_credentials import (  # noqa: F401  (the registry reads API)
     ALTER_USER_SCRAM_CREDENTIALS as API,
@@ -38,6 +39,9 @@ def _problem(ctx, alteration, is_upsertion: bool, duplicates: Counter):
 async def handle(ctx, request):
     duplicates = Counter((a.name, a.mechanism) for a in [*request.deletions, *request.upsertions])
     users = list(dict.fromkeys(a.name for a in [*request.deletions, *request.upsertions]))
+    if not ctx.cluster_authorized(ALTER):
+        return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                    "error_message": "Authorization failed."} for u in users]}
     failed: dict[str, tuple] = {}
     for alteration, is_upsertion in [*((d, False) for d in request.deletions), *((u, True) for u in request.upsertions)]:
         problem = _problem(ctx, alteration, is_upsertion, duplicates)

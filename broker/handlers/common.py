@@ -1,10 +1,11 @@
-"""Helpers shared by the group handlers (not a handler: it declares no API)."""
+"""Helpers shared by the handlers (not a handler: it declares no API)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Callable
 
+from protocol.acls import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 
 
@@ -78,8 +79,26 @@ def txn_shard(ctx, transactional_id: str) -> tuple[str, list[int]]:
     return "__transaction_state", [ctx.broker.txn_coordinator.partition_for(transactional_id)]
 
 
-def coordinator_error(ctx, group_id: str) -> ErrorCode:
+def coordinator_error(ctx, group_id: str, operation: int = READ) -> ErrorCode:
+    """Why this broker cannot act on the group for this request: the principal may not do ``operation`` on it
+    (GROUP_AUTHORIZATION_FAILED, checked first as in Kafka), or it is not the group's coordinator."""
+    if not ctx.authorized(operation, GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return ctx.broker.group_coordinator_error(group_id)
+
+
+def transaction_error(ctx, transactional_id: str) -> ErrorCode:
+    """As ``coordinator_error`` for a transactional id: Write on it first, then this broker's coordination."""
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return ctx.broker.transaction_coordinator_error(transactional_id)
+
+
+def topics_refused(ctx, operation: int, topics) -> set[str]:
+    """Those of ``topics`` this request's principal may not do ``operation`` on (none without an authorizer)."""
+    if ctx.broker.authorizer is None:
+        return set()
+    return {t for t in topics if not ctx.authorized(operation, TOPIC, t)}
 
 
 def client_host(ctx) -> str:

@@ -1,11 +1,14 @@
 """ControlledShutdown: a stopping broker asks the active controller to move its leaderships first."""
 
+from protocol.acls import CLUSTER_ACTION
 from protocol.errors import ErrorCode
 from protocol.messages.controlled_shutdown import CONTROLLED_SHUTDOWN as API  # noqa: F401  (the registry reads API)
 
 
 async def handle(ctx, request):
     member = ctx.broker.cluster
+    if not ctx.cluster_authorized(CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     if member is None or member.controller is None or not member.controller.active:
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
     error, remaining = await member.controller.enqueue("controlled_shutdown", request.broker_id)

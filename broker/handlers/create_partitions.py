@@ -1,5 +1,6 @@
 """CreatePartitions: grow a topic's partition count (never shrink it)."""
 
+from protocol.acls import ALTER, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
 
@@ -14,6 +15,8 @@ def handle(ctx, request):
         error, message = ErrorCode.NONE, None
         if names.count(topic.name) > 1:
             error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif not ctx.authorized(ALTER, TOPIC, topic.name):
+            error, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         elif meta is None:
             error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic.name}' does not exist."
         elif topic.count <= meta.partitions:

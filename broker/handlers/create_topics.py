@@ -2,6 +2,7 @@
 
 from broker.handlers.describe_configs import topic_config_entries
 from broker.metadata import topic_name_error
+from protocol.acls import CREATE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import validate_topic_config
@@ -23,6 +24,8 @@ def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
     replication = topic.replication_factor
     if name in seen:
         return ErrorCode.INVALID_REQUEST, f"Create topics request from client contains a duplicate topic {name}", 0, 0
+    if not ctx.cluster_authorized(CREATE, log_denied=False) and not ctx.authorized(CREATE, TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", 0, 0
     invalid = topic_name_error(name)
     if invalid:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid, 0, 0

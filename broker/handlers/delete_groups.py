@@ -1,6 +1,7 @@
 """DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain)."""
 
 from broker.handlers.common import coordinator_error, when_replicated
+from protocol.acls import DELETE
 from protocol.messages.delete_groups import DELETE_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
@@ -8,7 +9,7 @@ def handle(ctx, request):
     results = {}
     local = []
     for group_id in request.groups_names:
-        error = coordinator_error(ctx, group_id)
+        error = coordinator_error(ctx, group_id, DELETE)
         if error:
             results[group_id] = error
         else:

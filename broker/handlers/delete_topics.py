@@ -1,5 +1,6 @@
 """DeleteTopics: by name (v1-v5) or by name or id (v6)."""
 
+from protocol.acls import DELETE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DELETE_TOPICS as API  # noqa: F401  (the registry reads API)
 
@@ -20,7 +21,9 @@ def handle(ctx, request):
                 responses.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID})
                 continue
         meta = broker.metadata.topics.get(name)
-        if not broker.config["delete.topic.enable"]:
+        if not ctx.authorized(DELETE, TOPIC, name):
+            error, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+        elif not broker.config["delete.topic.enable"]:
             error, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
         elif meta is None:
             error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."

@@ -1,6 +1,6 @@
 """DescribeCluster: the live brokers, the cluster id and the controller."""
 
-from broker.handlers.metadata import NO_OPERATIONS
+from broker.handlers.metadata import cluster_operations
 from protocol.errors import ErrorCode
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER as API  # noqa: F401  (the registry reads API)
 
@@ -17,4 +17,4 @@ def handle(ctx, request):
             "cluster_id": broker.cluster_id, "controller_id": broker.controller_id,
             "brokers": [{"broker_id": b, "host": host, "port": port, "rack": rack}
                         for b, host, port, rack in broker.live_brokers(ctx.listener)],
-            "cluster_authorized_operations": NO_OPERATIONS}
+            "cluster_authorized_operations": cluster_operations(ctx, request.include_cluster_authorized_operations)}

@@ -1,6 +1,7 @@
 """DescribeConfigs: topic configs (with their sources and synonyms) and this broker's static configs."""
 
 from broker.config import DEFINITIONS
+from protocol import acls
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
@@ -72,13 +73,26 @@ def broker_config_entries(broker) -> list[dict]:
     return entries
 
 
+def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
+    """Kafka's check for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on the topic,
+    or on the cluster for a broker's configs."""
+    if resource_type == TOPIC and not ctx.authorized(operation, acls.TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+    if resource_type in (BROKER, BROKER_LOGGER) and not ctx.cluster_authorized(operation):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+    return None
+
+
 def handle(ctx, request):
     broker = ctx.broker
     results = []
     for resource in request.resources:
         result = {"error_code": 0, "error_message": None, "resource_type": resource.resource_type,
                   "resource_name": resource.resource_name, "configs": []}
-        if resource.resource_type == TOPIC:
+        refused = refusal(ctx, resource.resource_type, resource.resource_name, acls.DESCRIBE_CONFIGS)
+        if refused:
+            result.update(error_code=refused[0], error_message=refused[1])
+        elif resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(resource.resource_name)
             if meta is None:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -1,13 +1,14 @@
 """DescribeGroups: state, protocol and members of each group (member metadata only when Stable)."""
 
 from broker.handlers.common import coordinator_error
+from protocol.acls import DESCRIBE
 from protocol.messages.describe_groups import DESCRIBE_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
     groups = []
     for group_id in request.groups:
-        error = coordinator_error(ctx, group_id)
+        error = coordinator_error(ctx, group_id, DESCRIBE)
         if error:
             groups.append({"error_code": error, "group_id": group_id, "group_state": "", "protocol_type": "",
                            "protocol_data": "", "members": []})

@@ -1,5 +1,6 @@
 """DescribeProducers: the idempotent and transactional producers a partition's log knows."""
 
+from protocol.acls import READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
 
@@ -9,6 +10,11 @@ def handle(ctx, request):
     topics = []
     for topic in request.topics:
         partitions = []
+        if not ctx.authorized(READ, TOPIC, topic.name):
+            topics.append({"name": topic.name, "partitions": [
+                {"partition_index": i, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "active_producers": []}
+                for i in topic.partition_indexes]})
+            continue
         for index in topic.partition_indexes:
             partition = rm.get(topic.name, index)
             if partition is None:

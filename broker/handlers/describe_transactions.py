@@ -1,5 +1,7 @@
 """DescribeTransactions: state, producer and partitions of transactional ids."""
 
+from protocol.acls import DESCRIBE, TOPIC, TRANSACTIONAL_ID
+from protocol.errors import ErrorCode
 from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS as API  # noqa: F401
 
 
@@ -7,11 +9,17 @@ def handle(ctx, request):
     broker = ctx.broker
     states = []
     for transactional_id in request.transactional_ids:
-        error = broker.transaction_coordinator_error(transactional_id)
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED \
+            if not ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, transactional_id) \
+            else broker.transaction_coordinator_error(transactional_id)
         if error:
             states.append({"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
                            "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
                            "producer_epoch": -1, "topics": []})
         else:
-            states.append(broker.txn_coordinator.describe(transactional_id))
+            state = broker.txn_coordinator.describe(transactional_id)
+            # (the partitions of topics it may not describe are left out, as Kafka does)
+            state["topics"] = [t for t in state.get("topics", []) if ctx.authorized(DESCRIBE, TOPIC, t["topic"],
+                                                                                  log_denied=False)]
+            states.append(state)
     return {"throttle_time_ms": 0, "transaction_states": states}

@@ -2,6 +2,7 @@
 
 from collections import Counter
 
+from protocol.acls import DESCRIBE
 from protocol.errors import ErrorCode
 from protocol.messages.describe_user_scram_credentials import (  # noqa: F401  (the registry reads API)
     DESCRIBE_USER_SCRAM_CREDENTIALS as API,
@@ -11,6 +12,9 @@ from protocol.scram import MECHANISMS
 
 def handle(ctx, request):
     credentials = ctx.broker.credentials
+    if not ctx.cluster_authorized(DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": "Authorization failed.", "results": []}
     asked = [u.name for u in request.users] if request.users else sorted(credentials.users)
     counts = Counter(asked)
     results = []

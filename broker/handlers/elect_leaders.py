@@ -1,5 +1,6 @@
 """ElectLeaders: preferred or unclean leader election through the active controller."""
 
+from protocol.acls import ALTER
 from protocol.errors import ErrorCode
 from protocol.messages.elect_leaders import ELECT_LEADERS as API  # noqa: F401  (the registry reads API)
 
@@ -10,6 +11,11 @@ async def handle(ctx, request):
     member = ctx.broker.cluster
     wanted = None if request.topic_partitions is None else \
         [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    if not ctx.cluster_authorized(ALTER):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "replica_election_results": [{"topic": t.topic, "partition_result": [
+                    {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                    for p in t.partitions]} for t in (request.topic_partitions or [])]}
     if member is None:
         error = ErrorCode.ELECTION_NOT_NEEDED   # one broker: every partition already has its only replica
         results = {tp: (error, "single broker") for tp in (wanted or [])}

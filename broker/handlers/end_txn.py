@@ -9,7 +9,7 @@ CONCURRENT_TRANSACTIONS and its client's retry backoff. If markers are slow
 
 import asyncio
 
-from broker.handlers.common import txn_shard, when_replicated
+from broker.handlers.common import transaction_error, txn_shard, when_replicated
 from protocol.messages.end_txn import END_TXN as API  # noqa: F401  (the registry reads API)
 
 MARKER_WAIT_S = 5.0
@@ -17,7 +17,7 @@ MARKER_WAIT_S = 5.0
 
 def handle(ctx, request):
     broker = ctx.broker
-    error = broker.transaction_coordinator_error(request.transactional_id) or broker.txn_coordinator.end_transaction(
+    error = transaction_error(ctx, request.transactional_id) or broker.txn_coordinator.end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.api_version)
     response = {"throttle_time_ms": 0, "error_code": error}
     completion = None if error else broker.txn_coordinator.completion(request.transactional_id)

@@ -6,7 +6,8 @@ session id 0, so clients send full fetch requests.
 
 import asyncio
 
-from broker.replica_manager import DelayedFetch, FetchPartitionRequest
+from broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
+from protocol.acls import CLUSTER_ACTION, READ, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
 
@@ -39,17 +40,35 @@ def handle(ctx, request):
     requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
                                       p.current_leader_epoch, p.last_fetched_epoch)
                 for t in request.topics for p in t.partitions]
+    denied = _unauthorized(ctx, request, requests) if ctx.broker.authorizer is not None else []
+    if denied:
+        refused = {(d.topic, d.partition) for d in denied}
+        requests = [r for r in requests if (r.topic, r.partition) not in refused]
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     results = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
-                       max_bytes=max_bytes)
+                       max_bytes=max_bytes) + denied
     available = sum(r.records.length for r in results if r.records is not None)
-    has_error = any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for r in results)
+    has_error = denied or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for r in results)
     if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
         return _response(results)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms)
     rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
     return _wrap(op.future)
+
+
+def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
+    """A follower needs ClusterAction; a consumer Read on each topic. The rest is answered TOPIC_AUTHORIZATION_FAILED."""
+    if request.replica_id >= 0:
+        allowed = ctx.cluster_authorized(CLUSTER_ACTION)
+        return [] if allowed else [FetchPartitionResult(r.topic, r.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                                   for r in requests]
+    verdicts: dict[str, bool] = {}
+    for r in requests:
+        if r.topic not in verdicts:
+            verdicts[r.topic] = ctx.authorized(READ, TOPIC, r.topic)
+    return [FetchPartitionResult(r.topic, r.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            for r in requests if not verdicts[r.topic]]
 
 
 def _wrap(future):

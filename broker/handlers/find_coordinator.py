@@ -4,6 +4,8 @@ The first lookup of a kind creates its internal topic (``__consumer_offsets``
 for groups, ``__transaction_state`` for transactional ids).
 """
 
+from protocol import acls
+from protocol.acls import DESCRIBE
 from protocol.errors import ErrorCode
 from protocol.messages.find_coordinator import FIND_COORDINATOR as API  # noqa: F401  (the registry reads API)
 
@@ -12,6 +14,10 @@ GROUP, TRANSACTION = 0, 1
 
 def _lookup(ctx, key: str, key_type: int) -> dict:
     broker = ctx.broker
+    if key_type == GROUP and not ctx.authorized(DESCRIBE, acls.GROUP, key):
+        return _error(key, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if key_type == TRANSACTION and not ctx.authorized(DESCRIBE, acls.TRANSACTIONAL_ID, key):
+        return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if key_type == GROUP:
         error = broker.ensure_offsets_topic() or broker.group_coordinator_error(key)
     elif key_type == TRANSACTION:
@@ -25,11 +31,14 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
         if not error:
             return node
     if error:
-        return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error,
-                "error_message": error.name}
+        return _error(key, error)
     _, host, port = next((e for e in broker.endpoints if e[0] == ctx.listener), broker.endpoints[0])
     return {"key": key, "node_id": broker.broker_id, "host": host, "port": port, "error_code": 0,
             "error_message": None}
+
+
+def _error(key: str, error: ErrorCode) -> dict:
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": error.name}
 
 
 def _leader_elsewhere(ctx, key: str, key_type: int):

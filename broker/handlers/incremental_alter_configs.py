@@ -1,6 +1,8 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic configs."""
 
 from broker.handlers.alter_configs import apply_topic_configs, resource_error
+from broker.handlers.describe_configs import refusal
+from protocol.acls import ALTER_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import TOPIC_CONFIGS
@@ -40,7 +42,7 @@ def handle(ctx, request):
     broker = ctx.broker
     responses = []
     for resource in request.resources:
-        problem = resource_error(resource)
+        problem = refusal(ctx, resource.resource_type, resource.resource_name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None:
             meta = broker.metadata.topics.get(resource.resource_name)
             if meta is None:

@@ -1,17 +1,24 @@
 """InitProducerId: a fresh producer id for idempotent producers; for a transactional id, the coordinator's
 (epoch bumped, older instances fenced, an open transaction aborted first)."""
 
-from broker.handlers.common import txn_shard, when_replicated
+from broker.handlers.common import transaction_error, txn_shard, when_replicated
+from protocol.acls import IDEMPOTENT_WRITE, TOPIC, WRITE
+from protocol.errors import ErrorCode
 from protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
     broker = ctx.broker
     if request.transactional_id is None:
+        # Idempotence needs IdempotentWrite on the cluster, or Write on some topic (KIP-679).
+        if not ctx.cluster_authorized(IDEMPOTENT_WRITE, log_denied=False) and not ctx.authorized_any(WRITE, TOPIC):
+            ctx.log.info("idempotent_producer_refused", principal=ctx.connection.principal)
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "producer_id": -1,
+                    "producer_epoch": -1}
         producer_id = broker.producer_ids.generate()
         ctx.log.info("producer_id_allocated", producer_id=producer_id)
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
-    error = broker.transaction_coordinator_error(request.transactional_id)
+    error = transaction_error(ctx, request.transactional_id)
     producer_id = epoch = -1
     if not error:
         error, producer_id, epoch = broker.txn_coordinator.init_producer_id(

@@ -1,11 +1,14 @@
 """LeaderAndIsr: the controller makes this broker leader or follower of partitions (cluster mode only)."""
 
+from protocol.acls import CLUSTER_ACTION
 from protocol.errors import ErrorCode
 from protocol.messages.leader_and_isr import LEADER_AND_ISR as API  # noqa: F401  (the registry reads API)
 
 
 async def handle(ctx, request):
     member = ctx.broker.cluster
+    if not ctx.cluster_authorized(CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "topics": []}
     if member is None:
         return {"error_code": ErrorCode.INVALID_REQUEST, "topics": []}
     error, errors = await member.leader_and_isr(request)

@@ -1,5 +1,6 @@
 """ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a timestamp."""
 
+from protocol.acls import DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
 
@@ -27,6 +28,11 @@ def handle(ctx, request):
     topics = []
     for topic in request.topics:
         partitions = []
+        if not ctx.authorized(DESCRIBE, TOPIC, topic.name):
+            topics.append({"name": topic.name, "partitions": [
+                {"partition_index": p.partition_index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 "timestamp": -1, "offset": -1} for p in topic.partitions]})
+            continue
         for p in topic.partitions:
             partition = rm.get(topic.name, p.partition_index)
             if partition is None:

@@ -5,6 +5,7 @@ only of unknown states matches nothing.
 """
 
 from coordinators.transaction.state import TransactionState
+from protocol.acls import DESCRIBE, TRANSACTIONAL_ID
 from protocol.messages.list_transactions import LIST_TRANSACTIONS as API  # noqa: F401  (the registry reads API)
 
 KNOWN_STATES = {s.label for s in TransactionState}
@@ -23,5 +24,6 @@ def handle(ctx, request):
         found = [f for f in found
                  if (meta := coordinator.transactions.get(f["transactional_id"])) is not None
                  and meta.start_ms >= 0 and now - meta.start_ms >= request.duration_filter]
+    found = [f for f in found if ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, f["transactional_id"], log_denied=False)]
     return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": sorted(unknown),
             "transaction_states": found}

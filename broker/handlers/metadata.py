@@ -1,10 +1,19 @@
 """Metadata: brokers, topics and partition leaders; auto-creates requested topics when allowed."""
 
 from broker.metadata import topic_name_error
+from protocol import acls
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
 
 NO_OPERATIONS = -2147483648
+TOPIC_OPERATIONS = (acls.READ, acls.WRITE, acls.CREATE, acls.DELETE, acls.ALTER, acls.DESCRIBE, acls.DESCRIBE_CONFIGS,
+                    acls.ALTER_CONFIGS)
+CLUSTER_OPERATIONS = (acls.CREATE, acls.CLUSTER_ACTION, acls.DESCRIBE_CONFIGS, acls.ALTER_CONFIGS,
+                      acls.IDEMPOTENT_WRITE, acls.ALTER, acls.DESCRIBE)
+
+
+def cluster_operations(ctx, asked: bool) -> int:
+    return ctx.authorized_operations(acls.CLUSTER, acls.CLUSTER_NAME, CLUSTER_OPERATIONS) if asked else NO_OPERATIONS
 
 
 def brokers(ctx) -> list[dict]:
@@ -38,11 +47,18 @@ def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:
             "partitions": partitions, "topic_authorized_operations": NO_OPERATIONS}
 
 
+def _refused(name: str) -> dict:
+    return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name, "partitions": [],
+            "topic_authorized_operations": NO_OPERATIONS}
+
+
 def handle(ctx, request):
     broker = ctx.broker
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
         names = sorted(broker.metadata.topics)
+        if broker.authorizer is not None:   # the topics it may not describe are not there, for this principal
+            names = [n for n in names if ctx.authorized(acls.DESCRIBE, acls.TOPIC, n, log_denied=False)]
         topics = [describe_topic(ctx, n) for n in names]
     else:
         by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
@@ -56,15 +72,26 @@ def handle(ctx, request):
                     topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None,
                                    "topic_id": item.topic_id, "partitions": []})
                     continue
+            if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, name):
+                topics.append(_refused(name))
+                continue
             invalid = topic_name_error(name)
             if invalid:
                 ctx.log.info("invalid_topic_name", topic=name, reason=invalid)
                 topics.append({"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []})
                 continue
             if name not in broker.metadata.topics and allow_create and not name.startswith("__"):
+                if not ctx.cluster_authorized(acls.CREATE, log_denied=False) \
+                        and not ctx.authorized(acls.CREATE, acls.TOPIC, name):
+                    topics.append(_refused(name))
+                    continue
                 broker.create_topic(name, broker.config["num.partitions"],
                                     broker.config["default.replication.factor"], {})
             topics.append(describe_topic(ctx, name))
+    if request.include_topic_authorized_operations:
+        for t in topics:
+            if t["error_code"] == 0:
+                t["topic_authorized_operations"] = ctx.authorized_operations(acls.TOPIC, t["name"], TOPIC_OPERATIONS)
     return {"throttle_time_ms": 0, "brokers": brokers(ctx), "cluster_id": broker.cluster_id,
             "controller_id": broker.controller_id, "topics": topics,
-            "cluster_authorized_operations": NO_OPERATIONS}
+            "cluster_authorized_operations": cluster_operations(ctx, request.include_cluster_authorized_operations)}

@@ -1,6 +1,8 @@
 """OffsetCommit: group members (generation checked) or standalone consumers (generation -1, empty group)."""
 
-from broker.handlers.common import coordinator_error, group_shard, partition_exists, when_replicated
+from broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
+from protocol.acls import READ
+from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
@@ -15,11 +17,15 @@ def handle(ctx, request):
     if error:
         results = {tp: error for tp in offsets}
     else:
+        refused = topics_refused(ctx, READ, {topic for topic, _ in offsets})
+        offsets = {tp: o for tp, o in offsets.items() if tp[0] not in refused}
         retention = request.retention_time_ms if 2 <= ctx.api_version <= 4 else -1
         results = broker.group_coordinator.commit_offsets(
             group_id=request.group_id, generation_id=request.generation_id_or_member_epoch,
             member_id=request.member_id, group_instance_id=request.group_instance_id, retention_time_ms=retention,
             offsets=offsets, partition_exists=partition_exists(ctx))
+        results.update({(t.name, p.partition_index): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                        for t in request.topics if t.name in refused for p in t.partitions})
     topics = [{"name": topic.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": results[(topic.name, p.partition_index)]}
         for p in topic.partitions]} for topic in request.topics]

@@ -1,18 +1,22 @@
 """OffsetDelete: drop a group's offsets for partitions of topics it no longer subscribes to."""
 
-from broker.handlers.common import coordinator_error, group_shard, when_replicated
+from broker.handlers.common import coordinator_error, group_shard, topics_refused, when_replicated
+from protocol.acls import DELETE, READ
 from protocol.errors import ErrorCode
 from protocol.messages.offset_delete import OFFSET_DELETE as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error = coordinator_error(ctx, request.group_id)
+    error = coordinator_error(ctx, request.group_id, DELETE)
     results: dict = {}
     if not error:
         metadata = ctx.broker.metadata.topics
-        known = [tp for tp in wanted if tp[0] in metadata and 0 <= tp[1] < metadata[tp[0]].partitions]
+        refused = topics_refused(ctx, READ, {t.name for t in request.topics})
+        known = [tp for tp in wanted if tp[0] in metadata and 0 <= tp[1] < metadata[tp[0]].partitions
+                 and tp[0] not in refused]
         error, results = ctx.broker.group_coordinator.delete_offsets(request.group_id, known)
+        results.update({tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in wanted if tp[0] in refused})
         for tp in wanted:
             results.setdefault(tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if error:

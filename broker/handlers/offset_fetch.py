@@ -2,26 +2,36 @@
 
 from collections import defaultdict
 
-from broker.handlers.common import coordinator_error
+from broker.handlers.common import coordinator_error, topics_refused
+from protocol.acls import DESCRIBE
 from protocol.errors import ErrorCode
 from protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:
     requested = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    error = coordinator_error(ctx, group_id)
+    error = coordinator_error(ctx, group_id, DESCRIBE)
     unstable: set = set()
+    refused: set[str] = set()
     if error:
         if requested is None:
             return error, []
         found = {tp: None for tp in requested}
     else:
         found = ctx.broker.group_coordinator.fetch_offsets(group_id, requested)
+        refused = topics_refused(ctx, DESCRIBE, {topic for topic, _ in found})
+        if requested is None:   # all the group's topics: those it may not describe are left out
+            found = {tp: c for tp, c in found.items() if tp[0] not in refused}
         if require_stable:
             # KIP-447: a partition whose offset is pending in an open transaction is not answered yet.
             unstable = ctx.broker.group_coordinator.unstable_offsets(group_id, list(found))
     by_topic: dict[str, list[dict]] = defaultdict(list)
     for (topic, partition), committed in found.items():
+        if topic in refused:
+            by_topic[topic].append({"partition_index": partition, "committed_offset": -1,
+                                    "committed_leader_epoch": -1, "metadata": "",
+                                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+            continue
         by_topic[topic].append({
             "partition_index": partition,
             "committed_offset": committed.offset if committed else -1,

@@ -1,5 +1,6 @@
 """OffsetForLeaderEpoch: where a leader epoch ends in this leader's log (KIP-101, KIP-279)."""
 
+from protocol.acls import CLUSTER_ACTION, DESCRIBE, TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH as API  # noqa: F401
 
@@ -22,7 +23,18 @@ def _answer(rm, topic: str, p) -> dict:
     return out
 
 
+def _denied(p) -> dict:
+    return {"partition": p.partition, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "leader_epoch": -1,
+            "end_offset": -1}
+
+
 def handle(ctx, request):
     rm = ctx.broker.replica_manager
-    return {"throttle_time_ms": 0, "topics": [
-        {"topic": t.topic, "partitions": [_answer(rm, t.topic, p) for p in t.partitions]} for t in request.topics]}
+    # Followers ask with ClusterAction; consumers checking for truncation (KIP-320) need Describe on the topic.
+    everything = ctx.cluster_authorized(CLUSTER_ACTION, log_denied=False)
+    topics = []
+    for t in request.topics:
+        allowed = everything or ctx.authorized(DESCRIBE, TOPIC, t.topic)
+        topics.append({"topic": t.topic, "partitions": [_answer(rm, t.topic, p) if allowed else _denied(p)
+                                                        for p in t.partitions]})
+    return {"throttle_time_ms": 0, "topics": topics}

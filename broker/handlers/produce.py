@@ -7,6 +7,7 @@ not added to the transaction gets INVALID_TXN_STATE and nothing is written.
 """
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE
+from protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
@@ -33,23 +34,45 @@ def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] 
     return header.producer_id, header.producer_epoch
 
 
+def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
+    """The partitions this principal may not write (Write on the transactional id, then on each topic)."""
+    if ctx.broker.authorizer is None:
+        return {}
+    txn_denied = request.transactional_id is not None and \
+        not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id)
+    refused = {}
+    for topic in request.topic_data:
+        if txn_denied or not ctx.authorized(WRITE, TOPIC, topic.name):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if txn_denied \
+                else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            refused.update({(topic.name, p.index): error for p in topic.partition_data})
+    return refused
+
+
 def handle(ctx, request):
+    refused = _unauthorized(ctx, request)
     if request.transactional_id is None:
-        return _append_all(ctx, request, {})
+        return _append_all(ctx, request, refused)
     rm = ctx.broker.replica_manager
     to_verify: dict[tuple[str, int], tuple[int, int]] = {}
     for topic in request.topic_data:
         for pdata in topic.partition_data:
+            if (topic.name, pdata.index) in refused:
+                continue
             found = _needs_verification(rm, topic.name, pdata.index, pdata.records)
             if found is not None:
                 to_verify[(topic.name, pdata.index)] = found
     if not to_verify:
-        return _append_all(ctx, request, {})
-    return _verify_then_append(ctx, request, to_verify)
+        return _append_all(ctx, request, refused)
+    return _verify_then_append(ctx, request, to_verify, refused)
 
 
-async def _verify_then_append(ctx, request, to_verify):
-    errors: dict[tuple[str, int], ErrorCode] = {}
+_REFUSALS = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to write to the topic",
+             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "not authorized to use the transactional id"}
+
+
+async def _verify_then_append(ctx, request, to_verify, refused):
+    errors: dict[tuple[str, int], ErrorCode] = dict(refused)
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for tp, producer in to_verify.items():
         by_producer.setdefault(producer, []).append(tp)
@@ -80,7 +103,8 @@ def _append_all(ctx, request, refused: dict):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
             elif (topic.name, pdata.index) in refused:
                 error = refused[(topic.name, pdata.index)]
-                result_error, info, message = error, None, "the partition is not in the producer's transaction"
+                result_error, info = error, None
+                message = _REFUSALS.get(error, "the partition is not in the producer's transaction")
             else:
                 result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False)
                 result_error, info, message = result.error, result.info, result.message

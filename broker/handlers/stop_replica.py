@@ -1,11 +1,14 @@
 """StopReplica: stop following (and with delete_partition, remove) replicas on this broker."""
 
+from protocol.acls import CLUSTER_ACTION
 from protocol.errors import ErrorCode
 from protocol.messages.stop_replica import STOP_REPLICA as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
     member = ctx.broker.cluster
+    if not ctx.cluster_authorized(CLUSTER_ACTION):
+        return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "partition_errors": []}
     if member is None:
         return {"error_code": ErrorCode.INVALID_REQUEST, "partition_errors": []}
     error, results = member.stop_replica(request)

@@ -8,6 +8,7 @@ stable offset stuck behind a transaction nobody will finish.
 
 import time
 
+from protocol.acls import ALTER, CLUSTER_ACTION
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS as API  # noqa: F401  (the registry reads API)
 from protocol.records import build_marker_batch
@@ -18,6 +19,11 @@ OFFSETS_TOPIC = "__consumer_offsets"
 def handle(ctx, request):
     broker = ctx.broker
     rm = broker.replica_manager
+    if not ctx.cluster_authorized(ALTER, log_denied=False) and not ctx.cluster_authorized(CLUSTER_ACTION):
+        return {"markers": [{"producer_id": m.producer_id, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": i, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+                                            for i in t.partition_indexes]} for t in m.topics]}
+            for m in request.markers]}
     markers, waiting = [], {}
     for marker in request.markers:
         topics = []

@@ -18,7 +18,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
+from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
+                                   ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialDeletion, UserScramCredentialUpsertion)
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -422,7 +423,9 @@ def test_brokers_replicate_to_each_other_over_sasl_ssl_with_scram(tmp_path, pki,
         "ssl.keystore.location": pki.broker, "ssl.truststore.location": pki.ca,
         "sasl.enabled.mechanisms": "SCRAM-SHA-512", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
-            f'{scram_module} username="broker" password="broker-secret";'})
+            f'{scram_module} username="broker" password="broker-secret";',
+        # ACLs on: the brokers (ClusterAction on each other) and alice are super users, carol is not
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:broker;User:alice"})
 
     def users_in_zookeeper(connect: str) -> None:   # as kafka-configs --zookeeper does, before any broker runs
         for user, password in (("broker", "broker-secret"), ALICE):
@@ -459,6 +462,24 @@ def test_brokers_replicate_to_each_other_over_sasl_ssl_with_scram(tmp_path, pki,
             await conn.close()
             return True
         wait_until(lambda: asyncio.run(carol_at(cluster.brokers[3].port)), 15, 0.2, "carol known at broker 3")
+
+        async def carol_sees_topic(port: int) -> bool:
+            conn = await KafkaConnection.open("127.0.0.1", port, ssl=context,
+                                              sasl=SaslCredentials("SCRAM-SHA-512", "carol", "carol-secret"))
+            try:
+                found = await conn.request(METADATA, 9, {"topics": [{"name": topic_name}],
+                                                         "allow_auto_topic_creation": False,
+                                                         "include_topic_authorized_operations": False})
+            finally:
+                await conn.close()
+            return found.topics[0].error_code == 0
+        # An ACL made through broker 1 applies at broker 3: ACLs live in ZooKeeper, with change notifications.
+        assert not asyncio.run(carol_sees_topic(cluster.brokers[3].port))
+        read = AclBinding(ResourceType.TOPIC, topic_name, ResourcePatternType.LITERAL, "User:carol", "*",
+                          AclOperation.READ, AclPermissionType.ALLOW)
+        for future in one.create_acls([read]).values():
+            future.result(30)
+        wait_until(lambda: asyncio.run(carol_sees_topic(cluster.brokers[3].port)), 15, 0.2, "carol's ACL at broker 3")
     finally:
         assert all(code == 0 for code in cluster.stop().values())
     for b in cluster.brokers.values():

@@ -104,6 +104,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "sasl.jaas.config": (str, None),
     "sasl.server.max.receive.size": (int, 524288),
     "connections.max.reauth.ms": (int, 0),
+    # client quotas (broker/quotas.py): usage is a rate over quota.window.num samples of this many seconds
+    "quota.window.num": (int, 11),
+    "quota.window.size.seconds": (int, 1),
     # ACLs (broker/security/authorizer.py): any authorizer.class.name turns kbroker's one authorizer on
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),

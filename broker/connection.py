@@ -29,6 +29,7 @@ from construct import ConstructError
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
 from broker.registry import HANDLERS, api_versions_list
+from broker.quotas import EXEMPT_APIS, REQUEST, throttle_for
 from broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
 from broker.security.sasl import SaslFailure, State
 from protocol import schema
@@ -89,6 +90,11 @@ class Connection:
         self.stopping = False   # the broker is shutting down: answer what was read, then close
         self.ip = peer[0] if peer else "?"
         self.last_active = time.monotonic()   # a request read or a response sent (connections.max.idle.ms)
+        self.muted_until = 0.0   # over a quota: no request is read before this (monotonic) time
+
+    def throttle(self, ms: int) -> None:
+        """Read nothing more from this client for ``ms`` (its quota's throttle time), as Kafka mutes a channel."""
+        self.muted_until = max(self.muted_until, time.monotonic() + ms / 1000)
 
     def idle_for(self, now: float) -> float:
         """Seconds since this connection last read a request or sent a response, 0 while it owes one."""
@@ -102,6 +108,9 @@ class Connection:
         answer_pending = False
         try:
             while not responder.done():
+                wait = self.muted_until - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)   # throttled (one timed wait per throttle, not a poll)
                 try:
                     frame = await self.stream.read_frame()
                 except FrameTooLarge as exc:
@@ -183,6 +192,8 @@ class Connection:
                              self.log.bind(api=handler.name, correlation_id=correlation_id,
                                            client_id=header.client_id), self.peer, self.listener, self)
         ctx.log.debug("request_received")
+        metered = self.broker.quotas.enabled and api_key not in EXEMPT_APIS
+        started = time.perf_counter() if metered else 0.0
         try:
             result = handler.handle(ctx, request)
             if asyncio.iscoroutine(result):
@@ -192,6 +203,10 @@ class Connection:
         except Exception:
             ctx.log.exception("handler_failed")
             raise CloseConnection from None
+        if metered:
+            throttle = throttle_for(ctx, REQUEST, (time.perf_counter() - started) * 1000)
+            if throttle and isinstance(result, dict) and "throttle_time_ms" in result:
+                result["throttle_time_ms"] = max(result["throttle_time_ms"], throttle)
         if result is NO_RESPONSE:
             return
         if result is CLOSE_CONNECTION:

@@ -69,6 +69,7 @@ class LocalMetadataStore:
         self.topics: dict[str, TopicMetadata] = {}
         self.users: dict[str, dict[str, str]] = {}   # SCRAM credentials: user -> mechanism -> Kafka's text
         self.acls: list[AclBinding] = []
+        self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id) -> quota key -> bound
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -89,10 +90,12 @@ class LocalMetadataStore:
             self.topics = {name: TopicMetadata.from_json(name, t) for name, t in data.get("topics", {}).items()}
             self.users = data.get("users", {})
             self.acls = [binding_from_json(a) for a in data.get("acls", [])]
+            self.quotas = {(q["user"], q["client_id"]): q["quotas"] for q in data.get("quotas", [])}
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
-                "acls": [binding_to_json(a) for a in self.acls]}
+                "acls": [binding_to_json(a) for a in self.acls],
+                "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()]}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -118,6 +121,13 @@ class LocalMetadataStore:
             self.users[user] = dict(credentials)
         else:
             self.users.pop(user, None)
+        self.save()
+
+    def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
+        if values:
+            self.quotas[entity] = dict(values)
+        else:
+            self.quotas.pop(entity, None)
         self.save()
 
     def set_acls(self, acls) -> None:

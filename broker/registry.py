@@ -13,6 +13,8 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    alter_client_quotas,
+    describe_client_quotas,
     create_acls,
     delete_acls,
     describe_acls,
@@ -90,7 +92,7 @@ HANDLERS: dict[int, Handler] = {
         leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,
         offset_for_leader_epoch, elect_leaders,
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
-        describe_acls, create_acls, delete_acls,
+        describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas,
     ])
 }
 

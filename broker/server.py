@@ -15,6 +15,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.connection import accept
 from broker.connection_limits import ConnectionLimits
+from broker.quotas import QuotaManager
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import ScramCredentialCache
 from broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
@@ -57,6 +58,10 @@ class Broker:
             if config["authorizer.class.name"] else None
         if self.authorizer is not None and not config["zookeeper.connect"]:
             self.authorizer.load(self.metadata.acls)   # (a cluster's come from ZooKeeper: ClusterMember.start)
+        self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"])
+        if not config["zookeeper.connect"]:   # (a cluster's come from ZooKeeper: ClusterMember.start)
+            for entity, values in self.metadata.quotas.items():
+                self.quotas.replace(entity, values)
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
@@ -131,6 +136,15 @@ class Broker:
         else:
             self.metadata.set_user_credentials(user, texts)
         self.credentials.replace(user, texts)
+
+    async def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
+        """The (user, client id) entity's quotas are now ``values``, persisted before this returns; in a cluster
+        every broker applies them from ZooKeeper's notification."""
+        if self.cluster is not None:
+            await self.metadata.set_quotas(entity, values)
+        else:
+            self.metadata.set_quotas(entity, values)
+        self.quotas.replace(entity, values)
 
     async def change_acls(self, resource: tuple[int, int, str], add: set, remove: set) -> None:
         """Add and remove ACLs of one resource pattern, persisted before this returns and applied here at once;

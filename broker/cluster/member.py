@@ -99,6 +99,7 @@ class ClusterMember:
                                                     self.config["cluster.id"] or _new_cluster_id())
         self.zk.add_listener(self._session_state)
         await self.topics.load_users()
+        await self.topics.load_quotas()
         if self.acls is not None:
             await self.acls.start()
         await self._register()

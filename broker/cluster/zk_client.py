@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from broker.quotas import QUOTA_KEYS
+
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
-                    "/config/brokers", "/config/users", "/admin/delete_topics", "/isr_change_notification")
+                    "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification")
 PRODUCER_ID_BLOCK_SIZE = 1000
 
 
@@ -285,6 +287,36 @@ class KafkaZkClient:
         configs (quotas), and notify every broker."""
         configs = {k: v for k, v in self.user_config(user).items() if not k.startswith("SCRAM-")}
         self._set_entity_config("users", user, {**configs, **credentials}, notify=True)
+
+    def quota_entities(self) -> list[tuple[tuple, dict[str, str]]]:
+        """Every (user, client id) entity with configs: ``/config/users/<u>``, ``/config/users/<u>/clients/<c>``
+        and ``/config/clients/<c>`` (``<default>`` names the defaults)."""
+        found = [((user, None), self.user_config(user)) for user in self.user_names()]
+        for user in self.user_names():
+            try:
+                clients = self.zk.get_children(self.path(f"/config/users/{user}/clients"))
+            except NoNodeError:
+                continue
+            found += [((user, c), self._entity_config("users", f"{user}/clients/{c}")) for c in clients]
+        found += [((None, c), self._entity_config("clients", c))
+                  for c in self.zk.get_children(self.path("/config/clients"))]
+        return found
+
+    @staticmethod
+    def quota_entity_path(entity: tuple) -> tuple[str, str]:
+        user, client = entity
+        if user is None:
+            return "clients", client
+        return ("users", user) if client is None else ("users", f"{user}/clients/{client}")
+
+    def quota_config(self, entity: tuple) -> dict[str, str]:
+        return self._entity_config(*self.quota_entity_path(entity))
+
+    def set_quota_config(self, entity: tuple, values: dict[str, str]) -> None:
+        """Replace the entity's quota keys, keeping its other configs (a user's SCRAM credentials), and notify."""
+        kind, name = self.quota_entity_path(entity)
+        kept = {k: v for k, v in self._entity_config(kind, name).items() if k not in QUOTA_KEYS}
+        self._set_entity_config(kind, name, {**kept, **values}, notify=True)
 
     def _entity_config(self, kind: str, name: str) -> dict[str, str]:
         try:

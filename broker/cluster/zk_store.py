@@ -24,6 +24,7 @@ import structlog
 from broker.cluster.assignment import assign_replicas
 from broker.cluster.zk_client import KafkaZkClient, TopicAssignment
 from broker.metadata import TopicMetadata
+from broker.quotas import QUOTA_KEYS
 
 log = structlog.get_logger("broker.cluster.zk_store")
 
@@ -91,6 +92,19 @@ class ZkTopicStore:
     async def set_user_credentials(self, user: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_user_scram_credentials, user, texts)
 
+    async def load_quotas(self) -> None:
+        for entity, configs in await self.member.zk_call(self.member.zk.quota_entities):
+            self.member.broker.quotas.replace(entity, _quota_values(configs))
+
+    async def _reload_quota(self, entity: tuple) -> None:
+        configs = await self.member.zk_call(self.member.zk.quota_config, entity)
+        self.member.broker.quotas.replace(entity, _quota_values(configs))
+        log.info("quotas_changed", entity=entity, quotas=_quota_values(configs))
+
+    async def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
+        texts = {k: (str(int(v)) if float(v).is_integer() else repr(float(v))) for k, v in values.items()}
+        await self.member.zk_call(self.member.zk.set_quota_config, entity, texts)
+
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
         """Watch ``/config/changes``. At start the notifications that exist were applied by the topic loads;
@@ -111,10 +125,16 @@ class ZkTopicStore:
                 continue
             self._changes_seen.add(change)
             entity = await self.member.zk_call(zk.config_change, change)
-            if entity and entity.startswith("users/"):
-                user = entity.split("/", 1)[1]
-                await self._reload_user(user)
-                log.info("user_credentials_changed", user=user)
+            if entity and entity.startswith(("users/", "clients/")):
+                parts = entity.split("/")
+                if parts[0] == "clients":
+                    await self._reload_quota((None, parts[1]))
+                elif len(parts) == 4:   # users/<user>/clients/<client>
+                    await self._reload_quota((parts[1], parts[3]))
+                else:
+                    await self._reload_user(parts[1])
+                    await self._reload_quota((parts[1], None))
+                    log.info("user_credentials_changed", user=parts[1])
                 continue
             if not entity or not entity.startswith("topics/"):
                 continue
@@ -130,6 +150,16 @@ class ZkTopicStore:
             controller = self.member.controller
             if config.unclean_leader_election_enable and controller is not None and controller.active:
                 controller.enqueue("unclean_enabled", topic)
+
+
+def _quota_values(configs: dict[str, str]) -> dict[str, float]:
+    values = {}
+    for key in QUOTA_KEYS:
+        try:
+            values[key] = float(configs[key])
+        except (KeyError, ValueError):
+            continue
+    return values
 
 
 class ZkProducerIdManager:

@@ -5,7 +5,9 @@ session id 0, so clients send full fetch requests.
 """
 
 import asyncio
+import dataclasses
 
+from broker.quotas import FETCH, throttle_for, unrecord
 from broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
 from protocol.acls import CLUSTER_ACTION, READ, TOPIC
 from protocol.errors import ErrorCode
@@ -50,11 +52,11 @@ def handle(ctx, request):
     available = sum(r.records.length for r in results if r.records is not None)
     has_error = denied or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for r in results)
     if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
-        return _response(results)
+        return _metered(ctx, request, results)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms)
     rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
-    return _wrap(op.future)
+    return _wrap(op.future, lambda found: _metered(ctx, request, found + denied))
 
 
 def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
@@ -71,7 +73,22 @@ def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
             for r in requests if not verdicts[r.topic]]
 
 
-def _wrap(future):
+def _metered(ctx, request, results) -> dict:
+    """The response, unless the consumer is over its fetch quota: then an empty one carrying the throttle time
+    (the data stays for its next fetch, and is not counted), as Kafka answers since KIP-219."""
+    if not ctx.broker.quotas.enabled or request.replica_id >= 0:
+        return _response(results)
+    size = sum(r.records.length for r in results if r.records is not None)
+    throttle = throttle_for(ctx, FETCH, size)
+    if throttle:
+        unrecord(ctx, FETCH, size)
+        results = [dataclasses.replace(r, records=None) for r in results]
+    response = _response(results)
+    response["throttle_time_ms"] = throttle
+    return response
+
+
+def _wrap(future, respond):
     """A future of the response, from the delayed fetch's future of partition results.
 
     Cancellation runs both ways: the connection giving up on the response
@@ -87,7 +104,7 @@ def _wrap(future):
         elif f.exception() is not None:
             wrapped.set_exception(f.exception())
         else:
-            wrapped.set_result(_response(f.result()))
+            wrapped.set_result(respond(f.result()))
 
     def given_up(w):
         if w.cancelled():

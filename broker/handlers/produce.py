@@ -7,6 +7,7 @@ not added to the transaction gets INVALID_TXN_STATE and nothing is written.
 """
 
 from broker.context import CLOSE_CONNECTION, NO_RESPONSE
+from broker.quotas import PRODUCE, throttle_for
 from protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from protocol.errors import ErrorCode
 from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
@@ -124,7 +125,9 @@ def _append_all(ctx, request, refused: dict):
     if acks == 0:
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
         return CLOSE_CONNECTION if failed else NO_RESPONSE
-    response = {"responses": responses, "throttle_time_ms": 0}
+    throttle = throttle_for(ctx, PRODUCE, sum(len(p.records) for t in request.topic_data for p in t.partition_data
+                                              if p.records is not None)) if ctx.broker.quotas.enabled else 0
+    response = {"responses": responses, "throttle_time_ms": throttle}
     # acks=all: answer once the ISR has every batch (at once on a single broker, whose append moves the HW).
     return rm.complete_when_replicated(waiting, response, max(request.timeout_ms, 0))
 

@@ -3,6 +3,7 @@
 from protocol.messages import (  # noqa: F401  (imported for registration)
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_user_scram_credentials,
@@ -16,6 +17,7 @@ from protocol.messages import (  # noqa: F401  (imported for registration)
     delete_groups,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,

@@ -480,6 +480,23 @@ def test_brokers_replicate_to_each_other_over_sasl_ssl_with_scram(tmp_path, pki,
         for future in one.create_acls([read]).values():
             future.result(30)
         wait_until(lambda: asyncio.run(carol_sees_topic(cluster.brokers[3].port)), 15, 0.2, "carol's ACL at broker 3")
+
+        async def as_alice(port: int, api_key: int, body: dict):
+            conn = await KafkaConnection.open("127.0.0.1", port, ssl=context,
+                                              sasl=SaslCredentials("SCRAM-SHA-512", *ALICE))
+            try:
+                return await conn.request(api_key, 1, body)
+            finally:
+                await conn.close()
+        # A quota set through broker 1 shares carol's /config/users znode with her credentials and reaches broker 3.
+        quota = {"entries": [{"entity": [{"entity_type": "user", "entity_name": "carol"}],
+                              "ops": [{"key": "producer_byte_rate", "value": 2048.0, "remove": False}]}],
+                 "validate_only": False}
+        assert asyncio.run(as_alice(cluster.brokers[1].port, 49, quota)).entries[0].error_code == 0
+        carol_quota = {"components": [{"entity_type": "user", "match_type": 0, "match": "carol"}], "strict": True}
+        wait_until(lambda: [v.value for e in asyncio.run(as_alice(cluster.brokers[3].port, 48, carol_quota)).entries
+                            for v in e["values"]] == [2048.0], 15, 0.2, "carol's quota at broker 3")
+        assert asyncio.run(carol_at(cluster.brokers[3].port))   # her credentials are still there
     finally:
         assert all(code == 0 for code in cluster.stop().values())
     for b in cluster.brokers.values():

@@ -1,0 +1,47 @@
+"""DescribeClientQuotas: the quota configs of the (user, client id) entities a filter matches."""
+
+from broker.quotas import CLIENT_ID, DEFAULT, USER, entity_components
+from protocol.acls import DESCRIBE_CONFIGS
+from protocol.errors import ErrorCode
+from protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS as API  # noqa: F401
+
+EXACT, DEFAULT_MATCH, ANY_MATCH = 0, 1, 2
+_SLOT = {USER: 0, CLIENT_ID: 1}
+
+
+def _error(error: ErrorCode, message: str) -> dict:
+    return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "entries": None}
+
+
+def handle(ctx, request):
+    if not ctx.cluster_authorized(DESCRIBE_CONFIGS):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+    wanted: dict[int, tuple[int, str | None]] = {}
+    for c in request.components:
+        if c.entity_type not in _SLOT:
+            return _error(ErrorCode.INVALID_REQUEST, f"Unsupported quota entity type {c.entity_type!r}")
+        if _SLOT[c.entity_type] in wanted:
+            return _error(ErrorCode.INVALID_REQUEST, f"Duplicate filter component entity type {c.entity_type}")
+        if c.match_type not in (EXACT, DEFAULT_MATCH, ANY_MATCH) or (c.match_type == EXACT and c.match is None):
+            return _error(ErrorCode.INVALID_REQUEST, f"Invalid match for entity type {c.entity_type}")
+        wanted[_SLOT[c.entity_type]] = (c.match_type, c.match)
+    entries = []
+    for entity, values in sorted(ctx.broker.quotas.configs.items(), key=lambda kv: str(kv[0])):
+        if _matches(entity, wanted, request.strict):
+            entries.append({"entity": entity_components(entity),
+                            "values": [{"key": k, "value": v} for k, v in sorted(values.items())]})
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": entries}
+
+
+def _matches(entity: tuple, wanted: dict, strict: bool) -> bool:
+    for slot, (match_type, match) in wanted.items():
+        name = entity[slot]
+        if name is None:
+            return False
+        if match_type == EXACT and name != match:
+            return False
+        if match_type == DEFAULT_MATCH and name != DEFAULT:
+            return False
+    if strict:
+        return all(entity[slot] is None for slot in (0, 1) if slot not in wanted)
+    return True

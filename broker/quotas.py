@@ -1,0 +1,178 @@
+"""Client quotas as Kafka enforces them: byte rates for produce and fetch, and request time, per user and client id.
+
+Quota configs belong to entities: a user, a client id, or a user with a
+client id, each of which may be ``<default>``. For a request from user U with
+client id C, the first of these that has the quota key applies (Kafka's
+order): (U, C), (U, default), (U), (default, C), (default, default),
+(default), (C), (default client). Usage is measured per matched entity with
+its defaults filled in with the caller's names, so a user default gives each
+user a quota of their own.
+
+Usage is a rate over ``quota.window.num`` samples of
+``quota.window.size.seconds`` each (Kafka's ``Rate``), measured over at least
+one sample. (Kafka's floor is all but one of them: a new client may then
+send ten seconds' worth at once, and again each time its oldest sample
+expires, about 30 % over its quota across 20 s; with one sample a throttled
+client stays within a few % of it over any 20 s.) A request that takes the rate above the quota is
+answered with ``throttle_time_ms`` = the time at which the rate would be back
+at the quota, ``(total / quota) - window``, capped at the full window; the
+connection then reads nothing from that client for as long (muting, as
+Kafka does; clients following KIP-219 also wait on their side). The request
+itself is served: a client over its quota is slowed, never refused.
+
+Invariant: with no quota configured anywhere, ``enabled`` is False and the
+request path does nothing more than test it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+
+DEFAULT = "<default>"
+PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+QUOTA_KEYS = (PRODUCE, FETCH, REQUEST)
+USER, CLIENT_ID = "user", "client-id"
+
+Entity = tuple  # (user or DEFAULT or None, client id or DEFAULT or None)
+
+
+def resolution_order(user: str, client_id: str) -> list[Entity]:
+    return [(user, client_id), (user, DEFAULT), (user, None), (DEFAULT, client_id), (DEFAULT, DEFAULT),
+            (DEFAULT, None), (None, client_id), (None, DEFAULT)]
+
+
+def user_name(principal: str | None) -> str:
+    """The user of a principal (``User:alice`` -> ``alice``; an unauthenticated one is ``ANONYMOUS``)."""
+    return principal.split(":", 1)[1] if principal and ":" in principal else "ANONYMOUS"
+
+
+class _Sensor:
+    """A windowed sum: ``samples`` buckets of ``window_s`` seconds, the oldest dropped as time passes."""
+
+    __slots__ = ("samples", "window_s", "buckets")
+
+    def __init__(self, samples: int, window_s: float) -> None:
+        self.samples = samples
+        self.window_s = window_s
+        self.buckets: deque[list[float]] = deque()   # [start, total]
+
+    def _purge(self, now: float) -> None:
+        horizon = now - self.samples * self.window_s
+        while self.buckets and self.buckets[0][0] + self.window_s <= horizon:
+            self.buckets.popleft()
+
+    def record(self, value: float, now: float) -> None:
+        self._purge(now)
+        if not self.buckets or now >= self.buckets[-1][0] + self.window_s:
+            self.buckets.append([now, 0.0])
+        self.buckets[-1][1] += value
+
+    def total_and_window(self, now: float) -> tuple[float, float]:
+        self._purge(now)
+        total = sum(b[1] for b in self.buckets)
+        elapsed = now - self.buckets[0][0] if self.buckets else 0.0
+        return total, max(elapsed, self.window_s)
+
+
+class QuotaManager:
+    """The quota configs of every entity and the usage of every (user, client id) they apply to."""
+
+    def __init__(self, samples: int = 11, window_s: float = 1.0) -> None:
+        self.samples = samples
+        self.window_s = window_s
+        self.configs: dict[Entity, dict[str, float]] = {}
+        self.enabled = False
+        self._sensors: dict[tuple, _Sensor] = {}
+
+    # ------------------------------------------------------------------ configs
+    def replace(self, entity: Entity, values: dict[str, float]) -> None:
+        """The entity's quotas are now ``values`` (only the quota keys are kept)."""
+        kept = {k: float(v) for k, v in values.items() if k in QUOTA_KEYS}
+        if kept:
+            self.configs[entity] = kept
+        else:
+            self.configs.pop(entity, None)
+        self.enabled = bool(self.configs)
+        self._sensors.clear()   # usage restarts against the new bounds, as Kafka's sensors are re-made
+
+    def resolve(self, key: str, user: str, client_id: str) -> tuple[tuple, float] | None:
+        """(the usage key, the bound) of the quota that applies, or None."""
+        for entity in resolution_order(user, client_id):
+            values = self.configs.get(entity)
+            if values is not None and key in values:
+                return (key, user if entity[0] is not None else None,
+                        client_id if entity[1] is not None else None), values[key]
+        return None
+
+    # ------------------------------------------------------------------ usage
+    def record(self, key: str, user: str, client_id: str, value: float, now: float) -> int:
+        """Record ``value`` (bytes, or ms of request time) and return the throttle time in ms (0: within quota)."""
+        found = self.resolve(key, user, client_id)
+        if found is None:
+            return 0
+        usage_key, bound = found
+        if key == REQUEST:
+            bound = bound * 10.0   # percent of one thread: 100 % = 1000 ms of work per second
+        sensor = self._sensors.get(usage_key)
+        if sensor is None:
+            sensor = self._sensors[usage_key] = _Sensor(self.samples, self.window_s)
+        sensor.record(value, now)
+        if bound <= 0:
+            return int(self.samples * self.window_s * 1000)
+        total, window = sensor.total_and_window(now)
+        if total / window <= bound:
+            return 0
+        throttle_s = total / bound - window
+        return int(math.ceil(min(throttle_s, self.samples * self.window_s) * 1000))
+
+    def unrecord(self, key: str, user: str, client_id: str, value: float, now: float) -> None:
+        """Take back a recorded value (a throttled fetch whose data is not sent)."""
+        found = self.resolve(key, user, client_id)
+        sensor = self._sensors.get(found[0]) if found else None
+        if sensor is not None:
+            sensor.record(-value, now)
+
+
+# Not counted against request quotas: the brokers' own requests, and what a client needs to connect at all.
+EXEMPT_APIS = frozenset({4, 5, 6, 7, 17, 18, 27, 36, 56})
+
+
+def throttle_for(ctx, key: str, value: float) -> int:
+    """Record a request's usage against its principal's and client id's quota; mute the connection for the
+    throttle time if it is over, and return that time in ms (0 within quota, or without quotas)."""
+    quotas = ctx.broker.quotas
+    conn = ctx.connection
+    if not quotas.enabled or conn is None:
+        return 0
+    ms = quotas.record(key, user_name(conn.principal), ctx.client_id or "", value, time.monotonic())
+    if ms:
+        conn.throttle(ms)
+    return ms
+
+
+def unrecord(ctx, key: str, value: float) -> None:
+    conn = ctx.connection
+    ctx.broker.quotas.unrecord(key, user_name(conn.principal), ctx.client_id or "", value, time.monotonic())
+
+
+def entity_from_components(components: list[tuple[str, str | None]]) -> Entity:
+    """AlterClientQuotas' entity (``[(type, name or None for the default)]``) -> (user, client id)."""
+    user = client = None
+    for kind, name in components:
+        if kind == USER:
+            user = DEFAULT if name is None else name
+        elif kind == CLIENT_ID:
+            client = DEFAULT if name is None else name
+    return user, client
+
+
+def entity_components(entity: Entity) -> list[dict]:
+    user, client = entity
+    found = []
+    if user is not None:
+        found.append({"entity_type": USER, "entity_name": None if user == DEFAULT else user})
+    if client is not None:
+        found.append({"entity_type": CLIENT_ID, "entity_name": None if client == DEFAULT else client})
+    return found

@@ -1,0 +1,151 @@
+"""Client quotas on a real broker: set and described with AlterClientQuotas / DescribeClientQuotas (over
+kbroker's client: neither kafka-python nor confluent-kafka has these admin calls), kept across a restart, and
+enforced: a producer throttled to 1 MiB/s stays within 10 % of it over 20 s while another producer, without a
+quota, runs at the speed it has alone; a consumer over its fetch quota is slowed, not refused."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from client.connection import KafkaConnection
+from protocol.errors import ErrorCode
+from tests.brokerproc import BrokerProcess
+
+pytestmark = pytest.mark.timeout(240)
+
+DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
+QUOTA = 1024 * 1024
+VALUE = b"x" * 10_000
+
+
+async def _request(broker, api_key: int, body: dict):
+    conn = await KafkaConnection.open("127.0.0.1", broker.port)
+    try:
+        return await conn.request(api_key, 1, body)
+    finally:
+        await conn.close()
+
+
+def alter(broker, entity: list[tuple[str, str | None]], key: str, value: float | None):
+    body = {"entries": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                         "ops": [{"key": key, "value": value or 0.0, "remove": value is None}]}],
+            "validate_only": False}
+    return asyncio.run(_request(broker, ALTER_CLIENT_QUOTAS, body)).entries[0]
+
+
+def describe(broker, entity_type: str, match: str | None):
+    body = {"components": [{"entity_type": entity_type, "match_type": 0 if match else 1, "match": match}],
+            "strict": False}
+    return asyncio.run(_request(broker, DESCRIBE_CLIENT_QUOTAS, body))
+
+
+def create_topic(broker, name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+
+
+class Pump(threading.Thread):
+    """A confluent-kafka producer sending 10 kB records as fast as the broker takes them; counts acked bytes."""
+
+    def __init__(self, broker, topic: str, client_id: str) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": client_id, "linger.ms": 5,
+                                  "queue.buffering.max.kbytes": 4096, "acks": 1})
+        self.topic = topic
+        self.acked: list[tuple[float, int]] = []
+        self.stopping = threading.Event()
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.acked.append((time.monotonic(), len(msg.value())))
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.producer.produce(self.topic, VALUE, on_delivery=self._delivered)
+            except BufferError:
+                self.producer.poll(0.05)
+            self.producer.poll(0)
+        self.producer.flush(30)
+
+    def rate(self, start: float, end: float) -> float:
+        return sum(n for t, n in self.acked if start <= t < end) / (end - start)
+
+
+def test_a_throttled_producer_keeps_to_its_quota_and_the_other_is_unaffected(tmp_path, topic_name):
+    broker = BrokerProcess(str(tmp_path / "data"))
+    broker.start()
+    try:
+        create_topic(broker, topic_name)
+        assert alter(broker, [("client-id", "slow")], "producer_byte_rate", QUOTA).error_code == 0
+        fast = Pump(broker, topic_name, "fast")
+        fast.start()
+        time.sleep(1)
+        alone_from = time.monotonic()
+        time.sleep(5)
+        alone = fast.rate(alone_from, time.monotonic())
+        slow = Pump(broker, topic_name, "slow")
+        slow.start()
+        start = time.monotonic()
+        time.sleep(20)
+        end = time.monotonic()
+        for pump in (slow, fast):
+            pump.stopping.set()
+        for pump in (slow, fast):
+            pump.join(60)
+        throttled = slow.rate(start, end)
+        together = fast.rate(start, end)
+        print(f"quota {QUOTA} B/s: throttled {throttled:.0f} B/s; unthrottled {together:.0f} B/s "
+              f"(alone {alone:.0f} B/s)")
+        assert 0.9 * QUOTA <= throttled <= 1.1 * QUOTA
+        assert together >= 0.7 * alone and together > 10 * QUOTA
+    finally:
+        assert broker.stop() == 0
+    assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()
+
+
+def test_quotas_are_described_kept_across_a_restart_and_slow_a_consumer(tmp_path, topic_name):
+    # A 2 s measuring window (3 samples of 1 s), so that 3 MB are enough to show the fetch quota
+    broker = BrokerProcess(str(tmp_path / "data"), {"quota.window.num": "3"})
+    broker.start()
+    try:
+        create_topic(broker, topic_name)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for _ in range(300):   # 3 MB
+            producer.produce(topic_name, VALUE)
+        assert producer.flush(30) == 0
+        assert alter(broker, [("user", None)], "consumer_byte_rate", QUOTA).error_code == 0
+        assert alter(broker, [("user", "alice"), ("client-id", "c")], "request_percentage", 50).error_code == 0
+        bad = alter(broker, [("client-id", "c")], "producer_byte_rate", -5)
+        assert bad.error_code == ErrorCode.INVALID_REQUEST and "positive" in bad.error_message
+        broker.stop()
+        broker.start()
+        found = describe(broker, "user", None)   # the default user's entity
+        assert found.error_code == 0
+        assert [(e.entity[0].entity_name, [(v.key, v.value) for v in e["values"]]) for e in found.entries] == \
+            [(None, [("consumer_byte_rate", QUOTA)])]
+        assert [e["values"][0].key for e in describe(broker, "user", "alice").entries] == ["request_percentage"]
+        # Every user gets 1 MiB/s of fetch: 3 MB take the consumer about 3 s, and it gets them all.
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{topic_name}-g",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic_name])
+        got, began = 0, time.monotonic()
+        while got < 300 and time.monotonic() - began < 60:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got += 1
+        took = time.monotonic() - began
+        consumer.close()
+        assert got == 300
+        assert took >= 2.0, took
+        assert alter(broker, [("user", None)], "consumer_byte_rate", None).error_code == 0
+        assert describe(broker, "user", None).entries == []
+    finally:
+        assert broker.stop() == 0
+    assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, loadgen, replication, spark, transactions
+from bench import brokers, groups, loadgen, replication, security, spark, transactions
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -142,7 +142,8 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the default record counts")
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
-    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark"],
+    parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark",
+                                            "security"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
@@ -156,7 +157,7 @@ def main() -> int:
     rows, notes, spark_rows = [], {}, []
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
-            if args.only and name not in args.only or args.suite == "replication" or (
+            if args.only and name not in args.only or args.suite in ("replication", "security") or (
                     args.suite == "spark" and name != "kbroker"):
                 continue
             print(f"{name}:", flush=True)
@@ -179,15 +180,31 @@ def main() -> int:
         result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
     if spark_rows:
         result += "\n\n## Spark\n\n" + spark.table(spark_rows, args.scale)
+    if args.suite in ("all", "security") and (not args.only or "kbroker" in args.only):
+        print("kbroker, PLAINTEXT and SASL_SSL listeners:", flush=True)
+        with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
+            result += "\n\n## Security\n\n" + security.table(
+                security.measure(tmp, create_topic, delete_topic, _one, args.scale)) + SECURITY_NOTE
     print(result)
     if not args.no_write:
         if args.suite == "replication":
             splice(result, "Replication", "replication")
         elif args.suite == "spark":
             splice(result, "Spark", "spark")
+        elif args.suite == "security":
+            splice(result, "Security", "security")
         else:
             write_doc(result, args)
     return 0
+
+
+SECURITY_NOTE = """
+
+One broker with both listeners; the same 1 KiB records through each. Over SASL_SSL every byte is encrypted
+and decrypted by Python's `ssl` (OpenSSL, AES-GCM) on the broker's event loop, and a fetch can no longer be
+answered with `sendfile` from the page cache: the records are read into memory and written through the TLS
+transport. SASL itself costs one exchange per connection (and per `connections.max.reauth.ms`), nothing per
+request."""
 
 
 def write_doc(result: str, args) -> None:

@@ -45,7 +45,8 @@ class RequestContext:
         if authorizer is None:
             return True
         conn = self.connection
-        return authorizer.authorize(conn.principal, conn.ip, operation, resource_type, name, log_denied)
+        return authorizer.authorize(conn.principal, conn.ip, operation, resource_type, name,
+                                    self.log if log_denied else None)
 
     def cluster_authorized(self, operation: int, log_denied: bool = True) -> bool:
         return self.authorized(operation, CLUSTER, CLUSTER_NAME, log_denied)

@@ -34,6 +34,7 @@ DEFAULT = "<default>"
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 QUOTA_KEYS = (PRODUCE, FETCH, REQUEST)
 USER, CLIENT_ID = "user", "client-id"
+MAX_IDLE_CHECK = 1000   # usage entries kept before idle ones are looked for
 
 Entity = tuple  # (user or DEFAULT or None, client id or DEFAULT or None)
 
@@ -117,6 +118,8 @@ class QuotaManager:
             bound = bound * 10.0   # percent of one thread: 100 % = 1000 ms of work per second
         sensor = self._sensors.get(usage_key)
         if sensor is None:
+            if len(self._sensors) >= MAX_IDLE_CHECK:
+                self._drop_idle(now)
             sensor = self._sensors[usage_key] = _Sensor(self.samples, self.window_s)
         sensor.record(value, now)
         if bound <= 0:
@@ -126,6 +129,14 @@ class QuotaManager:
             return 0
         throttle_s = total / bound - window
         return int(math.ceil(min(throttle_s, self.samples * self.window_s) * 1000))
+
+    def _drop_idle(self, now: float) -> None:
+        """Forget the usage of clients idle for a whole window (Kafka expires idle quota sensors too), so that
+        many short-lived client ids do not pile up."""
+        for key, sensor in list(self._sensors.items()):
+            sensor._purge(now)
+            if not sensor.buckets:
+                del self._sensors[key]
 
     def unrecord(self, key: str, user: str, client_id: str, value: float, now: float) -> None:
         """Take back a recorded value (a throttled fetch whose data is not sent)."""

@@ -175,3 +175,7 @@ class ClusterAcls:
             self.authorizer.replace(*resource, acls)
             log.info("acls_changed", resource=f"{RESOURCE_TYPES[resource[0]]}:{PATTERN_TYPES[resource[1]]}:"
                                               f"{resource[2]}", count=len(acls))
+        for ptype, path in CHANGES.items():
+            names = sorted(name for p, name in self._seen if p == ptype)
+            gone = await self.member.zk_call(self.member.zk.purge_notifications, path, names)
+            self._seen -= {(ptype, name) for name in gone}

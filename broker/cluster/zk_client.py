@@ -38,6 +38,7 @@ from broker.quotas import QUOTA_KEYS
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
                     "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification")
 PRODUCER_ID_BLOCK_SIZE = 1000
+NOTIFICATION_EXPIRY_S = 15 * 60   # Kafka's changeExpirationMs
 
 
 def _json(data: bytes | None):
@@ -337,6 +338,23 @@ class KafkaZkClient:
 
     def config_changes(self, watch=None) -> list[str]:
         return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))
+
+    def purge_notifications(self, parent: str, names, max_age_s: float = NOTIFICATION_EXPIRY_S) -> set[str]:
+        """Delete the change notifications under ``parent`` older than ``max_age_s``, as Kafka's brokers do
+        after 15 minutes (every broker has applied them by then); returns the names no longer there."""
+        now_ms = time.time() * 1000
+        gone = set()
+        for name in names:
+            path = self.path(f"{parent}/{name}")
+            try:
+                _, stat = self.zk.get(path)
+                if now_ms - stat.ctime < max_age_s * 1000:
+                    continue
+                self.zk.delete(path)
+            except NoNodeError:
+                pass
+            gone.add(name)
+        return gone
 
     def config_change(self, name: str) -> str | None:
         try:

@@ -125,23 +125,30 @@ class ZkTopicStore:
                 continue
             self._changes_seen.add(change)
             entity = await self.member.zk_call(zk.config_change, change)
-            if entity and entity.startswith(("users/", "clients/")):
-                parts = entity.split("/")
-                if parts[0] == "clients":
-                    await self._reload_quota((None, parts[1]))
-                elif len(parts) == 4:   # users/<user>/clients/<client>
-                    await self._reload_quota((parts[1], parts[3]))
-                else:
-                    await self._reload_user(parts[1])
-                    await self._reload_quota((parts[1], None))
-                    log.info("user_credentials_changed", user=parts[1])
-                continue
-            if not entity or not entity.startswith("topics/"):
-                continue
+            if entity:
+                await self._apply_config_change(entity)
+        self._changes_seen -= await self.member.zk_call(zk.purge_notifications, "/config/changes",
+                                                        sorted(self._changes_seen))
+
+    async def _apply_config_change(self, entity: str) -> None:
+        """Reload what ``entity`` (a notification's ``entity_path``) names: a user, a quota entity, a topic."""
+        zk = self.member.zk
+        if entity.startswith(("users/", "clients/")):
+            parts = entity.split("/")
+            if parts[0] == "clients":
+                await self._reload_quota((None, parts[1]))
+            elif len(parts) == 4:   # users/<user>/clients/<client>
+                await self._reload_quota((parts[1], parts[3]))
+            else:
+                await self._reload_user(parts[1])
+                await self._reload_quota((parts[1], None))
+                log.info("user_credentials_changed", user=parts[1])
+            return
+        if entity.startswith("topics/"):
             topic = entity.split("/", 1)[1]
             meta = self.topics.get(topic)
             if meta is None:
-                continue
+                return
             meta.configs = await self.member.zk_call(zk.topic_config, topic)
             broker = self.member.broker
             config = broker.topic_config(topic)

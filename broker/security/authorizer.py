@@ -78,7 +78,9 @@ class Authorizer:
 
     # ------------------------------------------------------------------ decisions
     def authorize(self, principal: str | None, host: str, operation: int, resource_type: int, name: str,
-                  log_denied: bool = True) -> bool:
+                  denials=log) -> bool:
+        """``denials``: the logger a refusal is logged to (a request's, bound to its peer, API and principal),
+        or None where a refusal is not the answer (a fallback follows, or a listing filters)."""
         if principal in self.super_users:
             return True
         by_pattern = self._acls.get(resource_type)
@@ -98,14 +100,14 @@ class Authorizer:
             for acl in acls:
                 result = _result(acl, principal, host, operation)
                 if result == DENY:
-                    if log_denied:
-                        self._denied(principal, host, operation, resource_type, name, acl)
+                    if denials is not None:
+                        _denied(denials, principal, host, operation, resource_type, name, acl)
                     return False
                 allowed = allowed or result == ALLOW
         if allowed or (not applying and self.allow_if_no_acl):
             return True
-        if log_denied:
-            self._denied(principal, host, operation, resource_type, name, None)
+        if denials is not None:
+            _denied(denials, principal, host, operation, resource_type, name, None)
         return False
 
     def authorize_any(self, principal: str | None, host: str, operation: int, resource_type: int) -> bool:
@@ -142,10 +144,12 @@ class Authorizer:
             return True
         return False
 
-    def _denied(self, principal, host, operation, resource_type, name, acl) -> None:
-        log.info("authorization_denied", principal=principal, host=host, operation=OPERATIONS.get(operation),
-                 resource=f"{RESOURCE_TYPES.get(resource_type)}:{name}",
-                 rule=acl.describe() if acl is not None else "no matching ALLOW")
+
+
+def _denied(logger, principal, host, operation, resource_type, name, acl) -> None:
+    logger.info("authorization_denied", principal=principal, host=host, operation=OPERATIONS.get(operation),
+                resource=f"{RESOURCE_TYPES.get(resource_type)}:{name}",
+                rule=acl.describe() if acl is not None else "no matching ALLOW")
 
 
 def _result(acl: AclBinding, principal: str | None, host: str, operation: int) -> int | None:

@@ -13,7 +13,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import TopicAuthorizationFailedError as AioTopicAuthorizationFailed
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    NewTopic, ResourcePatternType, ResourceType)
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern,
@@ -139,7 +139,8 @@ def test_a_group_consumer_needs_read_on_topic_and_group(acl_broker, topic_name):
     assert producer.flush(30) == 0
     group = f"{topic_name}-group"
 
-    def consume(expect_error: int | None) -> list[bytes]:
+    def consume(expect_error: int | None) -> list[bytes] | str:
+        """The records bob's group consumer gets, or "refused" once ``expect_error`` comes."""
         consumer = Consumer({"bootstrap.servers": acl_broker.bootstrap, "group.id": group,
                              "auto.offset.reset": "earliest", **confluent("bob")})
         consumer.subscribe([topic_name])
@@ -153,7 +154,7 @@ def test_a_group_consumer_needs_read_on_topic_and_group(acl_broker, topic_name):
                     continue
                 if msg.error():
                     if expect_error is not None and msg.error().code() == expect_error:
-                        return got
+                        return "refused"
                     continue
                 got.append(msg.value())
             consumer.commit(asynchronous=False)
@@ -162,7 +163,7 @@ def test_a_group_consumer_needs_read_on_topic_and_group(acl_broker, topic_name):
             consumer.close()
 
     grant(acl_broker, allow("User:bob", ResourceType.TOPIC, topic_name, AclOperation.READ))
-    assert consume(KafkaError.GROUP_AUTHORIZATION_FAILED) == []
+    assert consume(KafkaError.GROUP_AUTHORIZATION_FAILED) == "refused"
     grant(acl_broker, allow("User:bob", ResourceType.GROUP, topic_name, AclOperation.READ,
                             ResourcePatternType.PREFIXED))
     assert sorted(consume(None)) == sorted(b"r%d" % i for i in range(10))
@@ -170,6 +171,12 @@ def test_a_group_consumer_needs_read_on_topic_and_group(acl_broker, topic_name):
     offsets = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
     committed = offsets[group].result(30).topic_partitions
     assert [tp.offset for tp in committed] == [10]
+    # Removed through librdkafka's admin API: the very next join is refused again.
+    deleted = client.delete_acls([AclBindingFilter(ResourceType.GROUP, topic_name, ResourcePatternType.PREFIXED,
+                                                   "User:bob", None, AclOperation.ANY, AclPermissionType.ANY)])
+    assert [(b.name, b.operation) for f in deleted.values() for b in f.result(30)] == [(topic_name,
+                                                                                       AclOperation.READ)]
+    assert consume(KafkaError.GROUP_AUTHORIZATION_FAILED) == "refused"
 
 
 def test_transactions_need_write_on_the_transactional_id(acl_broker, topic_name):
@@ -188,8 +195,18 @@ def test_transactions_need_write_on_the_transactional_id(acl_broker, topic_name)
     for i in range(5):
         producer.produce(topic_name, b"t%d" % i)
     producer.commit_transaction(30)
-    end = admin(acl_broker).list_topics(topic_name, timeout=10)
-    assert end.topics[topic_name].error is None
+    reader = Consumer({"bootstrap.servers": acl_broker.bootstrap, "group.id": f"{txn_id}-reader",
+                       "isolation.level": "read_committed", "auto.offset.reset": "earliest", **confluent("admin")})
+    reader.subscribe([topic_name])
+    got = []
+    for _ in range(40):
+        msg = reader.poll(0.5)
+        if msg is not None and not msg.error():
+            got.append(msg.value())
+        if len(got) == 5:
+            break
+    reader.close()
+    assert got == [b"t%d" % i for i in range(5)]
 
 
 def test_idempotence_needs_write_somewhere_and_aiokafka_is_refused_elsewhere(acl_broker, topic_name):

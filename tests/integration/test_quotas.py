@@ -146,6 +146,24 @@ def test_quotas_are_described_kept_across_a_restart_and_slow_a_consumer(tmp_path
         assert took >= 2.0, took
         assert alter(broker, [("user", None)], "consumer_byte_rate", None).error_code == 0
         assert describe(broker, "user", None).entries == []
+        # A request-time quota: a client id allowed 0.1 % of a thread (1 ms a second) asking Metadata in a loop
+        # is told to wait, and its connection goes on serving it.
+        assert alter(broker, [("client-id", "busy")], "request_percentage", 0.1).error_code == 0
+
+        async def busy() -> list[int]:
+            conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="busy")
+            throttles: list[int] = []
+            try:
+                while len(throttles) < 100 and sum(t > 0 for t in throttles) < 2:   # served after a throttle too
+                    answer = await conn.request(3, 9, {"topics": None, "allow_auto_topic_creation": False,
+                                                       "include_topic_authorized_operations": False})
+                    assert answer.brokers
+                    throttles.append(answer.throttle_time_ms)
+                return throttles
+            finally:
+                await conn.close()
+        throttles = asyncio.run(busy())
+        assert throttles[0] == 0 and sum(t > 0 for t in throttles) == 2, throttles
     finally:
         assert broker.stop() == 0
     assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, loadgen, replication, security, spark, transactions
+from bench import brokers, groups, loadgen, replication, requests, security, spark, transactions
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -143,7 +143,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
     parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark",
-                                            "security"],
+                                            "security", "requests"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
@@ -157,7 +157,7 @@ def main() -> int:
     rows, notes, spark_rows = [], {}, []
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
-            if args.only and name not in args.only or args.suite in ("replication", "security") or (
+            if args.only and name not in args.only or args.suite in ("replication", "security", "requests") or (
                     args.suite == "spark" and name != "kbroker"):
                 continue
             print(f"{name}:", flush=True)
@@ -180,6 +180,9 @@ def main() -> int:
         result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
     if spark_rows:
         result += "\n\n## Spark\n\n" + spark.table(spark_rows, args.scale)
+    if args.suite in ("all", "requests") and (not args.only or "kbroker" in args.only):
+        print("kbroker, one request after another on one connection:", flush=True)
+        result += "\n\n## Small requests\n\n" + requests.table(requests.measure()) + REQUESTS_NOTE
     if args.suite in ("all", "security") and (not args.only or "kbroker" in args.only):
         print("kbroker, PLAINTEXT and SASL_SSL listeners:", flush=True)
         with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
@@ -191,11 +194,21 @@ def main() -> int:
             splice(result, "Replication", "replication")
         elif args.suite == "spark":
             splice(result, "Spark", "spark")
+        elif args.suite == "requests":
+            splice(result, "Small requests", "requests")
         elif args.suite == "security":
             splice(result, "Security", "security")
         else:
             write_doc(result, args)
     return 0
+
+
+REQUESTS_NOTE = """
+
+One kbroker; one connection sends a request, reads the answer, sends the next, for 5 s per row
+(`bench/requests.py`: frames encoded once, so the client costs a socket write and read). Requests/s is
+bounded by the round trip through both processes on two cores; broker CPU per request is the broker's own
+cost. The profile names the broker functions with the most samples, callers included."""
 
 
 SECURITY_NOTE = """

@@ -51,28 +51,36 @@ def create_topic(broker, name: str) -> None:
 
 
 class Pump(threading.Thread):
-    """A confluent-kafka producer sending 10 kB records as fast as the broker takes them; counts acked bytes."""
+    """A confluent-kafka producer sending 10 kB records as fast as the broker takes them (or at ``pace`` bytes/s);
+    counts acked bytes."""
 
-    def __init__(self, broker, topic: str, client_id: str) -> None:
+    def __init__(self, broker, topic: str, client_id: str, pace: float | None = None) -> None:
         super().__init__(daemon=True)
         self.producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": client_id, "linger.ms": 5,
                                   "queue.buffering.max.kbytes": 4096, "acks": 1})
         self.topic = topic
         self.acked: list[tuple[float, int]] = []
         self.stopping = threading.Event()
+        self.pace = pace
 
     def _delivered(self, err, msg) -> None:
         if err is None:
             self.acked.append((time.monotonic(), len(msg.value())))
 
     def run(self) -> None:
+        started, produced = time.monotonic(), 0
         while not self.stopping.is_set():
+            if self.pace and produced > self.pace * (time.monotonic() - started):
+                self.producer.poll(0.005)
+                continue
+            produced += len(VALUE)
             try:
                 self.producer.produce(self.topic, VALUE, on_delivery=self._delivered)
             except BufferError:
                 self.producer.poll(0.05)
             self.producer.poll(0)
         self.producer.flush(30)
+        self.producer = None   # (destroyed now, not after the broker is gone and it has retried for a while)
 
     def rate(self, start: float, end: float) -> float:
         return sum(n for t, n in self.acked if start <= t < end) / (end - start)
@@ -84,7 +92,9 @@ def test_a_throttled_producer_keeps_to_its_quota_and_the_other_is_unaffected(tmp
     try:
         create_topic(broker, topic_name)
         assert alter(broker, [("client-id", "slow")], "producer_byte_rate", QUOTA).error_code == 0
-        fast = Pump(broker, topic_name, "fast")
+        # The other producer is paced at 20 MB/s, so that its rate measures the broker's service to it and not
+        # how two producers and a broker share two cores at full speed.
+        fast = Pump(broker, topic_name, "fast", pace=20 * QUOTA)
         fast.start()
         time.sleep(1)
         alone_from = time.monotonic()
@@ -92,6 +102,7 @@ def test_a_throttled_producer_keeps_to_its_quota_and_the_other_is_unaffected(tmp
         alone = fast.rate(alone_from, time.monotonic())
         slow = Pump(broker, topic_name, "slow")
         slow.start()
+        time.sleep(2)   # past its first second, which a new client may use at once before it is throttled
         start = time.monotonic()
         time.sleep(20)
         end = time.monotonic()
@@ -104,7 +115,7 @@ def test_a_throttled_producer_keeps_to_its_quota_and_the_other_is_unaffected(tmp
         print(f"quota {QUOTA} B/s: throttled {throttled:.0f} B/s; unthrottled {together:.0f} B/s "
               f"(alone {alone:.0f} B/s)")
         assert 0.9 * QUOTA <= throttled <= 1.1 * QUOTA
-        assert together >= 0.7 * alone and together > 10 * QUOTA
+        assert together >= 0.9 * alone and alone >= 0.9 * 20 * QUOTA
     finally:
         assert broker.stop() == 0
     assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()

@@ -84,7 +84,8 @@ async def _prepare(port: int) -> dict[str, list[bytes]]:
                                              "include_topic_authorized_operations": False})],
         "Produce 1 record acks=1": [_produce(1, batch)],
         "Produce 1 record acks=all": [_produce(-1, batch)],
-        "OffsetCommit (1 partition)": [frame(8, 8, {"group_id": GROUP, "generation_id_or_member_epoch": -1,
+        # (a group of its own: a standalone commit, as a consumer with manual assignment makes, needs no member)
+        "OffsetCommit (1 partition)": [frame(8, 8, {"group_id": GROUP + "-commits", "generation_id_or_member_epoch": -1,
                                                     "member_id": "", "group_instance_id": None,
                                                     "topics": [{"name": TOPIC, "partitions": [
                                                         {"partition_index": 0, "committed_offset": 1,
@@ -156,7 +157,8 @@ def top_frames(path: str, count: int = 4) -> str:
         for name in names:
             inclusive[name] += int(n)
     skip = {"<module>", "_run_module_as_main", "_run_code", "main", "run", "serve", "Runner.run", "_run_once",
-            "Connection.run", "Connection._dispatch", "_run", "run_until_complete", "run_forever"}
+            "Connection.run", "Connection._dispatch", "_run", "run_until_complete", "run_forever", "_serve",
+            "Broker.serve", "Task.__step", "Handle._run"}
     busy = [(name, n) for name, n in inclusive.most_common(40) if name not in skip]
     return ", ".join(f"{name} {n / max(total, 1):.0%}" for name, n in busy[:count])
 

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from construct import StreamError
 
 from protocol.types import FileRegion
+from protocol.types import encode_uvarint as _uvenc
 
 _FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
           "float64": "d", "bool": "?", "uuid": "16s"}
@@ -53,18 +54,6 @@ def _uv(mv, pos: int, end: int) -> tuple[int, int]:
             raise StreamError("varint too long")
 
 
-def _uvenc(value: int) -> bytes:
-    if 0 <= value < 0x80:
-        return _BYTE[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_BYTE = [bytes((i,)) for i in range(128)]
 
 
 def _short(what: str):
@@ -105,20 +94,24 @@ def _decode_length(src: _Source, out: list[str], ind: str, var: str, compact: bo
         out.append(f"{ind}pos += {4 if wide else 2}")
 
 
+def _decode_prefix(src: _Source, out: list[str], ind: str, target: str, what: str, nullable: bool, compact: bool,
+                   wide: bool) -> str:
+    """A length prefix and its null case; leaves an open ``else:`` block (indented ``ind + 4``) for the rest."""
+    n = src.name("n")
+    _decode_length(src, out, ind, n, compact, wide)
+    out.append(f"{ind}if {n} < 0:")
+    out.append(f"{ind}    {target} = None" if nullable else f"{ind}    raise StreamError('null in non-nullable {what}')")
+    out.append(f"{ind}else:")
+    return n
+
+
 def _decode_value(src: _Source, out: list[str], ind: str, target: str, f, version: int, flexible: bool,
                   element: bool = False) -> None:
     """Lines that decode field ``f`` (or, with ``element``, one element of its array) into ``target``."""
     nullable = (not element) and f.nullable is not None and version in f.nullable
     type_ = f.element if element else f.type
     if not element and f.is_array:
-        n = src.name("n")
-        _decode_length(src, out, ind, n, flexible, True)
-        out.append(f"{ind}if {n} < 0:")
-        if nullable:
-            out.append(f"{ind}    {target} = None")
-        else:
-            out.append(f"{ind}    raise StreamError('null in non-nullable array {f.name}')")
-        out.append(f"{ind}else:")
+        n = _decode_prefix(src, out, ind, target, f"array {f.name}", nullable, flexible, True)
         out.append(f"{ind}    if {n} > end - pos:")
         out.append(f"{ind}        raise StreamError('array of %d longer than the frame {f.name}' % {n})")
         if not f.is_struct and f.element in _FIXED and f.element != "uuid":
@@ -145,14 +138,7 @@ def _decode_value(src: _Source, out: list[str], ind: str, target: str, f, versio
         out.append(f"{ind}pos += {s}.size")
         return
     if type_ in ("string", "bytes", "records"):
-        n = src.name("n")
-        _decode_length(src, out, ind, n, flexible, type_ != "string")
-        out.append(f"{ind}if {n} < 0:")
-        if nullable:
-            out.append(f"{ind}    {target} = None")
-        else:
-            out.append(f"{ind}    raise StreamError('null in non-nullable {f.name}')")
-        out.append(f"{ind}else:")
+        n = _decode_prefix(src, out, ind, target, f.name, nullable, flexible, type_ != "string")
         out.append(f"{ind}    if pos + {n} > end:")
         out.append(f"{ind}        _short('{f.name}')")
         if type_ == "string":

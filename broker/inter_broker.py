@@ -82,7 +82,7 @@ class InterBrokerChannel:
             if remaining:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
-        log.info("txn_markers_written", producer_id=marker.producer_id, commit=marker.commit,
+        log.debug("txn_markers_written", producer_id=marker.producer_id, commit=marker.commit,
                  partitions=len(marker.partitions))
 
     async def _send_markers(self, leader: int, marker: Marker, partitions: list[tuple[str, int]]

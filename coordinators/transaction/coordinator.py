@@ -237,7 +237,7 @@ class TransactionCoordinator:
         if error:
             return error
         self.scheduler.cancel(("txn-timeout", meta.transactional_id))
-        log.info("transaction_prepared", transactional_id=meta.transactional_id, commit=commit,
+        log.debug("transaction_prepared", transactional_id=meta.transactional_id, commit=commit,
                  partitions=len(meta.partitions))
         self._start_completion(meta)
         return ErrorCode.NONE
@@ -265,7 +265,7 @@ class TransactionCoordinator:
                 break
             log.warning("transaction_complete_retry", transactional_id=meta.transactional_id, error=error.name)
             await asyncio.sleep(0.1)
-        log.info("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
+        log.debug("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
 
     def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)

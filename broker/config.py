@@ -104,6 +104,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "sasl.jaas.config": (str, None),
     "sasl.server.max.receive.size": (int, 524288),
     "connections.max.reauth.ms": (int, 0),
+    # Prometheus metrics (broker/metrics/): GET /metrics on this port; -1 (the default) serves none
+    "metrics.port": (int, -1),
+    "metrics.host": (str, "127.0.0.1"),
     # client quotas (broker/quotas.py): usage is a rate over quota.window.num samples of this many seconds
     "quota.window.num": (int, 11),
     "quota.window.size.seconds": (int, 1),

@@ -91,6 +91,7 @@ class Connection:
         self.ip = peer[0] if peer else "?"
         self.last_active = time.monotonic()   # a request read or a response sent (connections.max.idle.ms)
         self.muted_until = 0.0   # over a quota: no request is read before this (monotonic) time
+        self.timed = broker.config["metrics.port"] >= 0   # request phases recorded for the metrics
 
     def throttle(self, ms: int) -> None:
         """Read nothing more from this client for ``ms`` (its quota's throttle time), as Kafka mutes a channel."""
@@ -120,7 +121,7 @@ class Connection:
                     break
                 self.last_active = time.monotonic()
                 try:
-                    await self._dispatch(frame)
+                    await self._dispatch(frame, time.perf_counter() if self.timed else 0.0)
                 except CloseConnection as close:
                     answer_pending = close.after_responses
                     break
@@ -149,7 +150,7 @@ class Connection:
             if item is not None and isinstance(item[3], asyncio.Future):
                 item[3].cancel()
 
-    async def _dispatch(self, frame: bytes) -> None:
+    async def _dispatch(self, frame: bytes, read_at: float) -> None:
         if self.broker.cluster is not None:
             self.broker.cluster.check_paused()   # a broker paused past its session leads nothing any more
         if self.sasl is not None and self.sasl.raw_tokens:
@@ -175,7 +176,7 @@ class Connection:
             if api_key == API_VERSIONS_KEY:  # KIP-511: answer with a v0 body naming what we support
                 self.log.info("unsupported_api_versions_version", api_version=api_version)
                 body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_versions_list()}
-                await self.responses.put((correlation_id, api_key, 0, body))
+                await self.responses.put((correlation_id, api_key, 0, body, None))
                 return
             self.log.warning("unsupported_version", api=handler.name, api_version=api_version)
             raise CloseConnection
@@ -193,7 +194,7 @@ class Connection:
                                            client_id=header.client_id), self.peer, self.listener, self)
         ctx.log.debug("request_received")
         metered = self.broker.quotas.enabled and api_key not in EXEMPT_APIS
-        started = time.perf_counter() if metered else 0.0
+        started = time.perf_counter() if metered or self.timed else 0.0
         try:
             result = handler.handle(ctx, request)
             if asyncio.iscoroutine(result):
@@ -203,6 +204,8 @@ class Connection:
         except Exception:
             ctx.log.exception("handler_failed")
             raise CloseConnection from None
+        # (api, version, read, handler started, handler done): the request's phases for the metrics
+        timing = (handler.name, api_version, read_at, started, time.perf_counter()) if self.timed else None
         if metered:
             throttle = throttle_for(ctx, REQUEST, (time.perf_counter() - started) * 1000)
             if throttle and isinstance(result, dict) and "throttle_time_ms" in result:
@@ -213,7 +216,7 @@ class Connection:
             raise CloseConnection(after_responses=True)
         if self.sasl is not None and self.sasl.state is not State.AUTHENTICATED:
             if self.sasl.state is State.FAILED:   # answered with the error, then closed, as Kafka does
-                await self.responses.put((correlation_id, api_key, api_version, result))
+                await self.responses.put((correlation_id, api_key, api_version, result, None))
                 raise CloseConnection(after_responses=True)
         if not self._writer_busy and self.responses.empty() and not isinstance(result, asyncio.Future):
             # Nothing is ahead of this response: send it now and skip the hand-off to the writer task.
@@ -225,8 +228,10 @@ class Connection:
             except Exception:
                 ctx.log.exception("response_failed")
                 raise CloseConnection from None
+            if timing is not None:
+                self.broker.metrics.request_done(*timing, timing[4], time.perf_counter())
             return
-        await self.responses.put((correlation_id, api_key, api_version, result))
+        await self.responses.put((correlation_id, api_key, api_version, result, timing))
 
     def authenticated(self) -> None:
         """The SASL session completed (first time or again): the connection now acts as its principal."""
@@ -248,7 +253,7 @@ class Connection:
             raise CloseConnection from None
         if self.sasl.state is State.AUTHENTICATED:
             self.authenticated()
-        await self.responses.put((None, None, None, answer))
+        await self.responses.put((None, None, None, answer, None))
 
     async def _write_responses(self) -> None:
         """Write responses in request order. Any failure closes the connection: the client
@@ -257,13 +262,16 @@ class Connection:
             item = await self.responses.get()
             if item is None:
                 return
-            correlation_id, api_key, api_version, result = item
+            correlation_id, api_key, api_version, result, timing = item
             self._writer_busy = True
             try:
                 if isinstance(result, asyncio.Future):
                     result = await result
+                ready = time.perf_counter() if timing is not None else 0.0
                 await self._send(correlation_id, api_key, api_version, result)
                 self._writer_busy = False
+                if timing is not None:
+                    self.broker.metrics.request_done(*timing, ready, time.perf_counter())
             except (ConnectionError, asyncio.CancelledError):
                 self.stream.close()
                 self.stream.end_input()

@@ -70,6 +70,8 @@ class ReplicaManager:
         self.clock = clock
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetch_purgatory = Purgatory("fetch")
+        self.isr_shrinks = self.isr_expands = 0   # on partitions led here (metrics)
+        self.replication_bytes_in = 0             # appended as a follower (metrics)
         self.produce_purgatory = Purgatory("produce")
         # Set by the cluster member: called with (partition, replica_id) when a follower may rejoin the ISR.
         self.on_follower_caught_up = None
@@ -104,6 +106,8 @@ class ReplicaManager:
             partition = Partition(topic, index, self.log_manager.get_or_create(topic, index, config), -1, -1,
                                   broker_id=self.broker_id)
             self.partitions[tp] = partition
+        if state.leader == self.broker_id and partition.leader_id == self.broker_id:
+            self.count_isr_change(partition.isr, state.isr)
         partition.leader_id, partition.leader_epoch = state.leader, state.leader_epoch
         partition.replicas, partition.isr = list(state.replicas), list(state.isr)
         partition.partition_epoch, partition.topic_id = state.partition_epoch, topic_id
@@ -133,6 +137,13 @@ class ReplicaManager:
         else:
             partition.leader_id = -1
         self.high_watermark_moved(tp)
+
+    def count_isr_change(self, before, after) -> None:
+        """A led partition's committed ISR went from ``before`` to ``after``: a shrink or an expansion (metrics)."""
+        old, new = set(before), set(after)
+        if old:
+            self.isr_shrinks += new < old
+            self.isr_expands += new > old
 
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))

@@ -15,6 +15,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.connection import accept
 from broker.connection_limits import ConnectionLimits
+from broker.metrics.counters import BrokerCounters
 from broker.quotas import QuotaManager
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import ScramCredentialCache
@@ -58,6 +59,8 @@ class Broker:
             if config["authorizer.class.name"] else None
         if self.authorizer is not None and not config["zookeeper.connect"]:
             self.authorizer.load(self.metadata.acls)   # (a cluster's come from ZooKeeper: ClusterMember.start)
+        self.metrics = BrokerCounters()
+        self.metrics_server = None   # a MetricsServer once started with metrics.port
         self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"])
         if not config["zookeeper.connect"]:   # (a cluster's come from ZooKeeper: ClusterMember.start)
             for entity, values in self.metadata.quotas.items():
@@ -281,6 +284,7 @@ class Broker:
         self.log_manager.load_all(self.topic_config)
         if self.config["zookeeper.connect"]:
             await self._start_listeners()
+            await self._start_metrics()
             await self._start_cluster()
             self._start_periodic_tasks()
             log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints, cluster=True,
@@ -295,6 +299,7 @@ class Broker:
                 self.log_manager.delete(topic, index)
         self._load_group_coordinator()
         await self._start_listeners()
+        await self._start_metrics()
         self._start_periodic_tasks()
         # After the listeners: finishing a prepared transaction sends its markers to this broker's listener.
         self._load_transaction_coordinator()
@@ -326,6 +331,14 @@ class Broker:
             self.bound.append((bound_host, bound_port))
             adv_name, adv_host, adv_port = advertised[i] if i < len(advertised) else (name, host, port)
             self.endpoints.append((adv_name, adv_host or host or "127.0.0.1", adv_port or bound_port))
+
+    async def _start_metrics(self) -> None:
+        if self.config["metrics.port"] < 0:
+            return
+        from broker.metrics.http import MetricsServer
+
+        self.metrics_server = MetricsServer(self)
+        await self.metrics_server.start(self.config["metrics.host"], self.config["metrics.port"])
 
     def _start_periodic_tasks(self) -> None:
         self._tasks = [
@@ -406,6 +419,8 @@ class Broker:
                 log.warning("listener_close_timed_out", connections=len(self.connections))
         if self.cluster is not None:
             await self.cluster.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
         self.log_manager.shutdown()
         log.info("broker_stopped", broker_id=self.broker_id)
         self._stopped.set()

@@ -326,6 +326,7 @@ class ClusterMember:
             if current is not partition or partition.leader_epoch != leader_epoch:
                 return
             if error == ErrorCode.NONE:
+                rm.count_isr_change(partition.isr, result.isr)
                 partition.isr = list(result.isr)
                 partition.partition_epoch = result.partition_epoch
                 partition.maybe_increment_high_watermark()

@@ -76,16 +76,32 @@ def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
 def _metered(ctx, request, results) -> dict:
     """The response, unless the consumer is over its fetch quota: then an empty one carrying the throttle time
     (the data stays for its next fetch, and is not counted), as Kafka answers since KIP-219."""
-    if not ctx.broker.quotas.enabled or request.replica_id >= 0:
+    if request.replica_id >= 0:
+        ctx.broker.metrics.replication_bytes_out += sum(r.records.length for r in results if r.records is not None)
+        return _response(results)
+    if not ctx.broker.quotas.enabled:
+        _count(ctx, results)
         return _response(results)
     size = sum(r.records.length for r in results if r.records is not None)
     throttle = throttle_for(ctx, FETCH, size)
     if throttle:
         unrecord(ctx, FETCH, size)
         results = [dataclasses.replace(r, records=None) for r in results]
+    _count(ctx, results)
     response = _response(results)
     response["throttle_time_ms"] = throttle
     return response
+
+
+def _count(ctx, results) -> None:
+    topics = ctx.broker.metrics.topics
+    for r in results:
+        counted = topics[r.topic]
+        counted.fetch_requests += 1
+        if r.records is not None:
+            counted.bytes_out += r.records.length
+        if r.error:
+            counted.failed_fetch += 1
 
 
 def _wrap(future, respond):

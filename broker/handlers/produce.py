@@ -97,6 +97,7 @@ def _append_all(ctx, request, refused: dict):
     waiting = {}
     appended = []
     failed = False
+    topics_counted = ctx.broker.metrics.topics
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
@@ -110,7 +111,11 @@ def _append_all(ctx, request, refused: dict):
                 result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False)
                 result_error, info, message = result.error, result.info, result.message
             failed = failed or result_error != ErrorCode.NONE
+            counted = topics_counted[topic.name]
+            counted.produce_requests += 1
             if info is not None:
+                counted.bytes_in += len(pdata.records)
+                counted.messages_in += info.last_offset - info.first_offset + 1
                 appended.append((topic.name, pdata.index))
                 partitions.append({"index": pdata.index, "error_code": 0, "base_offset": info.first_offset,
                                    "log_append_time_ms": info.log_append_time,
@@ -118,6 +123,7 @@ def _append_all(ctx, request, refused: dict):
                 if acks == -1:
                     waiting[(topic.name, pdata.index)] = (info.last_offset + 1, partitions[-1])
             else:
+                counted.failed_produce += 1
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
                                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message})
         responses.append({"name": topic.name, "partition_responses": partitions})

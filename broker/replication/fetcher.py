@@ -136,6 +136,8 @@ class ReplicaFetcher:
                 try:
                     if error == ErrorCode.NONE:
                         self._apply(partition, p)
+                        if p.records:
+                            rm.replication_bytes_in += len(p.records)
                     elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                         self._out_of_range(partition, p)
                     else:

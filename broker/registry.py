@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    delete_records,
     alter_client_quotas,
     describe_client_quotas,
     create_acls,
@@ -92,7 +93,7 @@ HANDLERS: dict[int, Handler] = {
         leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,
         offset_for_leader_epoch, elect_leaders,
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
-        describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas,
+        describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas, delete_records,
     ])
 }
 

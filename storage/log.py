@@ -390,6 +390,18 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         self._close_deleted(now_ms)
         return len(deletable)
 
+    def advance_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords (or a follower taking its leader's): nothing below ``offset`` is readable any more, and
+        the segments wholly below it go. Never moves backwards or past the log end; returns the log start."""
+        offset = min(offset, self.log_end_offset)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        self.log_start_offset = offset
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            self._delete_segment(self.segments[0], reason="log start offset")
+        self.high_watermark = max(self.high_watermark, offset)
+        return offset
+
     def _delete_segment(self, segment: LogSegment, reason: str) -> None:
         """Unlink now, close later: a fetch response may still be sending from the open file."""
         self.segments.remove(segment)

@@ -158,6 +158,8 @@ class ReplicaFetcher:
         if p.records:
             plog.append_as_follower(p.records)
         plog.high_watermark = min(max(p.high_watermark, plog.high_watermark), plog.log_end_offset)
+        if p.log_start_offset > plog.log_start_offset:   # the leader deleted records (DeleteRecords, retention)
+            plog.advance_log_start_offset(p.log_start_offset)
 
     @staticmethod
     def _out_of_range(partition, p) -> None:

@@ -15,6 +15,7 @@ from protocol.messages import (  # noqa: F401  (imported for registration)
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_acls,
     describe_client_quotas,

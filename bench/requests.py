@@ -191,6 +191,28 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
     return rows
 
 
+EMBEDDED_START = """
+import time
+began = time.perf_counter()
+from broker.embedded import KBroker
+with KBroker() as first:
+    cold = time.perf_counter() - began
+warm = []
+for _ in range(5):
+    with KBroker() as b:
+        warm.append(b.start_seconds)
+print(cold * 1000, sorted(warm)[2] * 1000)
+"""
+
+
+def embedded_start() -> tuple[float, float]:
+    """(ms to import and start the first in-process broker of a fresh interpreter, median ms of later starts)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([os.path.join(root, ".venv", "bin", "python"), "-c", EMBEDDED_START], cwd=root,
+                         capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def table(rows: list[tuple[str, int, float, str]]) -> str:
     lines = ["| request | requests/s | broker CPU µs/request | where the broker spends it (py-spy, inclusive) |",
              "|---|---|---|---|"]

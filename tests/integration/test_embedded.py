@@ -1,0 +1,67 @@
+"""The in-process broker: the ``kbroker`` pytest fixture (from the plugin's entry point, as a user gets it)
+and the ``KBroker`` context manager, driven by real clients over real sockets."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from confluent_kafka import Consumer, Producer
+
+from broker.embedded import KBroker
+
+
+async def test_the_fixture_serves_aiokafka(kbroker, topic_name):
+    producer = AIOKafkaProducer(bootstrap_servers=kbroker.bootstrap_servers)
+    await producer.start()
+    try:
+        for i in range(20):
+            await producer.send_and_wait(topic_name, b"v%d" % i)
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(topic_name, bootstrap_servers=kbroker.bootstrap_servers, group_id="g",
+                                auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        got = []
+        async for msg in consumer:
+            got.append(msg.value)
+            if len(got) == 20:
+                break
+    finally:
+        await consumer.stop()
+    assert got == [b"v%d" % i for i in range(20)]
+    assert kbroker.start_seconds < 2   # (the benchmark reports the real figure; this machine is shared)
+
+
+class TestSettings:
+    @pytest.fixture
+    def kbroker_config(self):
+        return {"num.partitions": "3"}
+
+    def test_settings_come_from_the_kbroker_config_fixture(self, kbroker, topic_name):
+        producer = Producer({"bootstrap.servers": kbroker.bootstrap_servers})
+        producer.produce(topic_name, b"x")
+        assert producer.flush(10) == 0
+        assert kbroker.broker.metadata.topics[topic_name].partitions == 3
+
+
+def test_the_context_manager_cleans_up_after_itself(topic_name):
+    with KBroker() as broker:
+        data_dir = broker.broker.config.log_dirs[0]
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        producer.produce(topic_name, b"hello")
+        assert producer.flush(10) == 0
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic_name])
+        msg = None
+        for _ in range(40):
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                break
+        consumer.close()
+        assert msg is not None and msg.value() == b"hello"
+        assert os.path.isdir(data_dir)
+    assert not os.path.exists(data_dir)

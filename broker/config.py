@@ -63,6 +63,8 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "log.index.size.max.bytes": (int, 10485760),
     "log.cleanup.policy": (str, "delete"),
     "log.message.timestamp.type": (str, "CreateTime"),
+    "log.message.format.version": (str, "3.0-IV1"),           # deprecated in Kafka 3.x; accepted, no effect
+    "log.message.downconversion.enable": (_bool, True),       # likewise
     "log.cleaner.delete.retention.ms": (int, 86400000),
     "log.cleaner.min.cleanable.ratio": (float, 0.5),
     "log.segment.delete.delay.ms": (int, 60000),

@@ -25,6 +25,10 @@ TOPIC_CONFIGS = {
     "unclean.leader.election.enable": ("unclean_leader_election_enable", lambda v: str(v).lower() == "true"),
     "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
+    # Deprecated in Kafka 3.x and without effect here (record batches are v2 only, fetches are never
+    # down-converted), but accepted and described: clients written for 3.x still set them.
+    "message.format.version": ("message_format_version", str),
+    "message.downconversion.enable": ("message_downconversion_enable", lambda v: str(v).lower() == "true"),
 }
 
 # topic config name -> broker config name that supplies its default
@@ -48,6 +52,8 @@ BROKER_SYNONYMS = {
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "message.format.version": "log.message.format.version",
+    "message.downconversion.enable": "log.message.downconversion.enable",
 }
 
 LONG_MAX = (1 << 63) - 1
@@ -74,6 +80,8 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
+    message_format_version: str = "3.0-IV1"
+    message_downconversion_enable: bool = True
 
     @property
     def compact(self) -> bool:
@@ -109,7 +117,8 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
         parsed = parse(value)
     except ValueError:
         return f"Invalid value {value} for configuration {name}"
-    if name == "cleanup.policy" and not set(value.replace(" ", "").split(",")) <= {"delete", "compact"}:
+    # (empty is allowed, as in Kafka 4.x: neither deletion nor compaction)
+    if name == "cleanup.policy" and not {p for p in value.replace(" ", "").split(",") if p} <= {"delete", "compact"}:
         return f"Invalid value {value} for configuration {name}"
     if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
         return f"Invalid value {value} for configuration {name}"

@@ -106,3 +106,24 @@ def test_topic_admin(broker, topic_name):
     assert configs["retention.bytes"].value == "100000", "incremental alter keeps other overrides"
     admin.delete_topics([topic_name])[topic_name].result(10)
     assert topic_name not in admin.list_topics(timeout=10).topics
+
+
+def test_kafka_3_topic_configs_and_an_empty_cleanup_policy(broker, topic_name):
+    """Configs Kafka 3.x deprecated are still accepted and described (3.x clients set them); subtracting the
+    last policy from cleanup.policy leaves it empty, as in Kafka 4.x, instead of failing."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, 1, config={"message.format.version": "2.8",
+                                                            "message.downconversion.enable": "false"})])[
+        topic_name].result(10)
+    resource = ConfigResource("topic", topic_name)
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert (configs["message.format.version"].value, configs["message.downconversion.enable"].value) == \
+        ("2.8", "false")
+    subtract = ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT)
+    admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=[subtract])])[
+        resource].result(10)
+    assert admin.describe_configs([resource])[resource].result(10)["cleanup.policy"].value == ""
+    append = ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)
+    admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=[append])])[
+        resource].result(10)
+    assert admin.describe_configs([resource])[resource].result(10)["cleanup.policy"].value == "compact"

@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Callable
 
 from broker.handlers import (
+    describe_log_dirs,
     delete_records,
     alter_client_quotas,
     describe_client_quotas,
@@ -94,6 +95,7 @@ HANDLERS: dict[int, Handler] = {
         offset_for_leader_epoch, elect_leaders,
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
         describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas, delete_records,
+        describe_log_dirs,
     ])
 }
 

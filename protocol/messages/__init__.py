@@ -22,6 +22,7 @@ from protocol.messages import (  # noqa: F401  (imported for registration)
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     describe_user_scram_credentials,

@@ -83,3 +83,35 @@ def test_transaction_admin_through_kafka_python(broker, topic_name):
         assert admin.describe_transactions([txn_id])[txn_id].state.value == "CompleteAbort"
     finally:
         admin.close()
+
+
+def test_log_dirs_through_kafka_python(tmp_path, topic_name):
+    """DescribeLogDirs: each of two log.dirs with the partitions it holds and their sizes, and the disk's room."""
+    from tests.brokerproc import BrokerProcess
+
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs)})
+    proc.start()
+    try:
+        make_topic(proc.bootstrap, topic_name, partitions=4)
+        producer = KafkaProducer(bootstrap_servers=proc.bootstrap)
+        for i in range(40):
+            producer.send(topic_name, b"x" * 100, partition=i % 4)
+        producer.flush(10)
+        producer.close()
+        client = KafkaAdminClient(bootstrap_servers=proc.bootstrap)
+        try:
+            described = client.describe_log_dirs({topic_name: [0, 1, 2, 3]})
+        finally:
+            client.close()
+        (only,) = described   # one broker
+        assert sorted(d["log_dir"] for d in only["log_dirs"]) == sorted(dirs)
+        sizes = {}
+        for d in only["log_dirs"]:
+            assert d["error_code"] == 0 and d["total_bytes"] >= d["usable_bytes"] > 0
+            for topic in d["topics"]:
+                for p in topic["partitions"]:
+                    sizes[(topic["name"], p["partition_index"])] = p["partition_size"]
+        assert sorted(sizes) == [(topic_name, i) for i in range(4)] and all(s > 1000 for s in sizes.values())
+    finally:
+        assert proc.stop() == 0

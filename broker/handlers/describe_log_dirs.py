@@ -1,0 +1,40 @@
+"""DescribeLogDirs: each of ``log.dirs`` with the size of every partition replica in it, and the disk's
+total and usable bytes (needs Describe on the cluster)."""
+
+import os
+from collections import defaultdict
+
+from protocol.acls import DESCRIBE
+from protocol.errors import ErrorCode
+from protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS as API  # noqa: F401  (the registry reads API)
+
+
+def handle(ctx, request):
+    if not ctx.cluster_authorized(DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
+    broker = ctx.broker
+    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+    by_dir: dict[str, dict[str, list[dict]]] = {d: defaultdict(list) for d in broker.config.log_dirs}
+    for (topic, index), log in sorted(broker.log_manager.logs.items()):
+        if wanted is not None and (topic, index) not in wanted:
+            continue
+        directory = os.path.dirname(log.directory)
+        partition = broker.replica_manager.get(topic, index)
+        # A follower's lag is how far its log end is behind the high watermark it knows (Kafka: the leader's end)
+        lag = 0 if partition is None or partition.is_leader else max(log.high_watermark - log.log_end_offset, 0)
+        by_dir.setdefault(directory, defaultdict(list))[topic].append(
+            {"partition_index": index, "partition_size": log.size_in_bytes, "offset_lag": lag,
+             "is_future_key": False})
+    results = []
+    for directory, topics in by_dir.items():
+        try:
+            disk = os.statvfs(directory)
+            total, usable = disk.f_blocks * disk.f_frsize, disk.f_bavail * disk.f_frsize
+            error = ErrorCode.NONE
+        except OSError:
+            total = usable = -1
+            error = ErrorCode.KAFKA_STORAGE_ERROR
+        results.append({"error_code": error, "log_dir": os.path.abspath(directory), "total_bytes": total,
+                        "usable_bytes": usable, "topics": [{"name": t, "partitions": ps}
+                                                           for t, ps in sorted(topics.items())]})
+    return {"throttle_time_ms": 0, "error_code": 0, "results": results}

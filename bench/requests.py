@@ -137,6 +137,59 @@ async def _drive(port: int, frames: list[bytes], seconds: float) -> int:
     return sent
 
 
+MANY = 1000   # partitions of the fetch-session rows
+
+
+def _fetch_body(session_id: int, epoch: int, partitions: int) -> dict:
+    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24, "isolation_level": 0,
+            "session_id": session_id, "session_epoch": epoch, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": TOPIC + "-many", "partitions": [
+                {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20, "current_leader_epoch": -1,
+                 "last_fetched_epoch": -1, "log_start_offset": -1} for p in range(partitions)]}] if partitions else []}
+
+
+async def _fetch_rounds(port: int, pid: int, seconds: float, incremental: bool) -> tuple[float, float]:
+    """(rounds/s, broker CPU µs per round) of a caught-up consumer of MANY partitions fetching in a loop."""
+    conn = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        session, epoch = 0, -1
+        if incremental:
+            opened = await conn.request(1, 12, _fetch_body(0, 0, MANY))
+            session, epoch = opened.session_id, 1
+        full = frame(1, 12, _fetch_body(0, -1, MANY))
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        rounds, cpu0, began = 0, _cpu_seconds(pid), time.monotonic()
+        while time.monotonic() - began < seconds:
+            writer.write(frame(1, 12, _fetch_body(session, epoch, 0)) if incremental else full)
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            await reader.readexactly(size)
+            rounds += 1
+            epoch += 1
+        wall, cpu = time.monotonic() - began, _cpu_seconds(pid) - cpu0
+        writer.close()
+        return rounds / wall, cpu / rounds * 1e6
+    finally:
+        await conn.close()
+
+
+def fetch_session_rows(broker, seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
+    async def create():
+        conn = await KafkaConnection.open("127.0.0.1", broker.proc.port)
+        try:
+            await conn.request(19, 4, {"topics": [{"name": TOPIC + "-many", "num_partitions": MANY,
+                                                   "replication_factor": 1, "assignments": [], "configs": []}],
+                                       "timeout_ms": 60000, "validate_only": False})
+        finally:
+            await conn.close()
+    asyncio.run(create())
+    rows = []
+    for name, incremental in (("without a session", False), ("in an incremental session", True)):
+        rate, cpu = asyncio.run(_fetch_rounds(broker.proc.port, broker.pid, seconds, incremental))
+        rows.append((f"Fetch round, {MANY:,} caught-up partitions, {name}", round(rate), cpu, ""))
+        print(f"  {rows[-1][0]:60} {rate:7.0f} rounds/s {cpu:9.1f} µs broker CPU/round", flush=True)
+    return rows
+
+
 def _profile(pid: int, seconds: float, out: str) -> subprocess.Popen | None:
     if not os.path.exists(PY_SPY):
         return None
@@ -186,6 +239,7 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
                 rows.append((name, round(sent / wall), cpu / sent * 1e6, profile))
                 print(f"  {name:30} {sent / wall:9.0f} req/s  {cpu / sent * 1e6:7.1f} µs broker CPU/req  {profile}",
                       flush=True)
+            rows += fetch_session_rows(broker, seconds)
         finally:
             broker.stop()
     return rows

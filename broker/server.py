@@ -15,6 +15,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.connection import accept
 from broker.connection_limits import ConnectionLimits
+from broker.fetch_sessions import FetchSessionCache
 from broker.metrics.counters import BrokerCounters
 from broker.quotas import QuotaManager
 from broker.security.authorizer import Authorizer
@@ -60,6 +61,7 @@ class Broker:
         if self.authorizer is not None and not config["zookeeper.connect"]:
             self.authorizer.load(self.metadata.acls)   # (a cluster's come from ZooKeeper: ClusterMember.start)
         self.metrics = BrokerCounters()
+        self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.metrics_server = None   # a MetricsServer once started with metrics.port
         self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"])
         if not config["zookeeper.connect"]:   # (a cluster's come from ZooKeeper: ClusterMember.start)

@@ -1,12 +1,13 @@
 """Fetch: read partitions up to the high watermark; long-poll in the purgatory for ``min_bytes``.
 
-Fetch sessions are not kept (KIP-227 allows it): every response carries
-session id 0, so clients send full fetch requests.
+Incremental fetch sessions (KIP-227) are kept in ``broker.fetch_sessions``
+(see broker/fetch_sessions.py for the rules).
 """
 
 import asyncio
 import dataclasses
 
+from broker.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
 from broker.quotas import FETCH, throttle_for, unrecord
 from broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
 from protocol.acls import CLUSTER_ACTION, READ, TOPIC
@@ -34,14 +35,46 @@ def _response(results) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
 
 
+def _session(ctx, request) -> tuple[FetchSession | None, bool, ErrorCode]:
+    """(the request's fetch session or None, whether it is incremental, the error that refuses it)."""
+    if ctx.api_version < 7:
+        return None, False, ErrorCode.NONE
+    cache = ctx.broker.fetch_sessions
+    session_id, epoch = request.session_id, request.session_epoch
+    follower = request.replica_id >= 0
+    if session_id != 0 and epoch in (FULL_EPOCH, CLOSE_EPOCH):
+        cache.remove(session_id)
+    if epoch == CLOSE_EPOCH:
+        return None, False, ErrorCode.NONE
+    if epoch == FULL_EPOCH:
+        session = cache.create(follower)
+        if session is not None:
+            session.update(request.topics, None)
+        return session, False, ErrorCode.NONE
+    if session_id == 0:
+        return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    session = cache.get(session_id)
+    if session is None:
+        return None, False, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    if epoch != session.epoch:
+        return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
+    session.update(request.topics, request.forgotten_topics_data)
+    return session, True, ErrorCode.NONE
+
+
 def handle(ctx, request):
     rm = ctx.broker.replica_manager
-    if request.session_id != 0:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0,
-                "responses": []}
-    requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
-                                      p.current_leader_epoch, p.last_fetched_epoch)
-                for t in request.topics for p in t.partitions]
+    session, incremental, error = _session(ctx, request)
+    if error:
+        return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
+    if incremental:   # every partition of the session, at the position the client last gave
+        requests = [FetchPartitionRequest(t, p, c.fetch_offset, c.max_bytes, c.current_leader_epoch,
+                                          c.last_fetched_epoch) for (t, p), c in session.partitions.items()]
+    else:
+        requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                          p.current_leader_epoch, p.last_fetched_epoch)
+                    for t in request.topics for p in t.partitions]
     denied = _unauthorized(ctx, request, requests) if ctx.broker.authorizer is not None else []
     if denied:
         refused = {(d.topic, d.partition) for d in denied}
@@ -52,11 +85,11 @@ def handle(ctx, request):
     available = sum(r.records.length for r in results if r.records is not None)
     has_error = denied or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for r in results)
     if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
-        return _metered(ctx, request, results)
+        return _metered(ctx, request, results, session, incremental)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms)
     rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
-    return _wrap(op.future, lambda found: _metered(ctx, request, found + denied))
+    return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, session, incremental))
 
 
 def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
@@ -73,23 +106,32 @@ def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
             for r in requests if not verdicts[r.topic]]
 
 
-def _metered(ctx, request, results) -> dict:
+def _metered(ctx, request, results, session: FetchSession | None = None, incremental: bool = False) -> dict:
     """The response, unless the consumer is over its fetch quota: then an empty one carrying the throttle time
-    (the data stays for its next fetch, and is not counted), as Kafka answers since KIP-219."""
+    (the data stays for its next fetch, and is not counted), as Kafka answers since KIP-219. In a fetch
+    session, only what the client does not know yet (see broker.fetch_sessions)."""
     if request.replica_id >= 0:
         ctx.broker.metrics.replication_bytes_out += sum(r.records.length for r in results if r.records is not None)
-        return _response(results)
+        return _in_session(results, session, incremental)
     if not ctx.broker.quotas.enabled:
         _count(ctx, results)
-        return _response(results)
+        return _in_session(results, session, incremental)
     size = sum(r.records.length for r in results if r.records is not None)
     throttle = throttle_for(ctx, FETCH, size)
     if throttle:
         unrecord(ctx, FETCH, size)
         results = [dataclasses.replace(r, records=None) for r in results]
     _count(ctx, results)
-    response = _response(results)
+    response = _in_session(results, session, incremental)
     response["throttle_time_ms"] = throttle
+    return response
+
+
+def _in_session(results, session: FetchSession | None, incremental: bool) -> dict:
+    if session is None:
+        return _response(results)
+    response = _response(session.answer(results, incremental))
+    response["session_id"] = session.session_id
     return response
 
 

@@ -1,0 +1,127 @@
+"""Incremental fetch sessions (KIP-227): a client fetching many partitions sends, after its first full fetch,
+only the partitions whose fetch position changed, and is answered only for those with something new.
+
+A request's ``(session_id, session_epoch)`` says what it is:
+
+* ``(0, -1)``: a full fetch with no session (what kbroker's own followers send);
+* ``(0, 0)``: a full fetch that opens a session; the answer carries its id;
+* ``(id, -1)``: close the session, then a full fetch with none; ``(id, 0)``: close it and open a new one;
+* ``(id, n > 0)``: an incremental fetch: ``n`` must be the session's next epoch (else
+  INVALID_FETCH_SESSION_EPOCH; an unknown id is FETCH_SESSION_ID_NOT_FOUND). Its partitions are added or
+  updated, ``forgotten_topics_data`` removed, and the fetch covers every partition of the session.
+
+Invariants: a session answers a partition whenever it has records, an error, or a high watermark, last
+stable offset or log start offset other than the one last sent, so that a client never misses a change;
+at most ``max.incremental.fetch.session.cache.slots`` sessions live, and when a new one needs room the least
+recently used one that has been idle ``min.incremental.fetch.session.eviction.ms`` goes, followers' last
+(Kafka's FetchSessionCache keeps the same two rules).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+FULL_EPOCH, CLOSE_EPOCH = 0, -1
+
+
+@dataclass(slots=True)
+class CachedPartition:
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    high_watermark: int = -2   # what the client was last told (-2: nothing yet, so the first answer includes it)
+    last_stable_offset: int = -2
+    log_start_offset: int = -2
+
+
+@dataclass
+class FetchSession:
+    session_id: int
+    is_follower: bool
+    partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
+    epoch: int = 1          # the epoch the next incremental request must carry
+    last_used: float = 0.0
+
+    def update(self, topics, forgotten) -> None:
+        for t in topics:
+            for p in t.partitions:
+                key = (t.topic, p.partition)
+                known = self.partitions.get(key)
+                if known is None:
+                    self.partitions[key] = CachedPartition(p.fetch_offset, p.partition_max_bytes,
+                                                           p.current_leader_epoch, p.last_fetched_epoch)
+                else:
+                    known.fetch_offset, known.max_bytes = p.fetch_offset, p.partition_max_bytes
+                    known.current_leader_epoch, known.last_fetched_epoch = p.current_leader_epoch, \
+                        p.last_fetched_epoch
+        for t in forgotten or []:
+            for index in t.partitions:
+                self.partitions.pop((t.topic, index), None)
+
+    def answer(self, results, incremental: bool) -> list:
+        """The results to send: in an incremental answer only the partitions with something new. Records what
+        the client now knows (and, past records sent, where it will fetch next)."""
+        kept = []
+        for r in results:
+            cached = self.partitions.get((r.topic, r.partition))
+            if cached is None:
+                kept.append(r)
+                continue
+            has_records = r.records is not None and r.records.length > 0
+            changed = (cached.high_watermark != r.high_watermark or cached.last_stable_offset != r.last_stable_offset
+                       or cached.log_start_offset != r.log_start_offset)
+            cached.high_watermark, cached.last_stable_offset = r.high_watermark, r.last_stable_offset
+            cached.log_start_offset = r.log_start_offset
+            if not incremental or has_records or changed or r.error or r.diverging_epoch is not None:
+                kept.append(r)
+        return kept
+
+
+class FetchSessionCache:
+    def __init__(self, slots: int = 1000, min_eviction_ms: int = 120000, clock=time.monotonic) -> None:
+        self.slots = slots
+        self.min_eviction_s = min_eviction_ms / 1000
+        self.clock = clock
+        self.sessions: "OrderedDict[int, FetchSession]" = OrderedDict()   # least recently used first
+        self.created = self.evicted = 0   # (metrics)
+
+    def get(self, session_id: int) -> FetchSession | None:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session.last_used = self.clock()
+            self.sessions.move_to_end(session_id)
+        return session
+
+    def remove(self, session_id: int) -> None:
+        self.sessions.pop(session_id, None)
+
+    def create(self, is_follower: bool) -> FetchSession | None:
+        """A new session, or None when every slot is taken by a session still in use (the client then goes on
+        with full fetches, session id 0, as Kafka answers)."""
+        if self.slots <= 0:
+            return None
+        if len(self.sessions) >= self.slots and not self._evict_one(is_follower):
+            return None
+        session_id = random.randint(1, 0x7FFFFFFF)
+        while session_id in self.sessions:
+            session_id = random.randint(1, 0x7FFFFFFF)
+        session = FetchSession(session_id, is_follower, last_used=self.clock())
+        self.sessions[session_id] = session
+        self.created += 1
+        return session
+
+    def _evict_one(self, for_follower: bool) -> bool:
+        now = self.clock()
+        candidates = [s for s in self.sessions.values() if now - s.last_used >= self.min_eviction_s]
+        # A consumer's session goes before a follower's; a follower's only to make room for another follower.
+        for session in sorted(candidates, key=lambda s: (s.is_follower, s.last_used)):
+            if session.is_follower and not for_follower:
+                break
+            del self.sessions[session.session_id]
+            self.evicted += 1
+            return True
+        return False

@@ -18,6 +18,7 @@ import struct
 from client.sasl import SaslCredentials, authenticate
 from protocol import schema
 from protocol.framing import FrameStream, open_frame_stream
+from client.tasks import cancel_and_wait
 from protocol.headers import RequestHeader, decode_response_header, encode_request_header
 from protocol.types import BufferReader
 
@@ -147,8 +148,4 @@ class KafkaConnection:
             await asyncio.wait_for(self.stream.wait_closed(), timeout)
         except asyncio.TimeoutError:
             self.stream.abort()
-        self._reader_task.cancel()
-        try:
-            await self._reader_task
-        except asyncio.CancelledError:
-            pass
+        await cancel_and_wait(self._reader_task)

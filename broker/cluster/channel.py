@@ -12,6 +12,7 @@ import asyncio
 import structlog
 
 from client.connection import ConnectionClosed, KafkaConnection
+from client.tasks import cancel_and_wait
 
 log = structlog.get_logger("broker.cluster.channel")
 
@@ -49,11 +50,8 @@ class _BrokerQueue:
                     delay = min(delay * 2, 1.0)
 
     async def close(self) -> None:
-        self.task.cancel()
-        try:
-            await self.task
-        except (asyncio.CancelledError, Exception):
-            pass
+        if not await cancel_and_wait(self.task):
+            log.warning("controller_queue_stop_timed_out", broker=self.broker_id)
         if self.conn is not None:
             await self.conn.close()
 

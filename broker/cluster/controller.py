@@ -26,6 +26,7 @@ import structlog
 
 from broker.cluster.channel import ControllerChannel
 from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
+from client.tasks import cancel_and_wait
 from protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.controller")
@@ -463,7 +464,8 @@ class KafkaController:
         if self.active:
             await self._zk(self.zk.resign_controller, self.broker_id)
         self.active = False
-        self.task.cancel()
+        # (stopped for sure before the channel closes: a controller still running would queue new requests)
+        await cancel_and_wait(self.task)
         if self._rebalance_task is not None:
-            self._rebalance_task.cancel()
+            await cancel_and_wait(self._rebalance_task)
         await self.channel.close()

@@ -30,6 +30,7 @@ from broker.cluster.zk_store import ZkTopicStore
 from broker.metadata import TopicMetadata
 from broker.replication.fetcher import ReplicaFetcherManager
 from client.connection import ConnectionClosed, KafkaConnection
+from client.tasks import cancel_and_wait
 from protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.member")
@@ -377,7 +378,7 @@ class ClusterMember:
     async def stop(self) -> None:
         self.stopping = True
         for task in list(self._tasks):
-            task.cancel()
+            await cancel_and_wait(task, timeout=2)
         await self.fetchers.shutdown()
         if self.controller is not None:
             await self.controller.close()

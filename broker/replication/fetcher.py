@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import structlog
 
 from client.connection import ConnectionClosed, KafkaConnection
+from client.tasks import cancel_and_wait
 from protocol.errors import ErrorCode
 from protocol.records import InvalidBatch
 
@@ -175,11 +176,8 @@ class ReplicaFetcher:
         self.conn = None
 
     async def stop(self) -> None:
-        self.task.cancel()
-        try:
-            await self.task
-        except (asyncio.CancelledError, Exception):
-            pass
+        if not await cancel_and_wait(self.task):
+            log.warning("replica_fetcher_stop_timed_out", leader=self.leader_id)
         await self._close()
 
 

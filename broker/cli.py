@@ -4,6 +4,7 @@
     kbroker topics create|list|describe|delete ...
     kbroker produce --topic T      (one record per stdin line, ``key<TAB>value`` with --keys)
     kbroker consume --topic T [--from-beginning] [--max-messages N]
+    kbroker configs describe|alter --entity-type topics|brokers --entity-name N [--add-config k=v ...]
     kbroker acls add|list|remove [--allow-principal User:U --operation Read --topic T ...]   (as kafka-acls)
     kbroker users add|list|delete [--user U --password P --mechanism SCRAM-SHA-256 ...]
                                   [--zookeeper host:port/chroot]   (SCRAM credentials, as kafka-configs sets them)
@@ -59,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_argument("action", choices=["list", "describe", "delete"])
     groups.add_argument("--group")
 
+    configs = with_server(sub.add_parser("configs", help="describe or alter topic and broker configs "
+                                                          "(as kafka-configs)"))
+    configs.add_argument("action", choices=["describe", "alter"])
+    configs.add_argument("--entity-type", required=True, choices=["topics", "brokers", "broker-loggers"])
+    configs.add_argument("--entity-name")
+    configs.add_argument("--add-config", help="k=v,k2=v2 (a list value in brackets: k=[a,b])")
+    configs.add_argument("--delete-config", help="k,k2")
+    configs.add_argument("--all", action="store_true", help="describe: defaults too")
     acls = with_server(sub.add_parser("acls", help="add, list or remove ACLs (as kafka-acls)"))
     acls.add_argument("action", choices=["add", "list", "remove"])
     for option in ("--allow-principal", "--deny-principal", "--allow-host", "--deny-host", "--operation",

@@ -10,6 +10,7 @@ from client.connection import KafkaConnection
 from client.properties import read_properties
 from client.security import connect_options
 from client.acls import acls_tool
+from client.configs import configs_tool
 from client.users import users
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_records, split_batches
@@ -228,7 +229,8 @@ def _with_connection(tool):
 
 def run(args) -> int:
     action = {"topics": topics, "produce": produce, "consume": consume, "groups": groups,
-              "users": _with_connection(users), "acls": _with_connection(acls_tool)}[args.command]
+              "users": _with_connection(users), "acls": _with_connection(acls_tool),
+              "configs": _with_connection(configs_tool)}[args.command]
     try:
         return asyncio.run(action(args))
     except (ConnectionError, OSError) as exc:

@@ -45,6 +45,25 @@ def test_cli_topics_produce_consume(broker, topic_name):
     assert cli(broker, "topics", "delete", "--topic", topic_name).returncode == 0
 
 
+def test_cli_configs_describe_and_alter_as_kafka_configs(broker, topic_name):
+    assert cli(broker, "topics", "create", "--topic", topic_name, "--config", "retention.ms=60000").returncode == 0
+    altered = cli(broker, "configs", "alter", "--entity-type", "topics", "--entity-name", topic_name,
+                  "--add-config", "segment.bytes=1048576,cleanup.policy=[compact,delete]",
+                  "--delete-config", "retention.ms")
+    assert altered.returncode == 0, altered.stdout + altered.stderr
+    described = cli(broker, "configs", "describe", "--entity-type", "topics", "--entity-name", topic_name).stdout
+    assert "segment.bytes=1048576 (DYNAMIC_TOPIC_CONFIG)" in described
+    assert "cleanup.policy=compact,delete (DYNAMIC_TOPIC_CONFIG)" in described
+    assert "retention.ms" not in described   # deleted: back to the default, which describe leaves out
+    assert "retention.ms=604800000 (DEFAULT_CONFIG)" in cli(
+        broker, "configs", "describe", "--entity-type", "topics", "--entity-name", topic_name, "--all").stdout
+    brokers = cli(broker, "configs", "describe", "--entity-type", "brokers", "--entity-name", "0", "--all")
+    assert brokers.returncode == 0 and "read-only" in brokers.stdout
+    refused = cli(broker, "configs", "alter", "--entity-type", "topics", "--entity-name", topic_name,
+                  "--add-config", "no.such.config=1")
+    assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stdout
+
+
 def test_cli_groups_describe_shows_offsets_lag_and_owners(broker, topic_name):
     make_topic(broker.bootstrap, topic_name, 2)
     group = f"cli-{topic_name}"

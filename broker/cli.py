@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from protocol.scram import MECHANISMS, MIN_ITERATIONS, ScramCredential
+from protocol.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +107,13 @@ def _users_in_zookeeper(args) -> int:
     from broker.cluster.zk_client import KafkaZkClient
     from client.users import user_line
 
+    if args.action != "list" and (not args.user or (args.action == "add" and args.password is None)):
+        print("kbroker: users add needs --user and --password, delete needs --user", file=sys.stderr)
+        return 1
+    if args.action == "add" and not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
+        # (what a broker answers AlterUserScramCredentials with: UNACCEPTABLE_CREDENTIAL)
+        print(f"kbroker: --iterations must be {MIN_ITERATIONS} to {MAX_ITERATIONS}, as Kafka accepts", file=sys.stderr)
+        return 1
     zk = KafkaZkClient(args.zookeeper, 10000)
     zk.start()
     try:
@@ -115,9 +122,6 @@ def _users_in_zookeeper(args) -> int:
                 held = {k: ScramCredential.from_text(v) for k, v in zk.user_config(user).items() if k in MECHANISMS}
                 print(user_line(user, [(m, c.iterations) for m, c in sorted(held.items())]))
             return 0
-        if not args.user or (args.action == "add" and args.password is None):
-            print("kbroker: users add needs --user and --password, delete needs --user", file=sys.stderr)
-            return 1
         texts = {k: v for k, v in zk.user_config(args.user).items() if k in MECHANISMS}
         for mechanism in args.mechanism or list(MECHANISMS):
             if args.action == "add":

@@ -6,11 +6,11 @@ import asyncio
 import struct
 import sys
 
-from client.connection import KafkaConnection
-from client.properties import read_properties
-from client.security import connect_options
 from client.acls import acls_tool
 from client.configs import configs_tool
+from client.connection import KafkaConnection
+from client.properties import read_properties
+from client.security import SecurityConfigError, connect_options
 from client.users import users
 from protocol.errors import ErrorCode
 from protocol.records import build_batch, iter_records, split_batches
@@ -26,7 +26,11 @@ def _split_server(bootstrap: str) -> tuple[str, int]:
 
 async def _connect(args) -> KafkaConnection:
     host, port = _split_server(args.bootstrap_server)
-    security = connect_options(read_properties(args.command_config)) if args.command_config else {}
+    try:
+        properties = read_properties(args.command_config) if args.command_config else None
+    except OSError as exc:
+        raise SecurityConfigError(f"cannot read {args.command_config}: {exc.strerror or exc}") from None
+    security = connect_options(properties) if properties is not None else {}
     return await KafkaConnection.open(host, port, client_id="kbroker-cli", **security)
 
 
@@ -233,6 +237,8 @@ def run(args) -> int:
               "configs": _with_connection(configs_tool)}[args.command]
     try:
         return asyncio.run(action(args))
+    except SecurityConfigError as exc:   # a bad --command-config: say which setting, no traceback
+        return _fail(f"--command-config: {exc}")
     except (ConnectionError, OSError) as exc:
         return _fail(f"cannot reach {args.bootstrap_server}: {exc}")
 

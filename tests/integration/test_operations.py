@@ -64,6 +64,18 @@ def test_cli_configs_describe_and_alter_as_kafka_configs(broker, topic_name):
     assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stdout
 
 
+def test_cli_refuses_bad_security_settings_and_iterations_without_a_traceback(broker, tmp_path):
+    bad = tmp_path / "bad.properties"
+    bad.write_text("security.protocol=CARRIER_PIGEON\n")
+    for config in (str(bad), str(tmp_path / "missing.properties")):
+        result = cli(broker, "topics", "list", "--command-config", config)
+        assert result.returncode == 1 and "--command-config" in result.stderr and "Traceback" not in result.stderr
+    few = subprocess.run([sys.executable, "-m", "broker.cli", "users", "add", "--user", "u", "--password", "p",
+                          "--iterations", "100", "--zookeeper", "127.0.0.1:1"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert few.returncode == 1 and "--iterations must be 4096 to 16384" in few.stderr
+
+
 def test_cli_groups_describe_shows_offsets_lag_and_owners(broker, topic_name):
     make_topic(broker.bootstrap, topic_name, 2)
     group = f"cli-{topic_name}"

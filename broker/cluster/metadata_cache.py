@@ -38,6 +38,7 @@ class MetadataCache:
     partitions: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     topic_ids: dict[str, bytes] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)    # set by the first UpdateMetadata, for good
 
     def update(self, request) -> tuple[set[str], set[str]]:
         """Apply an UpdateMetadata; returns (topics added, topics deleted)."""
@@ -63,6 +64,7 @@ class MetadataCache:
         # Wake whoever waits for a change (CreateTopics waiting for leaders), then re-arm.
         self.changed.set()
         self.changed = asyncio.Event()
+        self.ready.set()
         return added, deleted
 
     def partition(self, topic: str, index: int) -> PartitionInfo | None:

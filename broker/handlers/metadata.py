@@ -1,11 +1,16 @@
 """Metadata: brokers, topics and partition leaders; auto-creates requested topics when allowed."""
 
+import asyncio
+
 from broker.metadata import topic_name_error
 from protocol import acls
 from protocol.errors import ErrorCode
 from protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
 
 NO_OPERATIONS = -2147483648
+# How long a Metadata request waits for a just-started broker's first UpdateMetadata before it is answered
+# with what the broker knows (no brokers, no controller), which clients treat as "ask again".
+FIRST_UPDATE_WAIT_S = 5.0
 TOPIC_OPERATIONS = (acls.READ, acls.WRITE, acls.CREATE, acls.DELETE, acls.ALTER, acls.DESCRIBE, acls.DESCRIBE_CONFIGS,
                     acls.ALTER_CONFIGS)
 CLUSTER_OPERATIONS = (acls.CREATE, acls.CLUSTER_ACTION, acls.DESCRIBE_CONFIGS, acls.ALTER_CONFIGS,
@@ -53,6 +58,25 @@ def _refused(name: str) -> dict:
 
 
 def handle(ctx, request):
+    cluster = ctx.broker.cluster
+    if cluster is not None and not cluster.cache.ready.is_set():
+        # A broker that has just registered knows neither the other brokers nor the controller until the
+        # controller's first UpdateMetadata. Answering "no controller" then sends librdkafka's admin client
+        # into a wait for a controller change that never comes if its one re-ask lands in the same window;
+        # park the answer instead (in the response queue, so later requests are still read) until it knows.
+        return asyncio.ensure_future(_when_known(ctx, request, cluster.cache.ready))
+    return answer(ctx, request)
+
+
+async def _when_known(ctx, request, ready: asyncio.Event):
+    try:
+        await asyncio.wait_for(ready.wait(), FIRST_UPDATE_WAIT_S)
+    except TimeoutError:
+        ctx.log.info("metadata_before_first_update", waited_s=FIRST_UPDATE_WAIT_S)
+    return answer(ctx, request)
+
+
+def answer(ctx, request):
     broker = ctx.broker
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):

@@ -188,3 +188,39 @@ def test_replicas_are_spread_over_racks(tmp_path, topic_name):
         assert max(leaders) - min(leaders) <= 1 and len(leaders) == 3, "leaders still spread over the brokers"
     finally:
         assert all(code == 0 for code in cluster.stop().values())
+
+
+def test_a_broker_that_has_just_joined_answers_metadata_once_the_controller_has_told_it(tmp_path, topic_name):
+    """A client that bootstraps from a broker before the controller's first UpdateMetadata reaches it gets the
+    whole cluster and its controller, not an empty answer (librdkafka's admin client would then wait for a
+    controller change that never comes). The controller is held with SIGSTOP while the second broker joins."""
+    import os
+    import threading
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.brokerproc import BrokerProcess
+    from tests.cluster import CLUSTER_OVERRIDES, Cluster
+
+    cluster = Cluster(str(tmp_path / "cluster"), size=1)
+    cluster.start()
+    try:
+        controller = cluster.brokers[1]
+        controller.pause()
+        resume = threading.Timer(1.0, controller.resume)
+        try:
+            joined = BrokerProcess(os.path.join(cluster.root, "broker-2", "data"), {
+                **CLUSTER_OVERRIDES, "broker.id": "2", "zookeeper.connect": cluster.zookeeper.connect + "/kbroker"})
+            cluster.brokers[2] = joined.start()
+            resume.start()
+            admin = AdminClient({"bootstrap.servers": joined.bootstrap})
+            metadata = admin.list_topics(timeout=20)
+        finally:
+            resume.cancel()
+            controller.resume()   # (a second SIGCONT is harmless)
+        assert metadata.controller_id == 1
+        assert sorted(metadata.brokers) == [1, 2]
+        admin.create_topics([NewTopic(topic_name, 2, 2)])[topic_name].result(30)
+        assert sorted(describe(joined.bootstrap, topic_name)) == [0, 1]
+    finally:
+        assert all(code == 0 for code in cluster.stop().values())

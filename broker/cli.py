@@ -4,7 +4,7 @@
     kbroker topics create|list|describe|delete ...
     kbroker produce --topic T      (one record per stdin line, ``key<TAB>value`` with --keys)
     kbroker consume --topic T [--from-beginning] [--max-messages N]
-    kbroker configs describe|alter --entity-type topics|brokers --entity-name N [--add-config k=v ...]
+    kbroker configs describe|alter --entity-type topics|brokers --entity-name N|--entity-default [--add-config k=v ...]
     kbroker acls add|list|remove [--allow-principal User:U --operation Read --topic T ...]   (as kafka-acls)
     kbroker users add|list|delete [--user U --password P --mechanism SCRAM-SHA-256 ...]
                                   [--zookeeper host:port/chroot]   (SCRAM credentials, as kafka-configs sets them)
@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_argument("action", choices=["describe", "alter"])
     configs.add_argument("--entity-type", required=True, choices=["topics", "brokers", "broker-loggers"])
     configs.add_argument("--entity-name")
+    configs.add_argument("--entity-default", action="store_true",
+                         help="brokers: the cluster-wide dynamic default (ZooKeeper's /config/brokers/<default>)")
     configs.add_argument("--add-config", help="k=v,k2=v2 (a list value in brackets: k=[a,b])")
     configs.add_argument("--delete-config", help="k,k2")
     configs.add_argument("--all", action="store_true", help="describe: defaults too")

@@ -168,9 +168,27 @@ class ConfigError(ValueError):
     pass
 
 
+def parse_value(key: str, value: Any) -> Any:
+    """``value`` (text) parsed as ``key`` defines it; unknown keys keep their text. Raises ConfigError."""
+    defined = _listener_key(key) or key   # listener.name.<l>.<key> is parsed as <key> is
+    if defined not in DEFINITIONS or value is None:
+        return value
+    try:
+        return DEFINITIONS[defined][0](value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value {value!r} for configuration {key}: {exc}") from None
+
+
 @dataclass
 class BrokerConfig:
+    """``values`` are the effective settings: ``static`` (file, environment, flags) with the dynamic layers
+    (broker/dynamic_config.py) laid over them; everything reads ``values``."""
     values: dict[str, Any] = field(default_factory=dict)
+    static: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.static is None:
+            self.static = dict(self.values)
 
     @classmethod
     def load(cls, properties_path: str | None = None, overrides: list[str] | None = None,
@@ -192,17 +210,18 @@ class BrokerConfig:
     def from_dict(cls, raw: dict[str, Any]) -> "BrokerConfig":
         values = {}
         for key, value in raw.items():
-            defined = _listener_key(key) or key   # listener.name.<l>.<key> is parsed as <key> is
-            if defined not in DEFINITIONS:
+            if (_listener_key(key) or key) not in DEFINITIONS:
                 log.warning("unknown_config", key=key)
-                values[key] = value
-                continue
-            parser = DEFINITIONS[defined][0]
-            try:
-                values[key] = parser(value) if value is not None else None
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"invalid value {value!r} for configuration {key}: {exc}") from None
+            values[key] = parse_value(key, value)
         return cls(values)
+
+    def layer(self, default: dict[str, Any], per_broker: dict[str, Any]) -> set[str]:
+        """Lay the parsed dynamic layers (cluster-wide default, then this broker's) over the static values;
+        returns the keys whose effective value changed."""
+        new = {**self.static, **default, **per_broker}
+        changed = {k for k in new.keys() | self.values.keys() if new.get(k) != self.values.get(k)}
+        self.values = new
+        return changed
 
     def get(self, key: str) -> Any:
         if key in self.values:

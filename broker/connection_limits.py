@@ -19,7 +19,7 @@ from collections import Counter
 from broker.config import ConfigError
 
 
-def _overrides(text: str) -> dict[str, int]:
+def parse_overrides(text: str) -> dict[str, int]:
     result = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         host, sep, count = item.rpartition(":")
@@ -34,14 +34,19 @@ def _overrides(text: str) -> dict[str, int]:
 
 class ConnectionLimits:
     def __init__(self, config) -> None:
-        self.per_ip = config["max.connections.per.ip"]
-        self.per_ip_overrides = _overrides(config["max.connections.per.ip.overrides"])
-        self.total = config["max.connections"]
-        self.per_listener = {name: config.for_listener(name)("max.connections") for name, _, _ in config.listeners}
+        self.reconfigure(config)
         self.inter_broker_listener = config.inter_broker_listener
         self.idle_ms = config["connections.max.idle.ms"]
         self.by_ip: Counter = Counter()
         self.by_listener: Counter = Counter()
+
+    def reconfigure(self, config) -> None:
+        """Take the limits from ``config`` (at start and on a dynamic change). Connections already open stay,
+        as in Kafka; a lower limit refuses new ones until enough have closed."""
+        self.per_ip = config["max.connections.per.ip"]
+        self.per_ip_overrides = parse_overrides(config["max.connections.per.ip.overrides"])
+        self.total = config["max.connections"]
+        self.per_listener = {name: config.for_listener(name)("max.connections") for name, _, _ in config.listeners}
 
     def admit(self, ip: str, listener: str) -> str | None:
         """Count the connection in and return None, or the reason it is refused (nothing counted)."""

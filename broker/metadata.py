@@ -61,7 +61,8 @@ class TopicMetadata:
 
 
 class LocalMetadataStore:
-    """Topics, SCRAM credentials and ACLs persisted in one JSON file; every change rewrites it atomically."""
+    """Topics, SCRAM credentials, ACLs, quotas and dynamic broker configs persisted in one JSON file; every
+    change rewrites it atomically."""
 
     def __init__(self, directory: str, broker_id: int, cluster_id: str | None = None) -> None:
         self.directory = directory
@@ -70,6 +71,7 @@ class LocalMetadataStore:
         self.users: dict[str, dict[str, str]] = {}   # SCRAM credentials: user -> mechanism -> Kafka's text
         self.acls: list[AclBinding] = []
         self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id) -> quota key -> bound
+        self.broker_configs: dict[str, dict[str, str]] = {}   # "<default>" or broker id -> dynamic configs
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -91,11 +93,13 @@ class LocalMetadataStore:
             self.users = data.get("users", {})
             self.acls = [binding_from_json(a) for a in data.get("acls", [])]
             self.quotas = {(q["user"], q["client_id"]): q["quotas"] for q in data.get("quotas", [])}
+            self.broker_configs = data.get("broker_configs", {})
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
                 "acls": [binding_to_json(a) for a in self.acls],
-                "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()]}
+                "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()],
+                "broker_configs": self.broker_configs}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -116,19 +120,22 @@ class LocalMetadataStore:
         self.topics[name].configs = dict(configs)
         self.save()
 
-    def set_user_credentials(self, user: str, credentials: dict[str, str]) -> None:
-        if credentials:
-            self.users[user] = dict(credentials)
+    def _replace(self, mapping: dict, key, values: dict) -> None:
+        """``mapping[key]`` becomes ``values``; an empty set removes the key. Persisted before returning."""
+        if values:
+            mapping[key] = dict(values)
         else:
-            self.users.pop(user, None)
+            mapping.pop(key, None)
         self.save()
 
+    def set_user_credentials(self, user: str, credentials: dict[str, str]) -> None:
+        self._replace(self.users, user, credentials)
+
     def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
-        if values:
-            self.quotas[entity] = dict(values)
-        else:
-            self.quotas.pop(entity, None)
-        self.save()
+        self._replace(self.quotas, entity, values)
+
+    def set_broker_configs(self, entity: str, texts: dict[str, str]) -> None:
+        self._replace(self.broker_configs, entity, texts)
 
     def set_acls(self, acls) -> None:
         self.acls = sorted(acls, key=lambda a: (a.resource_type, a.pattern_type, a.name, a.principal, a.host,

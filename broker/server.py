@@ -15,6 +15,7 @@ import structlog
 from broker.config import BrokerConfig
 from broker.connection import accept
 from broker.connection_limits import ConnectionLimits
+from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from broker.fetch_sessions import FetchSessionCache
 from broker.metrics.counters import BrokerCounters
 from broker.quotas import QuotaManager
@@ -49,8 +50,12 @@ class Broker:
         self.inter_broker_connect = {"ssl": inter_broker_tls(config), "sasl": inter_broker_sasl(config)}
         self.clock = clock
         self.broker_id = config.broker_id
-        self.default_log_config = config.log_config()
         self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, config["cluster.id"])
+        self.dynamic = DynamicBrokerConfig(self)
+        if not config["zookeeper.connect"]:   # (a cluster's come from ZooKeeper: ClusterMember.start)
+            self.dynamic.load(self.metadata.broker_configs.get(DEFAULT_ENTITY, {}),
+                              self.metadata.broker_configs.get(str(self.broker_id), {}))
+        self.default_log_config = config.log_config()
         self.credentials = ScramCredentialCache()
         if not config["zookeeper.connect"]:   # a cluster's come from ZooKeeper only (ClusterMember.start)
             for user, texts in self.metadata.users.items():
@@ -128,6 +133,28 @@ class Broker:
         for index in range(self.metadata.topics[name].partitions, count):
             self.replica_manager.make_leader(name, index, config)
         self.metadata.set_partitions(name, count)
+
+    def reconfigure_logs(self, unclean_enabled: bool = False) -> None:
+        """The broker defaults of topic configs changed (dynamic broker configs): every log takes its topic's
+        config anew; turning unclean election on lets the controller elect where no ISR member is left."""
+        self.default_log_config = self.config.log_config()
+        for (topic, _), lg in list(self.log_manager.logs.items()):
+            lg.config = self.topic_config(topic)
+        controller = self.cluster.controller if self.cluster is not None else None
+        if unclean_enabled and controller is not None and controller.active:
+            for name in list(self.metadata.topics):
+                controller.enqueue("unclean_enabled", name)
+
+    async def set_broker_configs(self, per_broker: bool, texts: dict[str, str]) -> None:
+        """This broker's (``per_broker``) or the cluster-wide dynamic configs are now ``texts``, persisted before
+        this returns and applied here at once; in a cluster every broker applies them from ZooKeeper's
+        notification."""
+        entity = self.dynamic.entity(per_broker)
+        if self.cluster is not None:
+            await self.metadata.set_broker_configs(entity, texts)
+        else:
+            self.metadata.set_broker_configs(entity, texts)
+        self.dynamic.replace(**{"own" if per_broker else "default": texts})
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.metadata.set_configs(name, configs)
@@ -320,8 +347,7 @@ class Broker:
         await self.producer_ids.start()
 
     async def _start_listeners(self) -> None:
-        advertised = self.config.advertised_listeners
-        for i, (name, host, port) in enumerate(self.config.listeners):
+        for name, host, port in self.config.listeners:
             server = await asyncio.get_running_loop().create_server(
                 lambda n=name: FrameStream(self.config["socket.request.max.bytes"],
                                            on_connect=lambda stream, n=n: accept(self, stream, n)),
@@ -329,10 +355,22 @@ class Broker:
                 # a peer that stops reading never answers our close_notify: give up on it well within shutdown
                 **({"ssl_shutdown_timeout": 5} if self.listener_security[name].tls else {}))
             self.servers.append(server)
-            bound_host, bound_port = server.sockets[0].getsockname()[:2]
-            self.bound.append((bound_host, bound_port))
-            adv_name, adv_host, adv_port = advertised[i] if i < len(advertised) else (name, host, port)
-            self.endpoints.append((adv_name, adv_host or host or "127.0.0.1", adv_port or bound_port))
+            self.bound.append(server.sockets[0].getsockname()[:2])
+        self.advertise()
+
+    def advertise(self) -> None:
+        """What clients are told to connect to, per listener: its ``advertised.listeners`` entry (matched by
+        name, as Kafka does) or else where it listens; a port of 0 or an empty host fall back to the bound ones.
+        Called at start and when advertised.listeners changes dynamically (a cluster re-registers then)."""
+        advertised = {name: (host, port) for name, host, port in self.config.advertised_listeners}
+        endpoints = []
+        for (name, host, port), (_, bound_port) in zip(self.config.listeners, self.bound):
+            adv_host, adv_port = advertised.get(name, (host, port))
+            endpoints.append((name, adv_host or host or "127.0.0.1", adv_port or bound_port))
+        changed = self.endpoints and endpoints != self.endpoints
+        self.endpoints = endpoints
+        if changed and self.cluster is not None:
+            self.cluster.spawn(self.cluster.update_registration())
 
     async def _start_metrics(self) -> None:
         if self.config["metrics.port"] < 0:
@@ -368,7 +406,7 @@ class Broker:
             self._tasks.append(asyncio.create_task(self._every(max(100, min(idle_ms // 4, 30000)),
                                                                self._close_idle_connections)))
         if self.config["log.cleaner.enable"]:
-            self._tasks.append(asyncio.create_task(self._every(self.config["log.cleaner.backoff.ms"],
+            self._tasks.append(asyncio.create_task(self._every(lambda: self.config["log.cleaner.backoff.ms"],
                                                                self.log_manager.clean)))
 
     def _close_idle_connections(self) -> None:
@@ -384,9 +422,11 @@ class Broker:
         """The port the first listener is bound to (not necessarily the advertised one)."""
         return self.bound[0][1]
 
-    async def _every(self, interval_ms: int, action) -> None:
+    async def _every(self, interval_ms, action) -> None:
+        """Run ``action`` every ``interval_ms`` (a number, or a callable read before each wait: a dynamic
+        config)."""
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
             try:
                 action()
             except Exception:

@@ -1,4 +1,5 @@
-"""``kbroker configs describe|alter``: configs of a topic or a broker, in the style of ``kafka-configs``.
+"""``kbroker configs describe|alter``: configs of a topic, a broker or (``--entity-default``) every broker's
+dynamic default, in the style of ``kafka-configs``.
 
 ``describe`` prints each config with its value and source; ``alter`` applies ``--add-config k=v,k2=v2``
 and ``--delete-config k,k2`` with IncrementalAlterConfigs (SET and DELETE), so that configs not named stay.
@@ -39,7 +40,10 @@ def parse_assignments(text: str | None) -> list[tuple[str, str]]:
 
 async def configs_tool(conn, args) -> int:
     resource_type = RESOURCE_TYPES[args.entity_type]
-    name = args.entity_name or ""
+    name = "" if getattr(args, "entity_default", False) else (args.entity_name or "")
+    if not name and args.entity_type == "topics":
+        print("kbroker: configs for topics need --entity-name")
+        return 1
     if args.action == "describe":
         response = await conn.request(DESCRIBE_CONFIGS, 4, {"resources": [
             {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}],
@@ -50,7 +54,8 @@ async def configs_tool(conn, args) -> int:
                 print(f"error {ErrorCode(result.error_code).name}: {result.error_message}")
                 failed = True
                 continue
-            print(f"Configs for {args.entity_type[:-1]} '{result.resource_name}':")
+            print(f"Configs for {args.entity_type[:-1]} '{result.resource_name}':" if result.resource_name
+                  else "Default configs for brokers in the cluster:")
             for c in sorted(result.configs, key=lambda c: c.name):
                 if args.all or c.config_source not in (5,):   # kafka-configs shows what is set unless --all
                     print(f"  {c.name}={c.value if not c.is_sensitive else '(sensitive)'} "
@@ -73,5 +78,6 @@ async def configs_tool(conn, args) -> int:
         if r.error_code:
             print(f"error {ErrorCode(r.error_code).name}: {r.error_message}")
             return 1
-    print(f"Completed updating config for {args.entity_type[:-1]} {name}.")
+    what = f"config for {args.entity_type[:-1]} {name}" if name else "default config for brokers in the cluster"
+    print(f"Completed updating {what}.")
     return 0

@@ -53,6 +53,9 @@ class KafkaController:
         self.loop = asyncio.get_running_loop()
         self.task = asyncio.create_task(self._process())
         self._rebalance_task: asyncio.Task | None = None
+        # One watcher function for /brokers/ids and each registration's data (kazoo keeps a set per path,
+        # so re-arming with the same function never piles up duplicates).
+        self._broker_watch = self._watch("broker_change")
         self._dirty: set[tuple[str, int]] = set()   # states changed in memory, not yet written
 
     # ------------------------------------------------------------------ event plumbing
@@ -114,7 +117,7 @@ class KafkaController:
 
     async def _initialize(self) -> None:
         """Rebuild the whole view from ZooKeeper, settle offline partitions, tell every broker."""
-        self.live = await self._zk(self.zk.live_brokers, self._watch("broker_change"))
+        self.live = await self._zk(self.zk.live_brokers, self._broker_watch)
         for broker_id, info in self.live.items():
             self.channel.add_broker(broker_id, *info.endpoint(self.inter_broker_listener))
         names = await self._zk(self.zk.topic_names, self._watch("topic_change"))
@@ -264,7 +267,7 @@ class KafkaController:
     async def _on_broker_change(self) -> None:
         if not self.active:
             return
-        now = await self._zk(self.zk.live_brokers, self._watch("broker_change"))
+        now = await self._zk(self.zk.live_brokers, self._broker_watch)
         gone = set(self.live) - set(now)
         born = {b for b, info in now.items() if b not in self.live or self.live[b].endpoints != info.endpoints}
         self.live = now

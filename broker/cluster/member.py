@@ -59,6 +59,7 @@ class ClusterMember:
         self._last_tick = time.monotonic()
         self._pause_limit = self.config["zookeeper.session.timeout.ms"] / 1000
         self.stopping = False
+        self.registered = False   # /brokers/ids/<id> written by this session or an earlier one
         self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
         broker.replica_manager.on_follower_caught_up = self._expand_isr
 
@@ -99,6 +100,7 @@ class ClusterMember:
         self.topics.cluster_id = await self.zk_call(self.zk.get_or_create_cluster_id,
                                                     self.config["cluster.id"] or _new_cluster_id())
         self.zk.add_listener(self._session_state)
+        await self.topics.load_broker_configs()   # (before registering: advertised.listeners may be one)
         await self.topics.load_users()
         await self.topics.load_quotas()
         if self.acls is not None:
@@ -110,14 +112,23 @@ class ClusterMember:
         self.spawn(self._shrink_isr_periodically())
         await self.topics.watch_config_changes()
 
-    async def _register(self) -> None:
+    def _registration(self) -> tuple[BrokerInfo, dict[str, str]]:
         endpoints = self.broker.endpoints
         names = {e[0] for e in endpoints}
         security = {name: protocol for name, protocol in self.config.security_protocol_map.items() if name in names}
-        info = BrokerInfo(self.broker_id, list(endpoints), self.config["broker.rack"])
-        await self.zk_call(self.zk.register_broker, info, security,
+        return BrokerInfo(self.broker_id, list(endpoints), self.config["broker.rack"]), security
+
+    async def _register(self) -> None:
+        await self.zk_call(self.zk.register_broker, *self._registration(),
                            self.config["zookeeper.session.timeout.ms"] / 1000 + 5)
-        log.info("broker_registered", broker_id=self.broker_id, endpoints=endpoints)
+        self.registered = True
+        log.info("broker_registered", broker_id=self.broker_id, endpoints=self.broker.endpoints)
+
+    async def update_registration(self) -> None:
+        """Our advertised endpoints changed (a dynamic advertised.listeners): rewrite the registration."""
+        if self.registered:
+            await self.zk_call(self.zk.update_broker_registration, *self._registration())
+            log.info("broker_registration_updated", broker_id=self.broker_id, endpoints=self.broker.endpoints)
 
     def _session_state(self, state) -> None:
         """kazoo's thread: a lost session means the controller has already moved our leaderships."""

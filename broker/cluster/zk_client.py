@@ -15,6 +15,7 @@ The layout, inspectable with ``zkCli.sh``::
     /brokers/topics/<topic>/partitions/<p>/state      leader, leader_epoch, isr, controller_epoch
     /config/topics/<topic>                            {"version":1,"config":{...}}
     /config/users/<user>                              {"version":1,"config":{"SCRAM-SHA-256":"salt=..."}}
+    /config/brokers/<id> and /config/brokers/<default>  {"version":1,"config":{...}}  (dynamic broker configs)
     /config/changes/config_change_<seq>               {"version":2,"entity_path":"topics/<topic>"}
     /admin/delete_topics/<topic>
     /latest_producer_id_block                         {"version":1,"broker":..,"block_start":..,"block_end":..}
@@ -174,20 +175,27 @@ class KafkaZkClient:
                         from None
                 time.sleep(0.2)
 
+    def update_broker_registration(self, info: BrokerInfo, security_map: dict[str, str]) -> None:
+        """Rewrite our own ``/brokers/ids/<id>`` (advertised endpoints changed); the controller, watching it,
+        tells every broker."""
+        self.zk.set(self.path(f"/brokers/ids/{info.broker_id}"), info.to_json(security_map))
+
     def broker_ids(self, watch=None) -> list[int]:
         return sorted(int(c) for c in self.zk.get_children(self.path("/brokers/ids"), watch=watch))
 
-    def broker_info(self, broker_id: int) -> BrokerInfo | None:
+    def broker_info(self, broker_id: int, watch=None) -> BrokerInfo | None:
         try:
-            data, _ = self.zk.get(self.path(f"/brokers/ids/{broker_id}"))
+            data, _ = self.zk.get(self.path(f"/brokers/ids/{broker_id}"), watch=watch)
         except NoNodeError:
             return None
         return BrokerInfo.from_json(broker_id, data)
 
     def live_brokers(self, watch=None) -> dict[int, BrokerInfo]:
+        """Every registered broker; ``watch`` fires on a registration coming or going and on one's data
+        changing (Kafka's controller watches both: BrokerChange and BrokerModifications)."""
         out = {}
         for broker_id in self.broker_ids(watch):
-            info = self.broker_info(broker_id)
+            info = self.broker_info(broker_id, watch)
             if info is not None:
                 out[broker_id] = info
         return out
@@ -318,6 +326,13 @@ class KafkaZkClient:
         kind, name = self.quota_entity_path(entity)
         kept = {k: v for k, v in self._entity_config(kind, name).items() if k not in QUOTA_KEYS}
         self._set_entity_config(kind, name, {**kept, **values}, notify=True)
+
+    def broker_config(self, entity: str) -> dict[str, str]:
+        """``/config/brokers/<id>`` or ``/config/brokers/<default>``: dynamic broker configs."""
+        return self._entity_config("brokers", entity)
+
+    def set_broker_config(self, entity: str, configs: dict[str, str]) -> None:
+        self._set_entity_config("brokers", entity, configs, notify=True)
 
     def _entity_config(self, kind: str, name: str) -> dict[str, str]:
         try:

@@ -23,6 +23,7 @@ import structlog
 
 from broker.cluster.assignment import assign_replicas
 from broker.cluster.zk_client import KafkaZkClient, TopicAssignment
+from broker.dynamic_config import DEFAULT_ENTITY
 from broker.metadata import TopicMetadata
 from broker.quotas import QUOTA_KEYS
 
@@ -105,6 +106,14 @@ class ZkTopicStore:
         texts = {k: (str(int(v)) if float(v).is_integer() else repr(float(v))) for k, v in values.items()}
         await self.member.zk_call(self.member.zk.set_quota_config, entity, texts)
 
+    async def load_broker_configs(self) -> None:
+        zk, dynamic = self.member.zk, self.member.broker.dynamic
+        dynamic.replace(default=await self.member.zk_call(zk.broker_config, DEFAULT_ENTITY),
+                        own=await self.member.zk_call(zk.broker_config, str(self.member.broker_id)))
+
+    async def set_broker_configs(self, entity: str, texts: dict[str, str]) -> None:
+        await self.member.zk_call(self.member.zk.set_broker_config, entity, texts)
+
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
         """Watch ``/config/changes``. At start the notifications that exist were applied by the topic loads;
@@ -143,6 +152,12 @@ class ZkTopicStore:
                 await self._reload_user(parts[1])
                 await self._reload_quota((parts[1], None))
                 log.info("user_credentials_changed", user=parts[1])
+            return
+        if entity.startswith("brokers/"):   # brokers/<default> or brokers/<id>: dynamic broker configs
+            name = entity.split("/", 1)[1]
+            if name in (DEFAULT_ENTITY, str(self.member.broker_id)):
+                texts = await self.member.zk_call(zk.broker_config, name)
+                self.member.broker.dynamic.replace(**{"default" if name == DEFAULT_ENTITY else "own": texts})
             return
         if entity.startswith("topics/"):
             topic = entity.split("/", 1)[1]

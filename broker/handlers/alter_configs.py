@@ -1,8 +1,11 @@
-"""AlterConfigs (legacy): replace a topic's whole set of config overrides.
+"""AlterConfigs (legacy): replace a topic's whole set of config overrides, or a broker's (or the cluster-wide
+default's) whole set of dynamic configs.
 
-Changes persist in the metadata store and apply to the topic's logs at once.
+Changes persist in the metadata store and apply at once: to the topic's logs, or to every running component
+that reads a changed broker config (broker/dynamic_config.py).
 """
 
+from broker.dynamic_config import is_sensitive, validate
 from broker.handlers.describe_configs import BROKER, TOPIC, refusal
 from protocol.acls import ALTER_CONFIGS
 from protocol.errors import ErrorCode
@@ -25,21 +28,54 @@ def apply_topic_configs(ctx, name: str, configs: dict[str, str], validate_only: 
     return ErrorCode.NONE, None
 
 
+def broker_target(ctx, name: str) -> tuple[bool, tuple[ErrorCode, str] | None]:
+    """(per_broker, refusal): an empty name is the cluster-wide default, else it must be this broker's id
+    (clients send a broker's configs to that broker)."""
+    if name == "":
+        return False, None
+    if not name.lstrip("-").isdigit():
+        return True, (ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}")
+    if int(name) != ctx.broker.broker_id:
+        return True, (ErrorCode.INVALID_REQUEST,
+                      f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}")
+    return True, None
+
+
+async def apply_broker_configs(ctx, name: str, per_broker: bool, texts: dict[str, str],
+                               validate_only: bool) -> tuple[ErrorCode, str | None]:
+    """Validate and (unless validate_only) store and apply a broker's (or the default's) whole dynamic set."""
+    problem = validate(texts, per_broker, ctx.broker.config)
+    if problem:
+        return ErrorCode.INVALID_CONFIG, f"Invalid config value for resource ConfigResource(type=BROKER, " \
+                                         f"name='{name}'): {problem}"
+    if not validate_only:
+        await ctx.broker.set_broker_configs(per_broker, texts)
+        ctx.log.info("broker_configs_altered", broker=name or "<default>",
+                     configs={k: "(sensitive)" if is_sensitive(k) else v for k, v in texts.items()})
+    return ErrorCode.NONE, None
+
+
 def resource_error(resource) -> tuple[ErrorCode, str] | None:
-    if resource.resource_type == BROKER:
-        return ErrorCode.INVALID_REQUEST, "Dynamic broker configs are not supported; set them in server.properties"
-    if resource.resource_type != TOPIC:
+    if resource.resource_type not in (TOPIC, BROKER):
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
+    if resource.resource_type == TOPIC and not resource.resource_name:
+        return ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
     return None
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     responses = []
     for resource in request.resources:
-        problem = refusal(ctx, resource.resource_type, resource.resource_name, ALTER_CONFIGS) or resource_error(resource)
+        name = resource.resource_name
+        problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None:
             configs = {c.name: c.value for c in resource.configs if c.value is not None}
-            problem = apply_topic_configs(ctx, resource.resource_name, configs, request.validate_only)
+            if resource.resource_type == TOPIC:
+                problem = apply_topic_configs(ctx, name, configs, request.validate_only)
+            else:
+                per_broker, problem = broker_target(ctx, name)
+                if problem is None:
+                    problem = await apply_broker_configs(ctx, name, per_broker, configs, request.validate_only)
         responses.append({"error_code": problem[0], "error_message": problem[1],
-                          "resource_type": resource.resource_type, "resource_name": resource.resource_name})
+                          "resource_type": resource.resource_type, "resource_name": name})
     return {"throttle_time_ms": 0, "responses": responses}

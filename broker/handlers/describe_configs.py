@@ -1,14 +1,14 @@
-"""DescribeConfigs: topic configs (with their sources and synonyms) and this broker's static configs."""
+"""DescribeConfigs: topic and broker configs with their sources and synonyms (broker/dynamic_config.py)."""
 
 from broker.config import DEFINITIONS
+from broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
+                                   is_sensitive, text_of)
 from protocol import acls
 from protocol.errors import ErrorCode
 from protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
-# ConfigSource values of DescribeConfigs
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType values (v3+)
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 _LONG_CONFIGS = {"segment.ms", "retention.ms", "retention.bytes", "flush.messages", "flush.ms",
@@ -22,55 +22,46 @@ def _type_of(name: str, parser) -> int:
         return INT
     if parser is float:
         return DOUBLE
-    if name in ("cleanup.policy",):
+    if name in ("cleanup.policy", "log.cleanup.policy"):
         return LIST
-    if getattr(parser, "__name__", "") == "<lambda>":
+    if getattr(parser, "__name__", "") in ("<lambda>", "_bool"):
         return BOOLEAN
     return STRING
-
-
-def _text(value) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return ",".join(value)
-    return str(value)
 
 
 def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], parser) -> dict:
     """A DescribeConfigs entry; its source is that of its first (most specific) synonym."""
     source = synonyms[0]["source"]
-    return {"name": name, "value": value, "read_only": read_only, "is_default": source == DEFAULT_CONFIG,
-            "config_source": source, "is_sensitive": False, "synonyms": synonyms,
-            "config_type": _type_of(name, parser), "documentation": None}
+    sensitive = is_sensitive(name)
+    return {"name": name, "value": None if sensitive else value, "read_only": read_only,
+            "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": sensitive,
+            "synonyms": synonyms, "config_type": _type_of(name, parser), "documentation": None}
 
 
 def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict]:
-    """One entry per topic config: its effective value, where it comes from, and its synonyms."""
+    """One entry per topic config: its effective value, where it comes from, and its synonyms (the topic's
+    override, then the broker key's dynamic, static and default values)."""
     entries = []
     for name, (_, parser) in TOPIC_CONFIGS.items():
-        broker_key = BROKER_SYNONYMS[name]
-        synonyms = []
+        synonyms = broker.dynamic.synonyms(BROKER_SYNONYMS[name])
         if name in overrides:
-            synonyms.append({"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
-        if broker.config.is_set(broker_key):
-            synonyms.append({"name": broker_key, "value": _text(broker.config.broker_value(broker_key)),
-                             "source": STATIC_BROKER_CONFIG})
-        synonyms.append({"name": broker_key, "value": _text(DEFINITIONS.get(broker_key, (None, None))[1]),
-                         "source": DEFAULT_CONFIG})
+            synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         entries.append(_entry(name, config.value_of(name), False, synonyms, parser))
     return entries
 
 
 def broker_config_entries(broker) -> list[dict]:
-    entries = []
-    for name, (parser, _) in DEFINITIONS.items():
-        value = _text(broker.config.broker_value(name))
-        source = STATIC_BROKER_CONFIG if broker.config.is_set(name) else DEFAULT_CONFIG
-        entries.append(_entry(name, value, True, [{"name": name, "value": value, "source": source}], parser))
-    return entries
+    """Every broker config with its effective value and layers; read-only unless it changes at runtime."""
+    return [_entry(name, text_of(broker.config.broker_value(name)), name not in DYNAMIC_KEYS,
+                   broker.dynamic.synonyms(name), parser)
+            for name, (parser, _) in DEFINITIONS.items()]
+
+
+def default_broker_config_entries(broker) -> list[dict]:
+    """The cluster-wide default resource (an empty broker name): the dynamic defaults that are set."""
+    return [_entry(name, value, False, [{"name": name, "value": value, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}],
+                   DEFINITIONS[name][0])
+            for name, value in sorted(broker.dynamic.default.items()) if name in DEFINITIONS]
 
 
 def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
@@ -103,6 +94,8 @@ def handle(ctx, request):
             if resource.resource_name not in ("", str(broker.broker_id)):
                 result.update(error_code=ErrorCode.INVALID_REQUEST,
                               error_message=f"Unexpected broker id {resource.resource_name}")
+            elif resource.resource_name == "":
+                result["configs"] = default_broker_config_entries(broker)
             else:
                 result["configs"] = broker_config_entries(broker)
         elif resource.resource_type == BROKER_LOGGER:

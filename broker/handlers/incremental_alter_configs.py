@@ -1,32 +1,37 @@
-"""IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic configs."""
+"""IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs."""
 
-from broker.handlers.alter_configs import apply_topic_configs, resource_error
-from broker.handlers.describe_configs import refusal
+from broker.config import DEFINITIONS
+from broker.dynamic_config import LIST_KEYS, text_of
+from broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
+                                           resource_error)
+from broker.handlers.describe_configs import TOPIC, refusal
 from protocol.acls import ALTER_CONFIGS
 from protocol.errors import ErrorCode
 from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
 from storage.log_config import TOPIC_CONFIGS
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-LIST_CONFIGS = {"cleanup.policy"}
 
 
-def _apply(current: dict[str, str], ops, default_of) -> tuple[dict[str, str], str | None]:
+def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str) -> tuple[dict[str, str], str | None]:
+    """``current`` (the stored set) after ``ops``; APPEND and SUBTRACT start from the stored value or else the
+    config's default, as Kafka's prepareIncrementalConfigs does."""
     updated = dict(current)
     names = [op.name for op in ops]
     for op in ops:
         if names.count(op.name) > 1:
             return current, f"Duplicate config {op.name}"
-        if op.name not in TOPIC_CONFIGS:
-            return current, f"Unknown topic config name: {op.name}"
+        if op.name not in known:
+            return current, f"Unknown {kind} config name: {op.name}"
         if op.config_operation == SET:
             updated[op.name] = op.value
         elif op.config_operation == DELETE:
             updated.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
-            if op.name not in LIST_CONFIGS:
+            if op.name not in list_keys:
                 return current, f"Config {op.name} is not a list: APPEND and SUBTRACT apply to lists only"
-            items = [x for x in updated.get(op.name, default_of(op.name)).split(",") if x]
+            stored = updated[op.name] if op.name in updated else default_of(op.name)
+            items = [x for x in (stored or "").split(",") if x]
             change = [x for x in (op.value or "").split(",") if x]
             if op.config_operation == APPEND:
                 items += [x for x in change if x not in items]
@@ -38,20 +43,28 @@ def _apply(current: dict[str, str], ops, default_of) -> tuple[dict[str, str], st
     return updated, None
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     broker = ctx.broker
     responses = []
     for resource in request.resources:
-        problem = refusal(ctx, resource.resource_type, resource.resource_name, ALTER_CONFIGS) or resource_error(resource)
-        if problem is None:
-            meta = broker.metadata.topics.get(resource.resource_name)
+        name = resource.resource_name
+        problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
+        if problem is None and resource.resource_type == TOPIC:
+            meta = broker.metadata.topics.get(name)
             if meta is None:
-                problem = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {resource.resource_name} does not exist")
+                problem = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             else:
-                defaults = broker.default_log_config
-                updated, message = _apply(meta.configs, resource.configs, defaults.value_of)
+                updated, message = _apply(meta.configs, resource.configs, TOPIC_CONFIGS, {"cleanup.policy"},
+                                          broker.default_log_config.value_of, "topic")
                 problem = ((ErrorCode.INVALID_CONFIG, message) if message else
                            apply_topic_configs(ctx, meta.name, updated, request.validate_only))
+        elif problem is None:
+            per_broker, problem = broker_target(ctx, name)
+            if problem is None:
+                updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, DEFINITIONS,
+                                          LIST_KEYS, lambda key: text_of(DEFINITIONS[key][1]), "broker")
+                problem = ((ErrorCode.INVALID_CONFIG, message) if message else
+                           await apply_broker_configs(ctx, name, per_broker, updated, request.validate_only))
         responses.append({"error_code": problem[0], "error_message": problem[1],
-                          "resource_type": resource.resource_type, "resource_name": resource.resource_name})
+                          "resource_type": resource.resource_type, "resource_name": name})
     return {"throttle_time_ms": 0, "responses": responses}

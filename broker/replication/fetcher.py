@@ -208,6 +208,19 @@ class ReplicaFetcherManager:
         fetcher.add(tp, leader_epoch)
         self.assigned[tp] = fetcher
 
+    def resize(self) -> None:
+        """``num.replica.fetchers`` changed: hand every followed partition to its fetcher under the new count
+        (Kafka's resizeThreadPool) and stop the fetchers left with none. A response that a moved partition's
+        old fetcher still receives is dropped (``_process`` checks the partition is still its own)."""
+        followed = [(tp, f.leader_id, f.partitions[tp].leader_epoch) for tp, f in self.assigned.items()
+                    if tp in f.partitions]
+        for tp, leader_id, epoch in followed:
+            self.follow(tp, leader_id, epoch)
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[key]
+                asyncio.ensure_future(fetcher.stop())
+
     def unfollow(self, tp: tuple[str, int]) -> None:
         fetcher = self.assigned.pop(tp, None)
         if fetcher is not None:

@@ -32,9 +32,7 @@ DESELECT = ["acls", "delete_records", "log_dirs", "partition_reassignments",
             "describe_topic_partitions", "quorum", "list_config_resources", "ssl", "sasl"]
 
 # Known failures still open, with the issue that brings them.
-EXPECTED_FAILURES = {
-    "test_describe_configs_broker_resource_returns_configs": "dynamic broker configs (read_only=false) not built",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 # The broker kafka-python's own fixtures start has num.partitions=4 (fixtures.py: partitions=4), and its
 # tests rely on it: auto-created topics there have four partitions.
@@ -47,6 +45,7 @@ MUST_PASS = [
     "test/integration/test_admin_integration.py::test_describe_group_exists",
     "test/integration/test_admin_integration.py::test_create_partitions",
     "test/integration/test_admin_integration.py::test_elect_leaders",
+    "test/integration/test_admin_integration.py::test_describe_configs_broker_resource_returns_configs",
     "test/integration/test_admin_integration.py::test_describe_configs_invalid_broker_id_raises",
     "test/integration/test_admin_integration.py::test_describe_configs_mixed_resources_returns_configs",
     "test/integration/test_admin_integration.py::test_describe_configs_topic_resource_returns_configs",

@@ -1,0 +1,186 @@
+"""Dynamic broker configs (Kafka's DynamicBrokerConfig): which keys change at runtime, how the layers stack,
+and applying a change to the running broker.
+
+Layers, the most specific first, as DescribeConfigs reports them:
+
+- DYNAMIC_BROKER_CONFIG: this broker's own (ZooKeeper ``/config/brokers/<id>``, the local store otherwise);
+- DYNAMIC_DEFAULT_BROKER_CONFIG: every broker's (``/config/brokers/<default>``);
+- STATIC_BROKER_CONFIG: ``server.properties``, ``KBROKER_*`` and ``--override``;
+- DEFAULT_CONFIG: the definitions in broker/config.py.
+
+Invariant: after ``replace`` returns, ``broker.config.values`` is the static values with both dynamic layers
+laid over them, and every running component that depends on a changed key has been told (log configs of
+every partition, replica fetchers, connection limits, advertised endpoints). A key outside ``DYNAMIC_KEYS``
+never changes while the broker runs.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from broker.config import DEFINITIONS, ConfigError, parse_listener, parse_value
+from broker.connection_limits import parse_overrides
+from storage.log_config import BROKER_SYNONYMS, validate_topic_config
+
+log = structlog.get_logger("broker.dynamic_config")
+
+DEFAULT_ENTITY = "<default>"   # ZooKeeper's name for the cluster-wide default (/config/brokers/<default>)
+# DescribeConfigs' ConfigSource values
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+
+TOPIC_KEY_OF = {broker_key: topic_key for topic_key, broker_key in BROKER_SYNONYMS.items()}
+# The broker defaults of topic configs (Kafka's DynamicLogConfig; message.format.version stays static there).
+LOG_KEYS = frozenset(k for k in TOPIC_KEY_OF if k != "log.message.format.version")
+THREAD_KEYS = frozenset({"num.replica.fetchers"})
+CONNECTION_KEYS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
+LISTENER_KEYS = frozenset({"advertised.listeners"})
+# Kafka's AllDynamicConfigs, as far as kbroker has the keys and applies them without a restart.
+DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | {
+    "log.cleaner.backoff.ms", "producer.id.expiration.ms"}
+PER_BROKER_KEYS = LISTENER_KEYS   # Kafka refuses these at the cluster-wide default
+LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "max.connections.per.ip.overrides"})
+SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key")
+
+
+def is_sensitive(key: str) -> bool:
+    return key.endswith(SENSITIVE_SUFFIXES)
+
+
+def validate(texts: dict[str, str], per_broker: bool, config) -> str | None:
+    """Why a dynamic layer of ``texts`` cannot be stored (Kafka's messages), or None. ``config``: the
+    BrokerConfig now, for the rules that compare (thread counts, listener names)."""
+    unknown = sorted(k for k in texts if k not in DEFINITIONS)
+    if unknown:
+        return f"Unknown broker configs: {unknown}"
+    static = sorted(k for k in texts if k not in DYNAMIC_KEYS)
+    if static:
+        return f"Cannot update these configs dynamically: {static}"
+    if not per_broker and texts.keys() & PER_BROKER_KEYS:
+        return ("Cannot update these configs at default cluster level, broker id must be specified: "
+                f"{sorted(texts.keys() & PER_BROKER_KEYS)}")
+    for key, text in texts.items():
+        try:
+            value = parse_value(key, text)
+        except ConfigError as exc:
+            return str(exc)
+        problem = _value_problem(key, text, value, config)
+        if problem:
+            return problem
+    return None
+
+
+def _value_problem(key: str, text: str, value, config) -> str | None:
+    if key in LOG_KEYS:
+        problem = validate_topic_config(TOPIC_KEY_OF[key], text)
+        return problem.replace(TOPIC_KEY_OF[key], key) if problem else None
+    if key in THREAD_KEYS:   # Kafka's DynamicThreadPool rule: at least 1, at most doubled or halved at once
+        old = config[key]
+        if value < 1 or value > old * 2 or value < old / 2:
+            return f"Invalid value {text} for {key}: between {max(1, -(-old // 2))} and {old * 2} from {old}"
+        return None
+    if key == "max.connections.per.ip.overrides":
+        try:
+            parse_overrides(value)
+        except ConfigError as exc:
+            return str(exc)
+        return None
+    if key == "advertised.listeners":
+        names = {name for name, _, _ in config.listeners}
+        try:
+            advertised = [parse_listener(x) for x in value]
+        except ConfigError as exc:
+            return str(exc)
+        strays = sorted({name for name, _, _ in advertised} - names)
+        if strays:
+            return f"advertised.listeners names listeners this broker does not have: {strays}"
+        return None
+    if isinstance(value, int) and value < 0:
+        return f"Invalid value {text} for configuration {key}: must be at least 0"
+    return None
+
+
+class DynamicBrokerConfig:
+    """This broker's two dynamic layers (as stored text) and their application to the running broker."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.default: dict[str, str] = {}      # /config/brokers/<default>
+        self.own: dict[str, str] = {}          # /config/brokers/<id>
+
+    def entity(self, per_broker: bool) -> str:
+        return str(self.broker.broker_id) if per_broker else DEFAULT_ENTITY
+
+    def layer(self, per_broker: bool) -> dict[str, str]:
+        return self.own if per_broker else self.default
+
+    def load(self, default: dict[str, str], own: dict[str, str]) -> None:
+        """The stored layers at start, before the components that read the config exist (nothing to tell)."""
+        self.default, self.own = dict(default), dict(own)
+        self.broker.config.layer(self._parsed(self.default), self._parsed(self.own))
+
+    def replace(self, default: dict[str, str] | None = None, own: dict[str, str] | None = None) -> set[str]:
+        """Make ``default`` and/or ``own`` the dynamic layers and apply what changed; returns the changed keys.
+        Keys that do not parse (stored by another version, or by hand) are left out with a warning."""
+        if default is not None:
+            self.default = dict(default)
+        if own is not None:
+            self.own = dict(own)
+        changed = self.broker.config.layer(self._parsed(self.default), self._parsed(self.own))
+        if changed:
+            self._apply(changed)
+            log.info("broker_configs_changed", keys=sorted(changed))
+        return changed
+
+    @staticmethod
+    def _parsed(texts: dict[str, str]) -> dict:
+        out = {}
+        for key, text in texts.items():
+            if key not in DYNAMIC_KEYS:
+                log.warning("dynamic_config_ignored", key=key, reason="not a dynamic broker config")
+                continue
+            try:
+                out[key] = parse_value(key, text)
+            except ConfigError as exc:
+                log.warning("dynamic_config_ignored", key=key, reason=str(exc))
+        return out
+
+    def _apply(self, changed: set[str]) -> None:
+        broker = self.broker
+        if changed & LOG_KEYS:
+            broker.reconfigure_logs(unclean_enabled="unclean.leader.election.enable" in changed
+                                    and broker.config["unclean.leader.election.enable"])
+        if changed & CONNECTION_KEYS:
+            broker.connection_limits.reconfigure(broker.config)
+        if changed & THREAD_KEYS and broker.cluster is not None:
+            broker.cluster.fetchers.resize()
+        if changed & LISTENER_KEYS:
+            broker.advertise()
+
+    # ------------------------------------------------------------------ DescribeConfigs
+    def synonyms(self, key: str) -> list[dict]:
+        """Where ``key``'s value comes from, the most specific layer first (Kafka's synonyms for one name)."""
+        config = self.broker.config
+        out = []
+        if key in self.own:
+            out.append({"name": key, "value": self.own[key], "source": DYNAMIC_BROKER_CONFIG})
+        if key in self.default:
+            out.append({"name": key, "value": self.default[key], "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
+        if config.static.get(key) is not None:
+            out.append({"name": key, "value": text_of(config.static[key]), "source": STATIC_BROKER_CONFIG})
+        out.append({"name": key, "value": text_of(DEFINITIONS.get(key, (None, None))[1]), "source": DEFAULT_CONFIG})
+        if is_sensitive(key):
+            for s in out:
+                s["value"] = None
+        return out
+
+
+def text_of(value) -> str | None:
+    """A config value as Kafka's DescribeConfigs writes it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)

@@ -29,7 +29,7 @@ run: $(STAMP)
 	$(BIN)/kbroker serve config/server.properties
 
 cluster: $(STAMP) apt
-	$(BIN)/python -m broker.cluster.launcher
+	$(BIN)/python -m kbroker.broker.cluster.launcher
 
 test: $(STAMP) apt
 	$(PYTEST) -q -m "not slow"

@@ -22,10 +22,10 @@ import time
 
 from bench.brokers import KBroker
 from bench.loadgen import _cpu_seconds
-from client.connection import KafkaConnection
-from protocol import schema
-from protocol.headers import RequestHeader, encode_request_header
-from protocol.records import build_batch
+from kbroker.client.connection import KafkaConnection
+from kbroker.protocol import schema
+from kbroker.protocol.headers import RequestHeader, encode_request_header
+from kbroker.protocol.records import build_batch
 
 SECONDS = 5.0
 TOPIC, GROUP, TXN = "bench-small", "bench-small-group", "bench-small-txn"
@@ -113,8 +113,8 @@ async def _check(port: int, frames: list[bytes]) -> None:
 
 
 def _decode(api_key: int, version: int, answer: bytes):
-    from protocol.headers import decode_response_header
-    from protocol.types import BufferReader
+    from kbroker.protocol.headers import decode_response_header
+    from kbroker.protocol.types import BufferReader
 
     reader = BufferReader(answer)
     decode_response_header(reader, api_key, schema.REGISTRY[api_key].is_flexible(version))
@@ -248,7 +248,7 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
 EMBEDDED_START = """
 import time
 began = time.perf_counter()
-from broker.embedded import KBroker
+from kbroker.broker.embedded import KBroker
 with KBroker() as first:
     cold = time.perf_counter() - began
 warm = []

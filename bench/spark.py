@@ -27,9 +27,9 @@ def _tuple_source():
     """The kbroker source with a reader that yields one Python tuple per row (Spark converts each)."""
     import datetime
 
-    from client.spark import KBrokerDataSource
-    from client.spark.records import range_messages
-    from client.spark.source import BatchReader
+    from kbroker.client.spark import KBrokerDataSource
+    from kbroker.client.spark.records import range_messages
+    from kbroker.client.spark.source import BatchReader
 
     epoch = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
 
@@ -47,7 +47,7 @@ def _tuple_source():
             return "kbroker_tuples"
 
         def reader(self, schema):
-            from client.spark.options import SourceOptions
+            from kbroker.client.spark.options import SourceOptions
 
             return TupleReader(SourceOptions.parse(self.options, streaming=False))
 

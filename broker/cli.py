@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from protocol.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
+from kbroker.protocol.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,12 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from broker.main import serve
+        from kbroker.broker.main import serve
 
         return serve(args.properties, args.override, args.log_level)
     if args.command == "users" and args.zookeeper:
         return _users_in_zookeeper(args)
-    from client import tools
+    from kbroker.client import tools
 
     return tools.run(args)
 
@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 def _users_in_zookeeper(args) -> int:
     """``kafka-configs --zookeeper ... --entity-type users``: how a cluster gets the credentials its brokers
     authenticate to each other with before any of them runs."""
-    from broker.cluster.zk_client import KafkaZkClient
-    from client.users import user_line
+    from kbroker.broker.cluster.zk_client import KafkaZkClient
+    from kbroker.client.users import user_line
 
     if args.action != "list" and (not args.user or (args.action == "add" and args.password is None)):
         print("kbroker: users add needs --user and --password, delete needs --user", file=sys.stderr)

@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 import structlog
 
-from client.properties import read_properties
-from storage.log_config import BROKER_SYNONYMS, LogConfig
+from kbroker.client.properties import read_properties
+from kbroker.storage.log_config import BROKER_SYNONYMS, LogConfig
 
 log = structlog.get_logger("broker.config")
 LONG_MAX = (1 << 63) - 1

@@ -27,16 +27,16 @@ import time
 import structlog
 from construct import ConstructError
 
-from broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
-from broker.registry import HANDLERS, api_versions_list
-from broker.quotas import EXEMPT_APIS, REQUEST, throttle_for
-from broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
-from broker.security.sasl import SaslFailure, State
-from protocol import schema
-from protocol.errors import ErrorCode
-from protocol.framing import FrameStream, FrameTooLarge
-from protocol.headers import API_VERSIONS_KEY, decode_request_header, peek_header, response_header
-from protocol.types import BufferReader, FileRegion, read_region
+from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from kbroker.broker.registry import HANDLERS, api_versions_list
+from kbroker.broker.quotas import EXEMPT_APIS, REQUEST, throttle_for
+from kbroker.broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
+from kbroker.broker.security.sasl import SaslFailure, State
+from kbroker.protocol import schema
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.framing import FrameStream, FrameTooLarge
+from kbroker.protocol.headers import API_VERSIONS_KEY, decode_request_header, peek_header, response_header
+from kbroker.protocol.types import BufferReader, FileRegion, read_region
 
 _SIZE = struct.Struct(">i")
 MAX_QUEUED_RESPONSES = 64

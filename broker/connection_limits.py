@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.config import ConfigError
+from kbroker.broker.config import ConfigError
 
 
 def parse_overrides(text: str) -> dict[str, int]:

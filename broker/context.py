@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from protocol.acls import CLUSTER, CLUSTER_NAME
+from kbroker.protocol.acls import CLUSTER, CLUSTER_NAME
 
 if TYPE_CHECKING:
-    from broker.server import Broker
+    from kbroker.broker.server import Broker
 
 
 class _Marker:

@@ -22,7 +22,7 @@ import time
 
 import structlog
 
-from protocol.errors import ErrorCode
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.coordinator_shards")
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import structlog
 
-from broker.config import DEFINITIONS, ConfigError, parse_listener, parse_value
-from broker.connection_limits import parse_overrides
-from storage.log_config import BROKER_SYNONYMS, validate_topic_config
+from kbroker.broker.config import DEFINITIONS, ConfigError, parse_listener, parse_value
+from kbroker.broker.connection_limits import parse_overrides
+from kbroker.storage.log_config import BROKER_SYNONYMS, validate_topic_config
 
 log = structlog.get_logger("broker.dynamic_config")
 

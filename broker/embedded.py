@@ -64,8 +64,8 @@ class KBroker:
         return self.broker.bound[0][1]
 
     def start(self) -> "KBroker":
-        from broker.config import BrokerConfig   # (imported here: a pytest run that never uses the fixture
-        from broker.server import Broker          # does not load the broker)
+        from kbroker.broker.config import BrokerConfig   # (imported here: a pytest run that never uses the fixture
+        from kbroker.broker.server import Broker          # does not load the broker)
 
         began = time.perf_counter()
         _quiet_logging()

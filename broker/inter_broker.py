@@ -18,9 +18,9 @@ import asyncio
 
 import structlog
 
-from client.connection import ConnectionClosed, KafkaConnection
-from coordinators.transaction.coordinator import Marker
-from protocol.errors import ErrorCode
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.coordinators.transaction.coordinator import Marker
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.inter_broker")
 

@@ -9,8 +9,8 @@ import sys
 
 import structlog
 
-from broker.config import BrokerConfig, ConfigError
-from broker.server import Broker
+from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.server import Broker
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -15,8 +15,8 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from protocol.acls import AclBinding, binding_from_json, binding_to_json
-from storage.checkpoint import write_atomically
+from kbroker.protocol.acls import AclBinding, binding_from_json, binding_to_json
+from kbroker.storage.checkpoint import write_atomically
 
 MAX_TOPIC_NAME = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from storage.log import Log
+from kbroker.storage.log import Log
 
 READ_COMMITTED = 1
 

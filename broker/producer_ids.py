@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from storage.checkpoint import write_atomically
+from kbroker.storage.checkpoint import write_atomically
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block"

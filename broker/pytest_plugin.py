@@ -19,7 +19,7 @@ def kbroker_config() -> dict[str, str]:
 
 @pytest.fixture
 def kbroker(tmp_path, kbroker_config):
-    from broker.embedded import KBroker
+    from kbroker.broker.embedded import KBroker
 
     with KBroker(str(tmp_path / "kbroker"), kbroker_config) as broker:
         yield broker

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
 
-from broker.handlers import (
+from kbroker.broker.handlers import (
     describe_log_dirs,
     delete_records,
     alter_client_quotas,

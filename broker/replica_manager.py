@@ -17,15 +17,15 @@ from dataclasses import dataclass
 
 import structlog
 
-from broker.partition import READ_COMMITTED, Partition
-from broker.purgatory import DelayedOperation, Purgatory
-from broker.replication.delayed_produce import DelayedProduce
-from protocol.errors import ErrorCode
-from protocol.records import InvalidBatch, iter_records, validate_produce_records
-from protocol.types import FileRegion
-from storage.log import AppendInfo, Log, OffsetOutOfRange
-from storage.log_config import LogConfig
-from storage.log_manager import LogManager
+from kbroker.broker.partition import READ_COMMITTED, Partition
+from kbroker.broker.purgatory import DelayedOperation, Purgatory
+from kbroker.broker.replication.delayed_produce import DelayedProduce
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.records import InvalidBatch, iter_records, validate_produce_records
+from kbroker.protocol.types import FileRegion
+from kbroker.storage.log import AppendInfo, Log, OffsetOutOfRange
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.replica_manager")
 

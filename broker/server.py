@@ -12,29 +12,29 @@ import time
 
 import structlog
 
-from broker.config import BrokerConfig
-from broker.connection import accept
-from broker.connection_limits import ConnectionLimits
-from broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
-from broker.fetch_sessions import FetchSessionCache
-from broker.metrics.counters import BrokerCounters
-from broker.quotas import QuotaManager
-from broker.security.authorizer import Authorizer
-from broker.security.credentials import ScramCredentialCache
-from broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
-from protocol.framing import FrameStream
-from broker.metadata import LocalMetadataStore, TopicMetadata
-from broker.producer_ids import ProducerIdManager
-from broker.replica_manager import ReplicaManager
-from broker.coordinator_shards import CoordinatorShards, replay
-from broker.inter_broker import InterBrokerChannel
-from coordinators.group.coordinator import GroupConfig, GroupCoordinator
-from coordinators.internal_topic import InternalTopicStore
-from coordinators.scheduler import LoopScheduler
-from coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
-from protocol.errors import ErrorCode
-from storage.log_config import LogConfig
-from storage.log_manager import LogManager
+from kbroker.broker.config import BrokerConfig
+from kbroker.broker.connection import accept
+from kbroker.broker.connection_limits import ConnectionLimits
+from kbroker.broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
+from kbroker.broker.fetch_sessions import FetchSessionCache
+from kbroker.broker.metrics.counters import BrokerCounters
+from kbroker.broker.quotas import QuotaManager
+from kbroker.broker.security.authorizer import Authorizer
+from kbroker.broker.security.credentials import ScramCredentialCache
+from kbroker.broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
+from kbroker.protocol.framing import FrameStream
+from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata
+from kbroker.broker.producer_ids import ProducerIdManager
+from kbroker.broker.replica_manager import ReplicaManager
+from kbroker.broker.coordinator_shards import CoordinatorShards, replay
+from kbroker.broker.inter_broker import InterBrokerChannel
+from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
+from kbroker.coordinators.internal_topic import InternalTopicStore
+from kbroker.coordinators.scheduler import LoopScheduler
+from kbroker.coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from kbroker.protocol.errors import ErrorCode
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.server")
 
@@ -337,8 +337,8 @@ class Broker:
 
     async def _start_cluster(self) -> None:
         """ZooKeeper mode: register, join the controller election; the controller assigns our replicas."""
-        from broker.cluster.member import ClusterMember
-        from broker.cluster.zk_store import ZkProducerIdManager
+        from kbroker.broker.cluster.member import ClusterMember
+        from kbroker.broker.cluster.zk_store import ZkProducerIdManager
 
         self.cluster = ClusterMember(self)
         self.metadata = self.cluster.topics
@@ -375,7 +375,7 @@ class Broker:
     async def _start_metrics(self) -> None:
         if self.config["metrics.port"] < 0:
             return
-        from broker.metrics.http import MetricsServer
+        from kbroker.broker.metrics.http import MetricsServer
 
         self.metrics_server = MetricsServer(self)
         await self.metrics_server.start(self.config["metrics.host"], self.config["metrics.port"])

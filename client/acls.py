@@ -9,8 +9,8 @@ matching the resource and ``--principal`` given (all of them without).
 
 from __future__ import annotations
 
-from protocol import acls
-from protocol.errors import ErrorCode
+from kbroker.protocol import acls
+from kbroker.protocol.errors import ErrorCode
 
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 

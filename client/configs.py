@@ -7,7 +7,7 @@ and ``--delete-config k,k2`` with IncrementalAlterConfigs (SET and DELETE), so t
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from kbroker.protocol.errors import ErrorCode
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8}

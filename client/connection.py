@@ -15,12 +15,12 @@ import io
 import itertools
 import struct
 
-from client.sasl import SaslCredentials, authenticate
-from protocol import schema
-from protocol.framing import FrameStream, open_frame_stream
-from client.tasks import cancel_and_wait
-from protocol.headers import RequestHeader, decode_response_header, encode_request_header
-from protocol.types import BufferReader
+from kbroker.client.sasl import SaslCredentials, authenticate
+from kbroker.protocol import schema
+from kbroker.protocol.framing import FrameStream, open_frame_stream
+from kbroker.client.tasks import cancel_and_wait
+from kbroker.protocol.headers import RequestHeader, decode_response_header, encode_request_header
+from kbroker.protocol.types import BufferReader
 
 _SIZE = struct.Struct(">i")
 

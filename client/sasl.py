@@ -11,9 +11,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from protocol import scram
-from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
-from protocol.messages.sasl_handshake import SASL_HANDSHAKE
+from kbroker.protocol import scram
+from kbroker.protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
+from kbroker.protocol.messages.sasl_handshake import SASL_HANDSHAKE
 
 MECHANISMS = ("PLAIN", *scram.MECHANISMS)   # what kbroker speaks, on both ends
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ssl
 
-from client.jaas import parse_jaas
-from client.sasl import MECHANISMS, SaslCredentials
+from kbroker.client.jaas import parse_jaas
+from kbroker.client.sasl import MECHANISMS, SaslCredentials
 
 
 class SecurityConfigError(ValueError):

@@ -6,14 +6,14 @@ import asyncio
 import struct
 import sys
 
-from client.acls import acls_tool
-from client.configs import configs_tool
-from client.connection import KafkaConnection
-from client.properties import read_properties
-from client.security import SecurityConfigError, connect_options
-from client.users import users
-from protocol.errors import ErrorCode
-from protocol.records import build_batch, iter_records, split_batches
+from kbroker.client.acls import acls_tool
+from kbroker.client.configs import configs_tool
+from kbroker.client.connection import KafkaConnection
+from kbroker.client.properties import read_properties
+from kbroker.client.security import SecurityConfigError, connect_options
+from kbroker.client.users import users
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.records import build_batch, iter_records, split_batches
 
 METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 3, 0, 1, 2, 19, 20, 32
 OFFSET_FETCH, FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 9, 10, 15, 16, 42

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from protocol import scram
+from kbroker.protocol import scram
 
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from protocol.errors import ErrorCode
-from protocol.records import CONTROL_COMMIT, build_batch, control_type, iter_records
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.records import CONTROL_COMMIT, build_batch, control_type, iter_records
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,7 +94,7 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from pyspark.sql import SparkSession
 
-    from client.spark import KBrokerDataSource
+    from kbroker.client.spark import KBrokerDataSource
 
     spark = (SparkSession.builder.master("local[2]").appName("kbroker-orders-pipeline")
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate())

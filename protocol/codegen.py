@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 from construct import StreamError
 
-from protocol.types import FileRegion
-from protocol.types import encode_uvarint as _uvenc
+from kbroker.protocol.types import FileRegion
+from kbroker.protocol.types import encode_uvarint as _uvenc
 
 _FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
           "float64": "d", "bool": "?", "uuid": "16s"}
@@ -151,7 +151,7 @@ def _decode_value(src: _Source, out: list[str], ind: str, target: str, f, versio
 
 
 def _struct_decoder(src: _Source, fields, version: int, flexible: bool) -> str:
-    from protocol.schema import Message, _absent_value
+    from kbroker.protocol.schema import Message, _absent_value
 
     fn = src.name("_d")
     out = [f"def {fn}(mv, pos, end):"]

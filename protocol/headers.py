@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from construct import StreamError
 
-from protocol import types as t
+from kbroker.protocol import types as t
 
 API_VERSIONS_KEY = 18
 _HEAD = struct.Struct(">hhi")

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 
 import crc32c
 
-from protocol.types import BufferReader, encode_varint, read_uvarint
+from kbroker.protocol.types import BufferReader, encode_varint, read_uvarint
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12            # base_offset + batch_length: bytes before the length counts

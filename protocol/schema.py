@@ -27,7 +27,7 @@ from typing import Any
 
 from construct import Construct, Container, StreamError
 
-from protocol import types as t
+from kbroker.protocol import types as t
 
 MAX_VERSION = 0x7FFF
 _MISSING = object()
@@ -326,7 +326,7 @@ def struct_for(api_key: int, version: int, is_request: bool) -> KStruct:
 
 def _with_codecs(struct: "KStruct", fields: list[Field], version: int, flexible: bool) -> "KStruct":
     """Attach the generated decoder and encoder (protocol.codegen), which ``decode``/``encode`` then use."""
-    from protocol import codegen
+    from kbroker.protocol import codegen
 
     struct.fast = codegen.build(fields, version, flexible)
     return struct

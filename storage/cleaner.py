@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import structlog
 
-from protocol.records import iter_records, rebuild_batch
-from storage.segment import segment_name
+from kbroker.protocol.records import iter_records, rebuild_batch
+from kbroker.storage.segment import segment_name
 
 log = structlog.get_logger("storage.cleaner")
 

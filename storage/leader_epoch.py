@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from storage.checkpoint import write_atomically
+from kbroker.storage.checkpoint import write_atomically
 
 FILE_NAME = "leader-epoch-checkpoint"
 UNDEFINED_EPOCH = -1

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 import structlog
 
-from protocol.records import BatchHeader, patch_base_offset
-from storage.log_config import LogConfig
-from storage.producer_log import ProducerLogMixin
-from storage.producer_state import ProducerStateManager
-from storage.replica_log import ReplicaLogMixin
-from storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
+from kbroker.protocol.records import BatchHeader, patch_base_offset
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.producer_log import ProducerLogMixin
+from kbroker.storage.producer_state import ProducerStateManager
+from kbroker.storage.replica_log import ReplicaLogMixin
+from kbroker.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_name
 
 log = structlog.get_logger("storage.log")
 # One thread fsyncs rolled segments so that a roll never stalls the appends behind it.
@@ -452,7 +452,7 @@ def _with_log_append_time(head: bytearray, records, now_ms: int) -> bytes:
 
     import crc32c
 
-    from protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, TIMESTAMP_TYPE_BIT
+    from kbroker.protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, TIMESTAMP_TYPE_BIT
 
     batch = bytearray(head) + records[_HEAD_PATCH_SIZE:]
     attributes = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)[0] | TIMESTAMP_TYPE_BIT

@@ -15,10 +15,10 @@ import time
 
 import structlog
 
-from storage import cleaner
-from storage.checkpoint import read_checkpoint, write_checkpoint
-from storage.log import Log, partition_dir_name
-from storage.log_config import LogConfig
+from kbroker.storage import cleaner
+from kbroker.storage.checkpoint import read_checkpoint, write_checkpoint
+from kbroker.storage.log import Log, partition_dir_name
+from kbroker.storage.log_config import LogConfig
 
 log = structlog.get_logger("storage.log_manager")
 RECOVERY_POINT = "recovery-point-offset-checkpoint"

@@ -17,10 +17,10 @@ import os
 
 import structlog
 
-from protocol.records import CONTROL_ABORT, BatchHeader, control_type
-from storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshot, decode_snapshot, encode_snapshot
-from storage.segment import LogSegment, segment_name
-from storage.transaction_index import AbortedTxn
+from kbroker.protocol.records import CONTROL_ABORT, BatchHeader, control_type
+from kbroker.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshot, decode_snapshot, encode_snapshot
+from kbroker.storage.segment import LogSegment, segment_name
+from kbroker.storage.transaction_index import AbortedTxn
 
 log = structlog.get_logger("storage.log")
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import crc32c
 
-from protocol.records import NO_SEQUENCE, BatchHeader, InvalidBatch
+from kbroker.protocol.records import NO_SEQUENCE, BatchHeader, InvalidBatch
 
 BATCHES_KEPT = 5
 INT32_MAX = 0x7FFFFFFF

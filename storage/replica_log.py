@@ -18,10 +18,10 @@ import os
 
 import structlog
 
-from protocol.records import InvalidBatch, split_batches, verify_crc
-from storage.leader_epoch import LeaderEpochFileCache
-from storage.producer_state import SNAPSHOT_SUFFIX
-from storage.segment import LogSegment
+from kbroker.protocol.records import InvalidBatch, split_batches, verify_crc
+from kbroker.storage.leader_epoch import LeaderEpochFileCache
+from kbroker.storage.producer_state import SNAPSHOT_SUFFIX
+from kbroker.storage.segment import LogSegment
 
 log = structlog.get_logger("storage.replica_log")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from protocol.records import HEADER_SIZE, BatchHeader, iter_records, verify_crc
+from kbroker.protocol.records import HEADER_SIZE, BatchHeader, iter_records, verify_crc
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 # Past this many batches a fetch slice is cut at max_bytes instead of at a batch boundary.
@@ -27,8 +27,8 @@ def segment_name(base_offset: int) -> str:
 class LogSegment:
     def __init__(self, directory: str, base_offset: int, index_interval_bytes: int = 4096,
                  created_ms: int | None = None) -> None:
-        from storage.index import OffsetIndex, TimeIndex
-        from storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
+        from kbroker.storage.index import OffsetIndex, TimeIndex
+        from kbroker.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
         self.directory = directory
         self.base_offset = base_offset

@@ -37,7 +37,7 @@ class BrokerProcess:
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
         settings = {**TEST_OVERRIDES, "log.dirs": self.data_dir,
                     "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", **self.overrides}
-        args = [sys.executable, "-m", "broker.cli", "serve", "--log-level",
+        args = [sys.executable, "-m", "kbroker.broker.cli", "serve", "--log-level",
                 os.environ.get("KBROKER_TEST_LOG_LEVEL", "INFO")]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
 
-from broker.cluster.zookeeper_server import ZooKeeperServer
-from protocol.records import split_batches
+from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
+from kbroker.protocol.records import split_batches
 from tests.brokerproc import BrokerProcess
 
 CLUSTER_OVERRIDES = {

@@ -11,8 +11,8 @@ import asyncio
 
 import structlog
 
-from client.connection import ConnectionClosed, KafkaConnection
-from client.tasks import cancel_and_wait
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.tasks import cancel_and_wait
 
 log = structlog.get_logger("broker.cluster.channel")
 

@@ -24,10 +24,10 @@ import asyncio
 
 import structlog
 
-from broker.cluster.channel import ControllerChannel
-from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
-from client.tasks import cancel_and_wait
-from protocol.errors import ErrorCode
+from kbroker.broker.cluster.channel import ControllerChannel
+from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
+from kbroker.client.tasks import cancel_and_wait
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.controller")
 

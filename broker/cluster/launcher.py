@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from broker.cluster.zookeeper_server import ZooKeeperServer
+from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 
 BROKERS = 3
 FIRST_PORT = 9092
@@ -30,7 +30,7 @@ def main(data: str = "data", properties: str = "config/server.properties") -> in
                      # config/server.properties is written for one broker; three replicate everything.
                      "default.replication.factor": 3, "offsets.topic.replication.factor": 3,
                      "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2}
-        args = [sys.executable, "-m", "broker.cli", "serve", properties]
+        args = [sys.executable, "-m", "kbroker.broker.cli", "serve", properties]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]
         brokers.append(subprocess.Popen(args, start_new_session=True))

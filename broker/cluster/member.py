@@ -22,16 +22,16 @@ import structlog
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
 from kazoo.protocol.states import KazooState
 
-from broker.cluster.controller import KafkaController
-from broker.cluster.metadata_cache import MetadataCache
-from broker.cluster.zk_acls import ClusterAcls
-from broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
-from broker.cluster.zk_store import ZkTopicStore
-from broker.metadata import TopicMetadata
-from broker.replication.fetcher import ReplicaFetcherManager
-from client.connection import ConnectionClosed, KafkaConnection
-from client.tasks import cancel_and_wait
-from protocol.errors import ErrorCode
+from kbroker.broker.cluster.controller import KafkaController
+from kbroker.broker.cluster.metadata_cache import MetadataCache
+from kbroker.broker.cluster.zk_acls import ClusterAcls
+from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
+from kbroker.broker.cluster.zk_store import ZkTopicStore
+from kbroker.broker.metadata import TopicMetadata
+from kbroker.broker.replication.fetcher import ReplicaFetcherManager
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.tasks import cancel_and_wait
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.member")
 ALTER_PARTITION, CONTROLLED_SHUTDOWN = 56, 7
@@ -399,7 +399,7 @@ class ClusterMember:
 
 
 def _live(leader, listener: str):
-    from broker.cluster.metadata_cache import LiveBroker
+    from kbroker.broker.cluster.metadata_cache import LiveBroker
 
     return LiveBroker(leader.broker_id, {listener: (leader.host_name, leader.port)})
 

@@ -21,7 +21,7 @@ import json
 import structlog
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
-from protocol.acls import (LITERAL, PATTERN_TYPES, PREFIXED, RESOURCE_TYPES, AclBinding, operation_code,
+from kbroker.protocol.acls import (LITERAL, PATTERN_TYPES, PREFIXED, RESOURCE_TYPES, AclBinding, operation_code,
                            pattern_code, permission_code, resource_type_code)
 
 log = structlog.get_logger("broker.cluster.zk_acls")

@@ -21,11 +21,11 @@ import uuid
 
 import structlog
 
-from broker.cluster.assignment import assign_replicas
-from broker.cluster.zk_client import KafkaZkClient, TopicAssignment
-from broker.dynamic_config import DEFAULT_ENTITY
-from broker.metadata import TopicMetadata
-from broker.quotas import QUOTA_KEYS
+from kbroker.broker.cluster.assignment import assign_replicas
+from kbroker.broker.cluster.zk_client import KafkaZkClient, TopicAssignment
+from kbroker.broker.dynamic_config import DEFAULT_ENTITY
+from kbroker.broker.metadata import TopicMetadata
+from kbroker.broker.quotas import QUOTA_KEYS
 
 log = structlog.get_logger("broker.cluster.zk_store")
 

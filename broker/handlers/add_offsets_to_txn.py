@@ -1,9 +1,9 @@
 """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the transaction (sendOffsetsToTransaction)."""
 
-from broker.handlers.common import transaction_error, txn_shard, when_replicated
-from protocol.acls import GROUP, READ
-from protocol.errors import ErrorCode
-from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import transaction_error, txn_shard, when_replicated
+from kbroker.protocol.acls import GROUP, READ
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

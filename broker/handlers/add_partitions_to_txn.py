@@ -1,9 +1,9 @@
 """AddPartitionsToTxn: clients (v0-3) add partitions to their transaction; brokers (v4) verify membership."""
 
-from broker.handlers.common import topics_refused, transaction_error, txn_shard, when_replicated
-from protocol.acls import CLUSTER_ACTION, WRITE
-from protocol.errors import ErrorCode
-from protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401
+from kbroker.broker.handlers.common import topics_refused, transaction_error, txn_shard, when_replicated
+from kbroker.protocol.acls import CLUSTER_ACTION, WRITE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401
 
 
 def _results(topics, errors: dict) -> list[dict]:

@@ -1,9 +1,9 @@
 """AlterClientQuotas: set or remove quota keys of (user, client id) entities, persisted and applied at once."""
 
-from broker.quotas import CLIENT_ID, QUOTA_KEYS, USER, entity_from_components
-from protocol.acls import ALTER_CONFIGS
-from protocol.errors import ErrorCode
-from protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS as API  # noqa: F401
+from kbroker.broker.quotas import CLIENT_ID, QUOTA_KEYS, USER, entity_from_components
+from kbroker.protocol.acls import ALTER_CONFIGS
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS as API  # noqa: F401
 
 
 def _problem(entry) -> str | None:

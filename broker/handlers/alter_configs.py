@@ -5,12 +5,12 @@ Changes persist in the metadata store and apply at once: to the topic's logs, or
 that reads a changed broker config (broker/dynamic_config.py).
 """
 
-from broker.dynamic_config import is_sensitive, validate
-from broker.handlers.describe_configs import BROKER, TOPIC, refusal
-from protocol.acls import ALTER_CONFIGS
-from protocol.errors import ErrorCode
-from protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
-from storage.log_config import validate_topic_config
+from kbroker.broker.dynamic_config import is_sensitive, validate
+from kbroker.broker.handlers.describe_configs import BROKER, TOPIC, refusal
+from kbroker.protocol.acls import ALTER_CONFIGS
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.log_config import validate_topic_config
 
 
 def apply_topic_configs(ctx, name: str, configs: dict[str, str], validate_only: bool) -> tuple[ErrorCode, str | None]:

@@ -1,8 +1,8 @@
 """AlterPartition: a leader proposes an ISR change; only the active controller accepts it."""
 
-from protocol.acls import CLUSTER_ACTION
-from protocol.errors import ErrorCode
-from protocol.messages.alter_partition import ALTER_PARTITION as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import CLUSTER_ACTION
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.alter_partition import ALTER_PARTITION as API  # noqa: F401  (the registry reads API)
 
 
 async def handle(ctx, request):

@@ -7,12 +7,12 @@ all, and the answer has one result per user, as Kafka's.
 
 from collections import Counter
 
-from protocol.acls import ALTER
-from protocol.errors import ErrorCode
-from protocol.messages.alter_user_scram_credentials import (  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import ALTER
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.alter_user_scram_credentials import (  # noqa: F401  (the registry reads API)
     ALTER_USER_SCRAM_CREDENTIALS as API,
 )
-from protocol.scram import MAX_ITERATIONS, MECHANISM_BY_TYPE, MIN_ITERATIONS, ScramCredential
+from kbroker.protocol.scram import MAX_ITERATIONS, MECHANISM_BY_TYPE, MIN_ITERATIONS, ScramCredential
 
 
 def _problem(ctx, alteration, is_upsertion: bool, duplicates: Counter):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-from protocol.acls import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
-from protocol.errors import ErrorCode
+from kbroker.protocol.acls import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
+from kbroker.protocol.errors import ErrorCode
 
 
 def answer_when_called(start: Callable[[Callable[[dict], None]], None], shape: Callable[[dict], dict]):

@@ -1,8 +1,8 @@
 """ControlledShutdown: a stopping broker asks the active controller to move its leaderships first."""
 
-from protocol.acls import CLUSTER_ACTION
-from protocol.errors import ErrorCode
-from protocol.messages.controlled_shutdown import CONTROLLED_SHUTDOWN as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import CLUSTER_ACTION
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.controlled_shutdown import CONTROLLED_SHUTDOWN as API  # noqa: F401  (the registry reads API)
 
 
 async def handle(ctx, request):

@@ -2,9 +2,9 @@
 
 from collections import defaultdict
 
-from protocol.acls import ALTER, AclBinding, InvalidAcl
-from protocol.errors import ErrorCode
-from protocol.messages.create_acls import CREATE_ACLS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import ALTER, AclBinding, InvalidAcl
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.create_acls import CREATE_ACLS as API  # noqa: F401  (the registry reads API)
 
 
 def refusal(ctx, operation: int) -> tuple[ErrorCode, str] | None:

@@ -1,8 +1,8 @@
 """CreatePartitions: grow a topic's partition count (never shrink it)."""
 
-from protocol.acls import ALTER, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import ALTER, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

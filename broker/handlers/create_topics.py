@@ -1,11 +1,11 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
-from broker.handlers.describe_configs import topic_config_entries
-from broker.metadata import topic_name_error
-from protocol.acls import CREATE, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
-from storage.log_config import validate_topic_config
+from kbroker.broker.handlers.describe_configs import topic_config_entries
+from kbroker.broker.metadata import topic_name_error
+from kbroker.protocol.acls import CREATE, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.log_config import validate_topic_config
 
 
 def _collides(name: str, existing) -> str | None:

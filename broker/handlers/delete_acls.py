@@ -2,10 +2,10 @@
 
 from collections import defaultdict
 
-from broker.handlers.create_acls import refusal
-from protocol.acls import ALTER, AclFilter, InvalidAcl
-from protocol.errors import ErrorCode
-from protocol.messages.delete_acls import DELETE_ACLS as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.create_acls import refusal
+from kbroker.protocol.acls import ALTER, AclFilter, InvalidAcl
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.delete_acls import DELETE_ACLS as API  # noqa: F401  (the registry reads API)
 
 
 def _matching(acl, error: int = 0, message: str | None = None) -> dict:

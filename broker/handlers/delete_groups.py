@@ -1,8 +1,8 @@
 """DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain)."""
 
-from broker.handlers.common import coordinator_error, when_replicated
-from protocol.acls import DELETE
-from protocol.messages.delete_groups import DELETE_GROUPS as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error, when_replicated
+from kbroker.protocol.acls import DELETE
+from kbroker.protocol.messages.delete_groups import DELETE_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

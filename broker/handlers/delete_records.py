@@ -2,9 +2,9 @@
 OFFSET_OUT_OF_RANGE). Offset -1 means the high watermark; only the leader takes it, and its followers follow
 its log start offset from their fetch responses."""
 
-from protocol.acls import DELETE, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.delete_records import DELETE_RECORDS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import DELETE, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.delete_records import DELETE_RECORDS as API  # noqa: F401  (the registry reads API)
 
 HIGH_WATERMARK = -1
 

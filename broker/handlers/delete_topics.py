@@ -1,8 +1,8 @@
 """DeleteTopics: by name (v1-v5) or by name or id (v6)."""
 
-from protocol.acls import DELETE, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.delete_topics import DELETE_TOPICS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import DELETE, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.delete_topics import DELETE_TOPICS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

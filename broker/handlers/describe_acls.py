@@ -2,10 +2,10 @@
 
 from collections import defaultdict
 
-from broker.handlers.create_acls import refusal
-from protocol.acls import DESCRIBE, AclFilter, InvalidAcl
-from protocol.errors import ErrorCode
-from protocol.messages.describe_acls import DESCRIBE_ACLS as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.create_acls import refusal
+from kbroker.protocol.acls import DESCRIBE, AclFilter, InvalidAcl
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_acls import DESCRIBE_ACLS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,9 +1,9 @@
 """DescribeClientQuotas: the quota configs of the (user, client id) entities a filter matches."""
 
-from broker.quotas import CLIENT_ID, DEFAULT, USER, entity_components
-from protocol.acls import DESCRIBE_CONFIGS
-from protocol.errors import ErrorCode
-from protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS as API  # noqa: F401
+from kbroker.broker.quotas import CLIENT_ID, DEFAULT, USER, entity_components
+from kbroker.protocol.acls import DESCRIBE_CONFIGS
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS as API  # noqa: F401
 
 EXACT, DEFAULT_MATCH, ANY_MATCH = 0, 1, 2
 _SLOT = {USER: 0, CLIENT_ID: 1}

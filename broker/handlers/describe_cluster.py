@@ -1,8 +1,8 @@
 """DescribeCluster: the live brokers, the cluster id and the controller."""
 
-from broker.handlers.metadata import cluster_operations
-from protocol.errors import ErrorCode
-from protocol.messages.describe_cluster import DESCRIBE_CLUSTER as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.metadata import cluster_operations
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_cluster import DESCRIBE_CLUSTER as API  # noqa: F401  (the registry reads API)
 
 BROKERS_ENDPOINT = 1
 

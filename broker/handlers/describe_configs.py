@@ -1,12 +1,12 @@
 """DescribeConfigs: topic and broker configs with their sources and synonyms (broker/dynamic_config.py)."""
 
-from broker.config import DEFINITIONS
-from broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
+from kbroker.broker.config import DEFINITIONS
+from kbroker.broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
                                    is_sensitive, text_of)
-from protocol import acls
-from protocol.errors import ErrorCode
-from protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
-from storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
+from kbroker.protocol import acls
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigType values (v3+)

@@ -1,8 +1,8 @@
 """DescribeGroups: state, protocol and members of each group (member metadata only when Stable)."""
 
-from broker.handlers.common import coordinator_error
-from protocol.acls import DESCRIBE
-from protocol.messages.describe_groups import DESCRIBE_GROUPS as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error
+from kbroker.protocol.acls import DESCRIBE
+from kbroker.protocol.messages.describe_groups import DESCRIBE_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

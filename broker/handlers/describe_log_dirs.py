@@ -4,9 +4,9 @@ total and usable bytes (needs Describe on the cluster)."""
 import os
 from collections import defaultdict
 
-from protocol.acls import DESCRIBE
-from protocol.errors import ErrorCode
-from protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import DESCRIBE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

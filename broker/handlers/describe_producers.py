@@ -1,8 +1,8 @@
 """DescribeProducers: the idempotent and transactional producers a partition's log knows."""
 
-from protocol.acls import READ, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import READ, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,8 +1,8 @@
 """DescribeTransactions: state, producer and partitions of transactional ids."""
 
-from protocol.acls import DESCRIBE, TOPIC, TRANSACTIONAL_ID
-from protocol.errors import ErrorCode
-from protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS as API  # noqa: F401
+from kbroker.protocol.acls import DESCRIBE, TOPIC, TRANSACTIONAL_ID
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS as API  # noqa: F401
 
 
 def handle(ctx, request):

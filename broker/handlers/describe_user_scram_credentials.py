@@ -2,12 +2,12 @@
 
 from collections import Counter
 
-from protocol.acls import DESCRIBE
-from protocol.errors import ErrorCode
-from protocol.messages.describe_user_scram_credentials import (  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import DESCRIBE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_user_scram_credentials import (  # noqa: F401  (the registry reads API)
     DESCRIBE_USER_SCRAM_CREDENTIALS as API,
 )
-from protocol.scram import MECHANISMS
+from kbroker.protocol.scram import MECHANISMS
 
 
 def handle(ctx, request):

@@ -1,8 +1,8 @@
 """ElectLeaders: preferred or unclean leader election through the active controller."""
 
-from protocol.acls import ALTER
-from protocol.errors import ErrorCode
-from protocol.messages.elect_leaders import ELECT_LEADERS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import ALTER
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.elect_leaders import ELECT_LEADERS as API  # noqa: F401  (the registry reads API)
 
 PREFERRED, UNCLEAN = 0, 1
 

@@ -9,8 +9,8 @@ CONCURRENT_TRANSACTIONS and its client's retry backoff. If markers are slow
 
 import asyncio
 
-from broker.handlers.common import transaction_error, txn_shard, when_replicated
-from protocol.messages.end_txn import END_TXN as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import transaction_error, txn_shard, when_replicated
+from kbroker.protocol.messages.end_txn import END_TXN as API  # noqa: F401  (the registry reads API)
 
 MARKER_WAIT_S = 5.0
 

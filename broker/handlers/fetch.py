@@ -7,12 +7,12 @@ Incremental fetch sessions (KIP-227) are kept in ``broker.fetch_sessions``
 import asyncio
 import dataclasses
 
-from broker.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
-from broker.quotas import FETCH, throttle_for, unrecord
-from broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
-from protocol.acls import CLUSTER_ACTION, READ, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
+from kbroker.broker.quotas import FETCH, throttle_for, unrecord
+from kbroker.broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
+from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
 
 
 def _response(results) -> dict:

@@ -4,10 +4,10 @@ The first lookup of a kind creates its internal topic (``__consumer_offsets``
 for groups, ``__transaction_state`` for transactional ids).
 """
 
-from protocol import acls
-from protocol.acls import DESCRIBE
-from protocol.errors import ErrorCode
-from protocol.messages.find_coordinator import FIND_COORDINATOR as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol import acls
+from kbroker.protocol.acls import DESCRIBE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.find_coordinator import FIND_COORDINATOR as API  # noqa: F401  (the registry reads API)
 
 GROUP, TRANSACTION = 0, 1
 

@@ -1,7 +1,7 @@
 """Heartbeat: keeps a member's session alive and tells it when to rejoin."""
 
-from broker.handlers.common import coordinator_error
-from protocol.messages.heartbeat import HEARTBEAT as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error
+from kbroker.protocol.messages.heartbeat import HEARTBEAT as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,14 +1,14 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs."""
 
-from broker.config import DEFINITIONS
-from broker.dynamic_config import LIST_KEYS, text_of
-from broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
+from kbroker.broker.config import DEFINITIONS
+from kbroker.broker.dynamic_config import LIST_KEYS, text_of
+from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
                                            resource_error)
-from broker.handlers.describe_configs import TOPIC, refusal
-from protocol.acls import ALTER_CONFIGS
-from protocol.errors import ErrorCode
-from protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
-from storage.log_config import TOPIC_CONFIGS
+from kbroker.broker.handlers.describe_configs import TOPIC, refusal
+from kbroker.protocol.acls import ALTER_CONFIGS
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.log_config import TOPIC_CONFIGS
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 

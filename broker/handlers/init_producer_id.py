@@ -1,10 +1,10 @@
 """InitProducerId: a fresh producer id for idempotent producers; for a transactional id, the coordinator's
 (epoch bumped, older instances fenced, an open transaction aborted first)."""
 
-from broker.handlers.common import transaction_error, txn_shard, when_replicated
-from protocol.acls import IDEMPOTENT_WRITE, TOPIC, WRITE
-from protocol.errors import ErrorCode
-from protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import transaction_error, txn_shard, when_replicated
+from kbroker.protocol.acls import IDEMPOTENT_WRITE, TOPIC, WRITE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,8 +1,8 @@
 """JoinGroup: parks until the group's join phase completes (or answers at once with an error)."""
 
-from broker.handlers.common import answer_when_called, client_host, coordinator_error, group_shard, when_replicated
-from coordinators.group.coordinator import join_result
-from protocol.messages.join_group import JOIN_GROUP as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import answer_when_called, client_host, coordinator_error, group_shard, when_replicated
+from kbroker.coordinators.group.coordinator import join_result
+from kbroker.protocol.messages.join_group import JOIN_GROUP as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,8 +1,8 @@
 """LeaderAndIsr: the controller makes this broker leader or follower of partitions (cluster mode only)."""
 
-from protocol.acls import CLUSTER_ACTION
-from protocol.errors import ErrorCode
-from protocol.messages.leader_and_isr import LEADER_AND_ISR as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import CLUSTER_ACTION
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.leader_and_isr import LEADER_AND_ISR as API  # noqa: F401  (the registry reads API)
 
 
 async def handle(ctx, request):

@@ -1,8 +1,8 @@
 """LeaveGroup: one member (v0-2) or a batch of members, dynamic or static (v3+)."""
 
-from broker.handlers.common import coordinator_error, group_shard, when_replicated
-from protocol.errors import ErrorCode
-from protocol.messages.leave_group import LEAVE_GROUP as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error, group_shard, when_replicated
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.leave_group import LEAVE_GROUP as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,7 +1,7 @@
 """ListGroups: every group this broker coordinates (v4: filtered by state)."""
 
-from protocol.acls import DESCRIBE, GROUP
-from protocol.messages.list_groups import LIST_GROUPS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import DESCRIBE, GROUP
+from kbroker.protocol.messages.list_groups import LIST_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

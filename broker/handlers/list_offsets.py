@@ -1,8 +1,8 @@
 """ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a timestamp."""
 
-from protocol.acls import DESCRIBE, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import DESCRIBE, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 

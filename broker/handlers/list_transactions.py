@@ -4,9 +4,9 @@ State names the coordinator does not know are reported back in ``unknown_state_f
 only of unknown states matches nothing.
 """
 
-from coordinators.transaction.state import TransactionState
-from protocol.acls import DESCRIBE, TRANSACTIONAL_ID
-from protocol.messages.list_transactions import LIST_TRANSACTIONS as API  # noqa: F401  (the registry reads API)
+from kbroker.coordinators.transaction.state import TransactionState
+from kbroker.protocol.acls import DESCRIBE, TRANSACTIONAL_ID
+from kbroker.protocol.messages.list_transactions import LIST_TRANSACTIONS as API  # noqa: F401  (the registry reads API)
 
 KNOWN_STATES = {s.label for s in TransactionState}
 

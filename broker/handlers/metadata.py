@@ -2,10 +2,10 @@
 
 import asyncio
 
-from broker.metadata import topic_name_error
-from protocol import acls
-from protocol.errors import ErrorCode
-from protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.metadata import topic_name_error
+from kbroker.protocol import acls
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
 
 NO_OPERATIONS = -2147483648
 # How long a Metadata request waits for a just-started broker's first UpdateMetadata before it is answered

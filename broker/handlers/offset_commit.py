@@ -1,9 +1,9 @@
 """OffsetCommit: group members (generation checked) or standalone consumers (generation -1, empty group)."""
 
-from broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
-from protocol.acls import READ
-from protocol.errors import ErrorCode
-from protocol.messages.offset_commit import OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
+from kbroker.protocol.acls import READ
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.offset_commit import OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

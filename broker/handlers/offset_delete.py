@@ -1,9 +1,9 @@
 """OffsetDelete: drop a group's offsets for partitions of topics it no longer subscribes to."""
 
-from broker.handlers.common import coordinator_error, group_shard, topics_refused, when_replicated
-from protocol.acls import DELETE, READ
-from protocol.errors import ErrorCode
-from protocol.messages.offset_delete import OFFSET_DELETE as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error, group_shard, topics_refused, when_replicated
+from kbroker.protocol.acls import DELETE, READ
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.offset_delete import OFFSET_DELETE as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

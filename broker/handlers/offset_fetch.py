@@ -2,10 +2,10 @@
 
 from collections import defaultdict
 
-from broker.handlers.common import coordinator_error, topics_refused
-from protocol.acls import DESCRIBE
-from protocol.errors import ErrorCode
-from protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error, topics_refused
+from kbroker.protocol.acls import DESCRIBE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
 
 
 def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:

@@ -1,8 +1,8 @@
 """OffsetForLeaderEpoch: where a leader epoch ends in this leader's log (KIP-101, KIP-279)."""
 
-from protocol.acls import CLUSTER_ACTION, DESCRIBE, TOPIC
-from protocol.errors import ErrorCode
-from protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH as API  # noqa: F401
+from kbroker.protocol.acls import CLUSTER_ACTION, DESCRIBE, TOPIC
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.offset_for_leader_epoch import OFFSET_FOR_LEADER_EPOCH as API  # noqa: F401
 
 
 def _answer(rm, topic: str, p) -> dict:

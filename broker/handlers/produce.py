@@ -6,12 +6,12 @@ transaction yet is first verified with the transaction coordinator
 not added to the transaction gets INVALID_TXN_STATE and nothing is written.
 """
 
-from broker.context import CLOSE_CONNECTION, NO_RESPONSE
-from broker.quotas import PRODUCE, throttle_for
-from protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
-from protocol.errors import ErrorCode
-from protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
-from protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
+from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE
+from kbroker.broker.quotas import PRODUCE, throttle_for
+from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
 
 
 def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] | None:

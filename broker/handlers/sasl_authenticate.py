@@ -1,8 +1,8 @@
 """SaslAuthenticate: one step of the connection's SASL exchange; the last one makes it authenticated."""
 
-from broker.security.sasl import SaslFailure, State
-from protocol.errors import ErrorCode
-from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.security.sasl import SaslFailure, State
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.sasl_authenticate import SASL_AUTHENTICATE as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

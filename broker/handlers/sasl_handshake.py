@@ -1,7 +1,7 @@
 """SaslHandshake: choose the mechanism of the connection's SASL exchange (or of its re-authentication)."""
 
-from protocol.errors import ErrorCode
-from protocol.messages.sasl_handshake import SASL_HANDSHAKE as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.sasl_handshake import SASL_HANDSHAKE as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,8 +1,8 @@
 """StopReplica: stop following (and with delete_partition, remove) replicas on this broker."""
 
-from protocol.acls import CLUSTER_ACTION
-from protocol.errors import ErrorCode
-from protocol.messages.stop_replica import STOP_REPLICA as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import CLUSTER_ACTION
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.stop_replica import STOP_REPLICA as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,8 +1,8 @@
 """SyncGroup: the leader hands in the assignment; every member parks until it is stored."""
 
-from broker.handlers.common import answer_when_called, coordinator_error, group_shard, when_replicated
-from coordinators.group.coordinator import sync_result
-from protocol.messages.sync_group import SYNC_GROUP as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import answer_when_called, coordinator_error, group_shard, when_replicated
+from kbroker.coordinators.group.coordinator import sync_result
+from kbroker.protocol.messages.sync_group import SYNC_GROUP as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

@@ -1,9 +1,9 @@
 """TxnOffsetCommit: a transactional producer's consumed offsets, pending in the group until its marker."""
 
-from broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
-from protocol.acls import READ, TRANSACTIONAL_ID, WRITE
-from protocol.errors import ErrorCode
-from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
+from kbroker.broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
+from kbroker.protocol.acls import READ, TRANSACTIONAL_ID, WRITE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):

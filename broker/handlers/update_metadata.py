@@ -1,8 +1,8 @@
 """UpdateMetadata: the controller's view of live brokers and partitions, for answering clients."""
 
-from protocol.acls import CLUSTER_ACTION
-from protocol.errors import ErrorCode
-from protocol.messages.update_metadata import UPDATE_METADATA as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.acls import CLUSTER_ACTION
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.update_metadata import UPDATE_METADATA as API  # noqa: F401  (the registry reads API)
 
 
 async def handle(ctx, request):

@@ -8,10 +8,10 @@ stable offset stuck behind a transaction nobody will finish.
 
 import time
 
-from protocol.acls import ALTER, CLUSTER_ACTION
-from protocol.errors import ErrorCode
-from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS as API  # noqa: F401  (the registry reads API)
-from protocol.records import build_marker_batch
+from kbroker.protocol.acls import ALTER, CLUSTER_ACTION
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.write_txn_markers import WRITE_TXN_MARKERS as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.records import build_marker_batch
 
 OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from broker.metrics.counters import PHASES
+from kbroker.broker.metrics.counters import PHASES
 
 _PHASE_NAMES = {"queue": "requestqueuetimems", "local": "localtimems", "remote": "remotetimems",
                 "response_send": "responsesendtimems", "total": "totaltimems"}

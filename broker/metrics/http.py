@@ -13,7 +13,7 @@ import asyncio
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from broker.metrics.collector import BrokerCollector
+from kbroker.broker.metrics.collector import BrokerCollector
 
 log = structlog.get_logger("broker.metrics")
 MAX_REQUEST_HEAD = 8192

@@ -10,8 +10,8 @@ as in Kafka.
 
 from __future__ import annotations
 
-from broker.purgatory import DelayedOperation
-from protocol.errors import ErrorCode
+from kbroker.broker.purgatory import DelayedOperation
+from kbroker.protocol.errors import ErrorCode
 
 
 class DelayedProduce(DelayedOperation):

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import structlog
 
-from client.connection import ConnectionClosed, KafkaConnection
-from client.tasks import cancel_and_wait
-from protocol.errors import ErrorCode
-from protocol.records import InvalidBatch
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.tasks import cancel_and_wait
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.records import InvalidBatch
 
 log = structlog.get_logger("broker.replication.fetcher")
 FETCH = 1

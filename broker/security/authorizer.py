@@ -26,7 +26,7 @@ from collections import defaultdict
 
 import structlog
 
-from protocol.acls import (ALL, ALLOW, DENY, DESCRIBE, DESCRIBE_CONFIGS, IMPLIES_DESCRIBE, IMPLIES_DESCRIBE_CONFIGS,
+from kbroker.protocol.acls import (ALL, ALLOW, DENY, DESCRIBE, DESCRIBE_CONFIGS, IMPLIES_DESCRIBE, IMPLIES_DESCRIBE_CONFIGS,
                            LITERAL, OPERATIONS, PREFIXED, RESOURCE_TYPES, WILDCARD, WILDCARD_PRINCIPAL, AclBinding,
                            AclFilter)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import structlog
 
-from protocol.scram import ScramCredential, ScramError
+from kbroker.protocol.scram import ScramCredential, ScramError
 
 log = structlog.get_logger("broker.security.credentials")
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass, field
 
-from broker.config import ConfigError
-from broker.security.principal import PrincipalError, parse_rules
-from broker.security.sasl import SaslSession
-from broker.security.tls import client_context, server_context
-from client.jaas import JaasError, parse_jaas, plain_users
-from client.sasl import MECHANISMS, SaslCredentials
+from kbroker.broker.config import ConfigError
+from kbroker.broker.security.principal import PrincipalError, parse_rules
+from kbroker.broker.security.sasl import SaslSession
+from kbroker.broker.security.tls import client_context, server_context
+from kbroker.client.jaas import JaasError, parse_jaas, plain_users
+from kbroker.client.sasl import MECHANISMS, SaslCredentials
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 

@@ -22,11 +22,11 @@ import hmac
 import secrets
 import time
 
-from protocol import scram
-from protocol.errors import ErrorCode
-from protocol.headers import API_VERSIONS_KEY
-from protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
-from protocol.messages.sasl_handshake import SASL_HANDSHAKE
+from kbroker.protocol import scram
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.headers import API_VERSIONS_KEY
+from kbroker.protocol.messages.sasl_authenticate import SASL_AUTHENTICATE
+from kbroker.protocol.messages.sasl_handshake import SASL_HANDSHAKE
 
 
 class SaslFailure(Exception):

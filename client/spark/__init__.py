@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource
 
-from client.spark.options import SinkOptions, SourceOptions
-from client.spark.records import HEADERS, SCHEMA
+from kbroker.client.spark.options import SinkOptions, SourceOptions
+from kbroker.client.spark.records import HEADERS, SCHEMA
 
 __all__ = ["KBrokerDataSource"]
 
@@ -25,28 +25,28 @@ class KBrokerDataSource(DataSource):
         return SCHEMA + (HEADERS if headers else "")
 
     def reader(self, schema):
-        from client.spark.source import BatchReader
+        from kbroker.client.spark.source import BatchReader
 
         return BatchReader(SourceOptions.parse(self.options, streaming=False))
 
     def streamReader(self, schema):
-        from client.spark.source import StreamReader
+        from kbroker.client.spark.source import StreamReader
 
         return StreamReader(SourceOptions.parse(self.options, streaming=True))
 
     def writer(self, schema, overwrite: bool):
-        from client.spark.sink import BatchWriter
+        from kbroker.client.spark.sink import BatchWriter
 
         return self._sink(BatchWriter, schema)
 
     def streamWriter(self, schema, overwrite: bool):
-        from client.spark.sink import StreamWriter
+        from kbroker.client.spark.sink import StreamWriter
 
         return self._sink(StreamWriter, schema)
 
     def _sink(self, kind, schema):
         """Options and columns checked on the driver, the commit topic made, before any task runs."""
-        from client.spark.sink import check_schema, ensure_commit_topic, new_write_id
+        from kbroker.client.spark.sink import check_schema, ensure_commit_topic, new_write_id
 
         opts = SinkOptions.parse(self.options)
         check_schema(schema, opts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from client.spark.options import EARLIEST, LATEST, Subscription
+from kbroker.client.spark.options import EARLIEST, LATEST, Subscription
 
 
 def consumer(client: dict, read_committed: bool, **extra):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from client.spark.kafka import consumer
+from kbroker.client.spark.kafka import consumer
 
 log = logging.getLogger("client.spark")
 BATCH_ROWS = 10_000

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from client.spark.options import SinkOptions
+from kbroker.client.spark.options import SinkOptions
 
 COMMIT_TOPIC_PARTITIONS = 8
 
@@ -65,7 +65,7 @@ def ensure_commit_topic(opts: SinkOptions) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from client.spark.kafka import unreachable
+    from kbroker.client.spark.kafka import unreachable
 
     admin = AdminClient(opts.client)
     try:
@@ -142,8 +142,8 @@ def _last_marker(opts: SinkOptions, key: bytes) -> int | None:
     """The batch id of the last committed marker for ``key`` (read_committed, to the last stable offset)."""
     from confluent_kafka import TopicPartition
 
-    from client.spark.kafka import consumer
-    from client.spark.records import messages
+    from kbroker.client.spark.kafka import consumer
+    from kbroker.client.spark.records import messages
 
     c = consumer(opts.client, True, **{"enable.partition.eof": True})
     try:

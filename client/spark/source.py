@@ -17,9 +17,9 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from client.spark import kafka
-from client.spark.options import LATEST, SourceOptions
-from client.spark.records import OffsetRange, read_range, split
+from kbroker.client.spark import kafka
+from kbroker.client.spark.options import LATEST, SourceOptions
+from kbroker.client.spark.records import OffsetRange, read_range, split
 
 Offsets = dict[tuple[str, int], int]
 

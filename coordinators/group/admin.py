@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import structlog
 
-from coordinators.group import records
-from coordinators.group.group import GroupMetadata
-from coordinators.group.state import GroupState
-from protocol.errors import ErrorCode
+from kbroker.coordinators.group import records
+from kbroker.coordinators.group.group import GroupMetadata
+from kbroker.coordinators.group.state import GroupState
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.group")
 

@@ -26,13 +26,13 @@ from typing import Callable
 
 import structlog
 
-from coordinators.group.admin import GroupAdmin
-from coordinators.group.group import GroupMetadata, MemberMetadata, join_result, sync_result
-from coordinators.group.loader import GroupLoader
-from coordinators.group.offsets import OffsetManager
-from coordinators.group.state import GroupState
-from coordinators.partitioning import partition_for
-from protocol.errors import ErrorCode
+from kbroker.coordinators.group.admin import GroupAdmin
+from kbroker.coordinators.group.group import GroupMetadata, MemberMetadata, join_result, sync_result
+from kbroker.coordinators.group.loader import GroupLoader
+from kbroker.coordinators.group.offsets import OffsetManager
+from kbroker.coordinators.group.state import GroupState
+from kbroker.coordinators.partitioning import partition_for
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.group")
 

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from coordinators.group.state import GroupState, IllegalStateTransition
-from protocol.errors import ErrorCode
+from kbroker.coordinators.group.state import GroupState, IllegalStateTransition
+from kbroker.protocol.errors import ErrorCode
 
 
 @dataclass

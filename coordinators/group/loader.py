@@ -13,10 +13,10 @@ Invariants:
 
 from __future__ import annotations
 
-from coordinators.group import records
-from coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata, join_result, sync_result
-from coordinators.group.state import GroupState
-from protocol.errors import ErrorCode
+from kbroker.coordinators.group import records
+from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata, join_result, sync_result
+from kbroker.coordinators.group.state import GroupState
+from kbroker.protocol.errors import ErrorCode
 
 S = GroupState
 

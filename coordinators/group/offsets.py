@@ -15,10 +15,10 @@ from typing import Callable
 
 import structlog
 
-from coordinators.group import records
-from coordinators.group.group import CommittedOffset, GroupMetadata
-from coordinators.group.state import GroupState
-from protocol.errors import ErrorCode
+from kbroker.coordinators.group import records
+from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata
+from kbroker.coordinators.group.state import GroupState
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.group")
 

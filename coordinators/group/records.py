@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from protocol import schema
-from protocol.types import BufferReader
+from kbroker.protocol import schema
+from kbroker.protocol.types import BufferReader
 
 _VERSION = struct.Struct(">h")
 OFFSET_COMMIT_KEY_VERSION = 1

@@ -25,10 +25,10 @@ from typing import Awaitable, Callable
 
 import structlog
 
-from coordinators.partitioning import partition_for
-from coordinators.transaction import records
-from coordinators.transaction.state import IllegalTransactionTransition, TransactionState
-from protocol.errors import ErrorCode
+from kbroker.coordinators.partitioning import partition_for
+from kbroker.coordinators.transaction import records
+from kbroker.coordinators.transaction.state import IllegalTransactionTransition, TransactionState
+from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.transaction")
 

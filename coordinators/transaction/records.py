@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 
-from protocol import schema
-from protocol.types import BufferReader
+from kbroker.protocol import schema
+from kbroker.protocol.types import BufferReader
 
 _VERSION = struct.Struct(">h")
 KEY_VERSION = 0

@@ -1,6 +1,6 @@
 """Every API declaration; importing this package registers them all."""
 
-from protocol.messages import (  # noqa: F401  (imported for registration)
+from kbroker.protocol.messages import (  # noqa: F401  (imported for registration)
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_client_quotas,

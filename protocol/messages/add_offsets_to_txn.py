@@ -1,6 +1,6 @@
 """AddOffsetsToTxn: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ADD_OFFSETS_TO_TXN = api(25, "AddOffsetsToTxn", "0-3", flexible="3+",
 request="""

@@ -1,6 +1,6 @@
 """AddPartitionsToTxn: the declaration of every supported version (v4 is the brokers' batched form)."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ADD_PARTITIONS_TO_TXN = api(24, "AddPartitionsToTxn", "0-4", flexible="3+",
 request="""

@@ -1,6 +1,6 @@
 """AlterClientQuotas: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ALTER_CLIENT_QUOTAS = api(49, "AlterClientQuotas", "0-1", flexible="1+",
 request="""

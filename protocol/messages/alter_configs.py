@@ -1,6 +1,6 @@
 """AlterConfigs: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ALTER_CONFIGS = api(33, "AlterConfigs", "0-2", flexible="2+",
 request="""

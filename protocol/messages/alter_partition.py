@@ -1,6 +1,6 @@
 """AlterPartition: a partition leader asks the controller to change the ISR (Kafka 2.7+)."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ALTER_PARTITION = api(56, "AlterPartition", "0-3", flexible="0+",
 request="""

@@ -1,6 +1,6 @@
 """AlterUserScramCredentials: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ALTER_USER_SCRAM_CREDENTIALS = api(51, "AlterUserScramCredentials", "0", flexible="0+",
 request="""

@@ -1,6 +1,6 @@
 """ApiVersions: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 API_VERSIONS = api(18, "ApiVersions", "0-3", flexible="3+",
 request="""

@@ -3,7 +3,7 @@
 The key's version (int16) precedes the key; the value's version precedes the value.
 """
 
-from protocol.schema import data
+from kbroker.protocol.schema import data
 
 OFFSET_COMMIT_KEY = data("OffsetCommitKey", "0-1", flexible=None, fields="""
     group                                string

@@ -1,6 +1,6 @@
 """ControlledShutdown: a stopping broker asks the controller to move its leaderships away first."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 CONTROLLED_SHUTDOWN = api(7, "ControlledShutdown", "1-3", flexible="3+",
 request="""

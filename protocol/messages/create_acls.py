@@ -1,6 +1,6 @@
 """CreateAcls: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 CREATE_ACLS = api(30, "CreateAcls", "0-3", flexible="2+",
 request="""

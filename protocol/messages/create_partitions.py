@@ -1,6 +1,6 @@
 """CreatePartitions: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 CREATE_PARTITIONS = api(37, "CreatePartitions", "0-3", flexible="2+",
 request="""

@@ -1,6 +1,6 @@
 """CreateTopics: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 CREATE_TOPICS = api(19, "CreateTopics", "2-7", flexible="5+",
 request="""

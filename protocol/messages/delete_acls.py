@@ -1,6 +1,6 @@
 """DeleteAcls: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DELETE_ACLS = api(31, "DeleteAcls", "0-3", flexible="2+",
 request="""

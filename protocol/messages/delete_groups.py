@@ -1,6 +1,6 @@
 """DeleteGroups: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DELETE_GROUPS = api(42, "DeleteGroups", "0-2", flexible="2+",
 request="""

@@ -1,6 +1,6 @@
 """DeleteRecords: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DELETE_RECORDS = api(21, "DeleteRecords", "0-2", flexible="2+",
 request="""

@@ -1,6 +1,6 @@
 """DeleteTopics: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DELETE_TOPICS = api(20, "DeleteTopics", "1-6", flexible="4+",
 request="""

@@ -1,6 +1,6 @@
 """DescribeAcls: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_ACLS = api(29, "DescribeAcls", "0-3", flexible="2+",
 request="""

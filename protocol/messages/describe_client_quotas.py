@@ -1,6 +1,6 @@
 """DescribeClientQuotas: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_CLIENT_QUOTAS = api(48, "DescribeClientQuotas", "0-1", flexible="1+",
 request="""

@@ -1,6 +1,6 @@
 """DescribeCluster: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_CLUSTER = api(60, "DescribeCluster", "0-1", flexible="0+",
 request="""

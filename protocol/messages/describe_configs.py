@@ -1,6 +1,6 @@
 """DescribeConfigs: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_CONFIGS = api(32, "DescribeConfigs", "0-4", flexible="4+",
 request="""

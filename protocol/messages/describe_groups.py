@@ -1,6 +1,6 @@
 """DescribeGroups: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_GROUPS = api(15, "DescribeGroups", "0-5", flexible="5+",
 request="""

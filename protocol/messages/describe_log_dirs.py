@@ -1,6 +1,6 @@
 """DescribeLogDirs: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_LOG_DIRS = api(35, "DescribeLogDirs", "0-4", flexible="2+",
 request="""

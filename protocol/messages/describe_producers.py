@@ -1,6 +1,6 @@
 """DescribeProducers: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_PRODUCERS = api(61, "DescribeProducers", "0-0", flexible="0+",
 request="""

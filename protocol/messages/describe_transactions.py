@@ -1,6 +1,6 @@
 """DescribeTransactions: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_TRANSACTIONS = api(65, "DescribeTransactions", "0-0", flexible="0+",
 request="""

@@ -1,6 +1,6 @@
 """DescribeUserScramCredentials: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 DESCRIBE_USER_SCRAM_CREDENTIALS = api(50, "DescribeUserScramCredentials", "0", flexible="0+",
 request="""

@@ -1,6 +1,6 @@
 """ElectLeaders: preferred (0) or unclean (1) leader election for the given partitions, or all."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 ELECT_LEADERS = api(43, "ElectLeaders", "0-2", flexible="2+",
 request="""

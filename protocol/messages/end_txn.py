@@ -1,6 +1,6 @@
 """EndTxn: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 END_TXN = api(26, "EndTxn", "0-3", flexible="3+",
 request="""

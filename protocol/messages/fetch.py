@@ -1,6 +1,6 @@
 """Fetch: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 FETCH = api(1, "Fetch", "4-12", flexible="12+",
 request="""

@@ -1,6 +1,6 @@
 """FindCoordinator: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 FIND_COORDINATOR = api(10, "FindCoordinator", "0-4", flexible="3+",
 request="""

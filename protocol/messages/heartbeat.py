@@ -1,6 +1,6 @@
 """Heartbeat: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 HEARTBEAT = api(12, "Heartbeat", "0-4", flexible="4+",
 request="""

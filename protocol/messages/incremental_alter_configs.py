@@ -1,6 +1,6 @@
 """IncrementalAlterConfigs: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 INCREMENTAL_ALTER_CONFIGS = api(44, "IncrementalAlterConfigs", "0-1", flexible="1+",
 request="""

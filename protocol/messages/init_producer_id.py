@@ -1,6 +1,6 @@
 """InitProducerId: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 INIT_PRODUCER_ID = api(22, "InitProducerId", "0-4", flexible="2+",
 request="""

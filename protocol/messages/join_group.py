@@ -1,6 +1,6 @@
 """JoinGroup: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 JOIN_GROUP = api(11, "JoinGroup", "0-7", flexible="6+",
 request="""

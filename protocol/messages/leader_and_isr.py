@@ -1,6 +1,6 @@
 """LeaderAndIsr: the controller tells a broker which partitions it leads or follows (ZooKeeper mode)."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 LEADER_AND_ISR = api(4, "LeaderAndIsr", "5-7", flexible="4+",
 request="""

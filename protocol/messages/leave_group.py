@@ -1,6 +1,6 @@
 """LeaveGroup: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 LEAVE_GROUP = api(13, "LeaveGroup", "0-5", flexible="4+",
 request="""

@@ -1,6 +1,6 @@
 """ListGroups: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 LIST_GROUPS = api(16, "ListGroups", "0-4", flexible="3+",
 request="""

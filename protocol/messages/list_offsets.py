@@ -1,6 +1,6 @@
 """ListOffsets: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 LIST_OFFSETS = api(2, "ListOffsets", "1-7", flexible="6+",
 request="""

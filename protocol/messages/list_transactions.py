@@ -1,6 +1,6 @@
 """ListTransactions: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 LIST_TRANSACTIONS = api(66, "ListTransactions", "0-1", flexible="0+",
 request="""

@@ -1,6 +1,6 @@
 """Metadata: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 METADATA = api(3, "Metadata", "0-12", flexible="9+",
 request="""

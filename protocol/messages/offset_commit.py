@@ -1,6 +1,6 @@
 """OffsetCommit: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 OFFSET_COMMIT = api(8, "OffsetCommit", "2-8", flexible="8+",
 request="""

@@ -1,6 +1,6 @@
 """OffsetDelete: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 OFFSET_DELETE = api(47, "OffsetDelete", "0-0", flexible=None,
 request="""

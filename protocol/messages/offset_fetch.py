@@ -1,6 +1,6 @@
 """OffsetFetch: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 OFFSET_FETCH = api(9, "OffsetFetch", "1-8", flexible="6+",
 request="""

@@ -1,6 +1,6 @@
 """OffsetForLeaderEpoch: where a leader epoch ends on the leader (KIP-101/KIP-279 truncation)."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 OFFSET_FOR_LEADER_EPOCH = api(23, "OffsetForLeaderEpoch", "0-4", flexible="4+",
 request="""

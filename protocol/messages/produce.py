@@ -1,6 +1,6 @@
 """Produce: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 PRODUCE = api(0, "Produce", "3-9", flexible="9+",
 request="""

@@ -1,6 +1,6 @@
 """SaslAuthenticate: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 SASL_AUTHENTICATE = api(36, "SaslAuthenticate", "0-2", flexible="2+",
 request="""

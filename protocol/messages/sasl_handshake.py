@@ -1,6 +1,6 @@
 """SaslHandshake: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 SASL_HANDSHAKE = api(17, "SaslHandshake", "0-1", flexible=None,
 request="""

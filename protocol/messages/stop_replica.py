@@ -1,6 +1,6 @@
 """StopReplica: the controller tells a broker to stop (and maybe delete) replicas."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 STOP_REPLICA = api(5, "StopReplica", "3-4", flexible="2+",
 request="""

@@ -1,6 +1,6 @@
 """SyncGroup: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 SYNC_GROUP = api(14, "SyncGroup", "0-5", flexible="4+",
 request="""

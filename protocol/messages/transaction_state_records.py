@@ -3,7 +3,7 @@
 The key's version (int16) precedes the key; the value's version precedes the value.
 """
 
-from protocol.schema import data
+from kbroker.protocol.schema import data
 
 TRANSACTION_LOG_KEY = data("TransactionLogKey", "0-0", flexible=None, fields="""
     transactional_id                     string

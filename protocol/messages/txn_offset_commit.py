@@ -1,6 +1,6 @@
 """TxnOffsetCommit: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-3", flexible="3+",
 request="""

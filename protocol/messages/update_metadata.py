@@ -1,6 +1,6 @@
 """UpdateMetadata: the controller tells every broker the live brokers and every partition's state."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 UPDATE_METADATA = api(6, "UpdateMetadata", "5-8", flexible="6+",
 request="""

@@ -1,6 +1,6 @@
 """WriteTxnMarkers: the declaration of every supported version."""
 
-from protocol.schema import api
+from kbroker.protocol.schema import api
 
 WRITE_TXN_MARKERS = api(27, "WriteTxnMarkers", "0-1", flexible="1+",
 request="""

@@ -36,7 +36,7 @@ def fresh_broker(tmp_path):
 @pytest.fixture
 async def conn(broker):
     """A raw protocol connection (the project's own client) to the shared broker, client id ``wire-test``."""
-    from client.connection import KafkaConnection
+    from kbroker.client.connection import KafkaConnection
 
     connection = await KafkaConnection.open("127.0.0.1", broker.port, client_id="wire-test")
     yield connection

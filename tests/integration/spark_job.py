@@ -36,7 +36,7 @@ def spark_session(app: str, master: str = "local[2,4]", **config):
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from client.spark import KBrokerDataSource
+    from kbroker.client.spark import KBrokerDataSource
 
     builder = SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
     for key, value in config.items():

@@ -21,9 +21,9 @@ from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLRes
 from kafka.admin import ResourceType as KResourceType
 from kafka.errors import ClusterAuthorizationFailedError, SecurityDisabledError, TopicAuthorizationFailedError
 
-from client.connection import KafkaConnection
-from client.sasl import SaslCredentials
-from protocol.errors import ErrorCode
+from kbroker.client.connection import KafkaConnection
+from kbroker.client.sasl import SaslCredentials
+from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import ROOT, BrokerProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -329,7 +329,7 @@ def test_acls_survive_a_restart_and_kbroker_acls_manages_them(tmp_path, topic_na
                           f'sasl.jaas.config={PLAIN_MODULE} username="admin" password="admin-secret";\n')
 
         def kbroker(*args) -> subprocess.CompletedProcess:
-            return subprocess.run([sys.executable, "-m", "broker.cli", "acls", *args, "--bootstrap-server",
+            return subprocess.run([sys.executable, "-m", "kbroker.broker.cli", "acls", *args, "--bootstrap-server",
                                    broker.bootstrap, "--command-config", str(config)],
                                   cwd=ROOT, capture_output=True, text=True, timeout=60)
 

@@ -5,9 +5,9 @@ import struct
 
 import pytest
 
-from client.connection import ConnectionClosed, KafkaConnection
-from protocol.errors import ErrorCode
-from protocol.records import build_batch
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.records import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from kafka import KafkaProducer
 
-from client.connection import KafkaConnection
+from kbroker.client.connection import KafkaConnection
 from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)

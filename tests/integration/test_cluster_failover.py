@@ -15,7 +15,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from coordinators.partitioning import partition_for
+from kbroker.coordinators.partitioning import partition_for
 from tests.brokerproc import ROOT
 from tests.cluster import CLUSTER_OVERRIDES, create, leader_of, wait_until
 from tests.integration.groupworkers import fill

@@ -9,10 +9,10 @@ import time
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
-from broker.cluster.zk_client import KafkaZkClient
-from client.connection import KafkaConnection
-from protocol.errors import ErrorCode
-from protocol.records import build_batch
+from kbroker.broker.cluster.zk_client import KafkaZkClient
+from kbroker.client.connection import KafkaConnection
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.records import build_batch
 from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(300)

@@ -9,7 +9,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, Producer
 
-from broker.embedded import KBroker
+from kbroker.broker.embedded import KBroker
 
 
 async def test_the_fixture_serves_aiokafka(kbroker, topic_name):
@@ -65,3 +65,31 @@ def test_the_context_manager_cleans_up_after_itself(topic_name):
         assert msg is not None and msg.value() == b"hello"
         assert os.path.isdir(data_dir)
     assert not os.path.exists(data_dir)
+
+
+def test_a_users_own_modules_named_like_kbrokers_folders_stay_theirs(tmp_path):
+    """Installed, kbroker is one import name: a project with its own ``protocol``, ``client``, ``storage``,
+    ``broker`` and ``coordinators`` modules (first on sys.path) runs an in-process broker and a client, and its
+    modules are the ones it imports."""
+    import subprocess
+    import sys
+
+    for name in ("protocol", "client", "storage", "broker", "coordinators"):
+        (tmp_path / f"{name}.py").write_text(f"OWNER = 'user'\nNAME = {name!r}\n")
+    script = (
+        "import protocol, client, storage, broker, coordinators\n"
+        "from confluent_kafka import Consumer, Producer\n"
+        "from kbroker.broker.embedded import KBroker\n"
+        "with KBroker() as b:\n"
+        "    p = Producer({'bootstrap.servers': b.bootstrap_servers})\n"
+        "    p.produce('t', b'v'); assert p.flush(10) == 0\n"
+        "    c = Consumer({'bootstrap.servers': b.bootstrap_servers, 'group.id': 'g',\n"
+        "                  'auto.offset.reset': 'earliest'})\n"
+        "    c.subscribe(['t']); m = c.poll(10); c.close()\n"
+        "    assert m is not None and m.value() == b'v'\n"
+        "import sys\n"
+        "assert all(sys.modules[n].OWNER == 'user' for n in ('protocol', 'client', 'storage', 'broker',\n"
+        "                                                        'coordinators'))\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

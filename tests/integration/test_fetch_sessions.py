@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer
 
-from client.connection import KafkaConnection
-from protocol.errors import ErrorCode
+from kbroker.client.connection import KafkaConnection
+from kbroker.protocol.errors import ErrorCode
 
 FETCH = 1
 PARTITIONS = 60

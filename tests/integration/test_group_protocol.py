@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from client.connection import KafkaConnection
-from protocol.errors import ErrorCode as E
+from kbroker.client.connection import KafkaConnection
+from kbroker.protocol.errors import ErrorCode as E
 from tests.integration.test_bad_input import still_serving
 
 CREATE_TOPICS, FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC = 19, 10, 11, 12, 13, 14

@@ -25,7 +25,7 @@ def test_docker_compose_file_is_valid():
 
 
 def cli(broker, *args, stdin=None):
-    result = subprocess.run([sys.executable, "-m", "broker.cli", *args, "--bootstrap-server", broker.bootstrap],
+    result = subprocess.run([sys.executable, "-m", "kbroker.broker.cli", *args, "--bootstrap-server", broker.bootstrap],
                             cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=60)
     return result
 
@@ -70,7 +70,7 @@ def test_cli_refuses_bad_security_settings_and_iterations_without_a_traceback(br
     for config in (str(bad), str(tmp_path / "missing.properties")):
         result = cli(broker, "topics", "list", "--command-config", config)
         assert result.returncode == 1 and "--command-config" in result.stderr and "Traceback" not in result.stderr
-    few = subprocess.run([sys.executable, "-m", "broker.cli", "users", "add", "--user", "u", "--password", "p",
+    few = subprocess.run([sys.executable, "-m", "kbroker.broker.cli", "users", "add", "--user", "u", "--password", "p",
                           "--iterations", "100", "--zookeeper", "127.0.0.1:1"], cwd=ROOT, capture_output=True,
                          text=True, timeout=60)
     assert few.returncode == 1 and "--iterations must be 4096 to 16384" in few.stderr
@@ -152,9 +152,9 @@ def test_retention_override_takes_effect_without_restart(fresh_broker):
 
 
 async def test_list_offsets_max_timestamp_and_describe_cluster(broker, topic_name):
-    from client.connection import KafkaConnection
-    from protocol.errors import ErrorCode
-    from protocol.records import build_batch
+    from kbroker.client.connection import KafkaConnection
+    from kbroker.protocol.errors import ErrorCode
+    from kbroker.protocol.records import build_batch
 
     conn = await KafkaConnection.open("127.0.0.1", broker.port)
     try:
@@ -215,8 +215,8 @@ def test_each_listener_answers_metadata_with_its_own_endpoints(tmp_path):
     ones, as Kafka answers per listener (docker-compose relies on it)."""
     import asyncio
 
-    from broker.cluster.zookeeper_server import free_port
-    from client.connection import KafkaConnection
+    from kbroker.broker.cluster.zookeeper_server import free_port
+    from kbroker.client.connection import KafkaConnection
     from tests.brokerproc import BrokerProcess
 
     internal = free_port()

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from client.connection import KafkaConnection
-from protocol.errors import ErrorCode
+from kbroker.client.connection import KafkaConnection
+from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
 
 pytestmark = pytest.mark.timeout(240)

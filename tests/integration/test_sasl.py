@@ -23,8 +23,8 @@ from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, 
                                    UserScramCredentialDeletion, UserScramCredentialUpsertion)
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from client.connection import ConnectionClosed, KafkaConnection
-from client.sasl import SaslAuthenticationError, SaslCredentials
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.sasl import SaslAuthenticationError, SaslCredentials
 from tests.brokerproc import ROOT, BrokerProcess
 from tests.cluster import Cluster, batches, wait_until
 from tests.tls import Pki, make_pki
@@ -333,7 +333,7 @@ def test_scram_credentials_are_managed_through_the_admin_api_and_kbroker_users(s
                           f"sasl.jaas.config={PLAIN_MODULE} \\\n    username=\"admin\" password=\"admin-secret\";\n")
 
     def kbroker(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "broker.cli", "users", *args, "--bootstrap-server",
+        result = subprocess.run([sys.executable, "-m", "kbroker.broker.cli", "users", *args, "--bootstrap-server",
                                  sasl_broker.bootstrap, "--command-config", str(properties)],
                                 cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr + result.stdout
@@ -429,7 +429,7 @@ def test_brokers_replicate_to_each_other_over_sasl_ssl_with_scram(tmp_path, pki,
 
     def users_in_zookeeper(connect: str) -> None:   # as kafka-configs --zookeeper does, before any broker runs
         for user, password in (("broker", "broker-secret"), ALICE):
-            subprocess.run([sys.executable, "-m", "broker.cli", "users", "add", "--user", user, "--password",
+            subprocess.run([sys.executable, "-m", "kbroker.broker.cli", "users", "add", "--user", user, "--password",
                             password, "--mechanism", "SCRAM-SHA-512", "--zookeeper", connect],
                            cwd=ROOT, check=True, capture_output=True, timeout=60)
 

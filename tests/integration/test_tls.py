@@ -17,7 +17,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from broker.cluster.zk_client import KafkaZkClient
+from kbroker.broker.cluster.zk_client import KafkaZkClient
 from tests.brokerproc import BrokerProcess
 from tests.cluster import Cluster, batches, wait_until
 from tests.tls import Pki, make_pki

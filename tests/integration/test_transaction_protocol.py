@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import ErrorCode as E
-from protocol.records import build_batch, build_marker_batch
+from kbroker.protocol.errors import ErrorCode as E
+from kbroker.protocol.records import build_batch, build_marker_batch
 from tests.integration.test_bad_input import still_serving
 
 PRODUCE, FIND_COORDINATOR, INIT_PID, ADD_PARTITIONS, ADD_OFFSETS, END_TXN = 0, 10, 22, 24, 25, 26

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from broker.cluster.zk_acls import ZkAclStore, decode_entries
-from broker.cluster.zk_client import KafkaZkClient
-from broker.cluster.zookeeper_server import ZooKeeperServer
-from protocol.acls import ALLOW, DENY, LITERAL, PREFIXED, READ, TOPIC, WRITE, AclBinding
+from kbroker.broker.cluster.zk_acls import ZkAclStore, decode_entries
+from kbroker.broker.cluster.zk_client import KafkaZkClient
+from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
+from kbroker.protocol.acls import ALLOW, DENY, LITERAL, PREFIXED, READ, TOPIC, WRITE, AclBinding
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,15 +16,50 @@ ALLOWED = {
 }
 
 
+def _package(module: str) -> str:
+    """The project package a module name belongs to (``kbroker.protocol.errors`` -> ``protocol``)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "kbroker" and len(parts) > 1 else parts[0]
+
+
 def imported_packages(path: str) -> set[str]:
     tree = ast.parse(open(path, encoding="utf-8").read(), path)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {_package(alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            names.add(_package(node.module))
     return names & set(ALLOWED)
+
+
+def test_the_project_is_imported_as_kbroker_only():
+    """Installed, the folders are ``kbroker.broker``, ``kbroker.protocol`` ...: an import of a bare ``protocol``
+    would find a user's module of that name, or nothing."""
+    bare = {}
+    for package in ALLOWED:
+        for directory, _, files in os.walk(os.path.join(ROOT, package)):
+            for name in (n for n in files if n.endswith(".py")):
+                path = os.path.join(directory, name)
+                tree = ast.parse(open(path, encoding="utf-8").read(), path)
+                found = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0
+                         and n.module and n.module.split(".")[0] in ALLOWED]
+                found += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                          if a.name.split(".")[0] in ALLOWED]
+                if found:
+                    bare[os.path.relpath(path, ROOT)] = found
+    assert not bare, bare
+
+
+def test_pyproject_lists_every_package():
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    present = {"kbroker"} | {"kbroker." + os.path.relpath(d, ROOT).replace(os.sep, ".")
+                             for package in ALLOWED for d, _, files in os.walk(os.path.join(ROOT, package))
+                             if "__init__.py" in files}
+    assert listed == present
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))

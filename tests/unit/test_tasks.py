@@ -3,7 +3,7 @@ future completes in the same turn (the controller queue that kept a broker from 
 
 import asyncio
 
-from client.tasks import cancel_and_wait
+from kbroker.client.tasks import cancel_and_wait
 
 
 async def test_a_task_that_swallows_one_cancellation_still_ends():

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from broker.cluster.assignment import InvalidReplicationFactor, assign_replicas
+from kbroker.broker.cluster.assignment import InvalidReplicationFactor, assign_replicas
 
 
 def test_replicas_are_distinct_and_leaders_spread_evenly():

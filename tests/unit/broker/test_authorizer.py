@@ -3,8 +3,8 @@ super users, the no-ACL default, authorizeByResourceType, and the filters of Des
 
 import pytest
 
-from broker.security.authorizer import Authorizer
-from protocol.acls import (ALL, ALLOW, ALTER, ALTER_CONFIGS, ANY, CLUSTER, CLUSTER_NAME, CREATE, DENY, DESCRIBE,
+from kbroker.broker.security.authorizer import Authorizer
+from kbroker.protocol.acls import (ALL, ALLOW, ALTER, ALTER_CONFIGS, ANY, CLUSTER, CLUSTER_NAME, CREATE, DENY, DESCRIBE,
                            DESCRIBE_CONFIGS, GROUP, LITERAL, MATCH, PREFIXED, READ, TOPIC, WRITE, AclBinding,
                            AclFilter, InvalidAcl, binding_from_json, binding_to_json, operation_code)
 

@@ -1,4 +1,4 @@
-from broker.producer_ids import ProducerIdManager
+from kbroker.broker.producer_ids import ProducerIdManager
 
 
 def test_ids_are_never_reissued_across_restarts(tmp_path):

@@ -3,15 +3,15 @@ RFC 7677's example and against kbroker's own client), JAAS entries and the liste
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError
-from broker.security import sasl as sasl_module
-from broker.security.listeners import inter_broker_sasl, listener_security
-from broker.security.sasl import SaslFailure, SaslSession, State
-from client.jaas import JaasError, parse_jaas
-from client.properties import read_properties
-from client.sasl import SaslCredentials, _ScramClient
-from protocol import scram
-from protocol.errors import ErrorCode
+from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.security import sasl as sasl_module
+from kbroker.broker.security.listeners import inter_broker_sasl, listener_security
+from kbroker.broker.security.sasl import SaslFailure, SaslSession, State
+from kbroker.client.jaas import JaasError, parse_jaas
+from kbroker.client.properties import read_properties
+from kbroker.client.sasl import SaslCredentials, _ScramClient
+from kbroker.protocol import scram
+from kbroker.protocol.errors import ErrorCode
 from tests.unit.protocol.test_scram import CLIENT_FIRST_BARE, PROOF, SALT, SERVER_FIRST, SERVER_SIGNATURE, WITHOUT_PROOF
 
 API_VERSIONS, METADATA, HANDSHAKE, AUTHENTICATE = 18, 3, 17, 36
@@ -139,8 +139,8 @@ def test_listener_settings_are_checked_at_start():
 
 @pytest.mark.parametrize("zookeeper, known", [(None, True), ("127.0.0.1:1/kbroker", False)])
 def test_a_cluster_broker_ignores_credentials_left_in_its_local_store(tmp_path, zookeeper, known):
-    from broker.metadata import LocalMetadataStore
-    from broker.server import Broker
+    from kbroker.broker.metadata import LocalMetadataStore
+    from kbroker.broker.server import Broker
 
     credential = scram.ScramCredential.from_password("SCRAM-SHA-512", "pw", b"salt-salt-salt!!", 4096)
     LocalMetadataStore(str(tmp_path), 0).set_user_credentials("old", {"SCRAM-SHA-512": credential.to_text()})

@@ -2,9 +2,9 @@
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError
-from broker.security.listeners import inter_broker_tls, listener_security
-from broker.security.principal import (ANONYMOUS, PrincipalError, apply_rules, distinguished_name, parse_rules,
+from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.security.listeners import inter_broker_tls, listener_security
+from kbroker.broker.security.principal import (ANONYMOUS, PrincipalError, apply_rules, distinguished_name, parse_rules,
                                        tls_principal)
 from tests.tls import make_pki
 

@@ -6,14 +6,14 @@ import struct
 
 import pytest
 
-from broker.replica_manager import ReplicaManager
-from coordinators.group.coordinator import GroupConfig, GroupCoordinator
-from coordinators.group.state import GroupState
-from coordinators.internal_topic import InternalTopicStore
-from coordinators.scheduler import ManualScheduler
-from protocol.errors import ErrorCode as E
-from storage.log_config import LogConfig
-from storage.log_manager import LogManager
+from kbroker.broker.replica_manager import ReplicaManager
+from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
+from kbroker.coordinators.group.state import GroupState
+from kbroker.coordinators.internal_topic import InternalTopicStore
+from kbroker.coordinators.scheduler import ManualScheduler
+from kbroker.protocol.errors import ErrorCode as E
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_manager import LogManager
 
 PARTITIONS = 3
 SESSION = 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import ErrorCode as E
+from kbroker.protocol.errors import ErrorCode as E
 from tests.unit.coordinators.test_group_coordinator import Harness
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from coordinators.group.group import GroupMetadata, MemberMetadata
-from coordinators.group.state import GroupState, IllegalStateTransition
+from kbroker.coordinators.group.group import GroupMetadata, MemberMetadata
+from kbroker.coordinators.group.state import GroupState, IllegalStateTransition
 
 S = GroupState
 

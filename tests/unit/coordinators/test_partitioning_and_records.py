@@ -4,8 +4,8 @@ import struct
 
 import pytest
 
-from coordinators.group import records
-from coordinators.partitioning import java_string_hash, kafka_abs, partition_for
+from kbroker.coordinators.group import records
+from kbroker.coordinators.partitioning import java_string_hash, kafka_abs, partition_for
 
 
 @pytest.mark.parametrize("value,expected", [

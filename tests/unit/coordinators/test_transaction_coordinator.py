@@ -6,15 +6,15 @@ import asyncio
 
 import pytest
 
-from broker.replica_manager import ReplicaManager
-from coordinators.internal_topic import InternalTopicStore
-from coordinators.scheduler import ManualScheduler
-from coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
-from coordinators.transaction.state import IllegalTransactionTransition, TransactionState
-from protocol.errors import ErrorCode as E
-from protocol.records import build_batch, build_marker_batch
-from storage.log_config import LogConfig
-from storage.log_manager import LogManager
+from kbroker.broker.replica_manager import ReplicaManager
+from kbroker.coordinators.internal_topic import InternalTopicStore
+from kbroker.coordinators.scheduler import ManualScheduler
+from kbroker.coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from kbroker.coordinators.transaction.state import IllegalTransactionTransition, TransactionState
+from kbroker.protocol.errors import ErrorCode as E
+from kbroker.protocol.records import build_batch, build_marker_batch
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_manager import LogManager
 
 T = TransactionState
 

@@ -14,8 +14,8 @@ from construct import ConstructError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import schema
-from protocol.types import BufferReader, FileRegion
+from kbroker.protocol import schema
+from kbroker.protocol.types import BufferReader, FileRegion
 from tests.unit.protocol.test_roundtrip import CASES, struct_strategy
 
 HANDLED = (ConstructError, UnicodeDecodeError, ValueError, IndexError)   # what Connection._dispatch catches

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from broker.registry import HANDLERS
-from protocol.schema import DATA, REGISTRY, Field, Versions
+from kbroker.broker.registry import HANDLERS
+from kbroker.protocol.schema import DATA, REGISTRY, Field, Versions
 
 SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "kafka-protocol", "messages")
 pytestmark = pytest.mark.skipif(not os.path.isdir(SCHEMAS), reason="../shared/kafka-protocol is not beside the repo")

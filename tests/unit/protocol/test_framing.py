@@ -9,7 +9,7 @@ import struct
 import pytest
 import uvloop
 
-from protocol.framing import OWN_BUFFER_BYTES, FrameStream, FrameTooLarge, StreamEnded
+from kbroker.protocol.framing import OWN_BUFFER_BYTES, FrameStream, FrameTooLarge, StreamEnded
 
 
 def on_both_loops(body):

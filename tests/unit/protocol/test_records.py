@@ -1,6 +1,6 @@
 import pytest
 
-from protocol.records import (BatchHeader, InvalidBatch, build_batch, iter_records, patch_base_offset,
+from kbroker.protocol.records import (BatchHeader, InvalidBatch, build_batch, iter_records, patch_base_offset,
                               validate_produce_records, verify_crc)
 
 
@@ -45,7 +45,7 @@ def test_xerial_framed_snappy_from_java_clients_decodes():
 
     import cramjam
 
-    from protocol.records import decompress
+    from kbroker.protocol.records import decompress
 
     payload = b"record bytes " * 500
     blocks = [payload[:3000], payload[3000:]]

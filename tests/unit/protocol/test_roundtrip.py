@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import schema
-from protocol.types import BufferReader
+from kbroker.protocol import schema
+from kbroker.protocol.types import BufferReader
 
 _INTS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 

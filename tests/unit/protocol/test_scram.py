@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from protocol import scram
+from kbroker.protocol import scram
 
 # RFC 7677 section 3: user "user", password "pencil".
 CLIENT_FIRST_BARE = "n=user,r=rOprNGfwEbeRWgbNEkqO"

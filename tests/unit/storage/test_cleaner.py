@@ -5,11 +5,11 @@ import shutil
 
 import pytest
 
-from protocol.records import build_batch, iter_records, validate_produce_records
-from storage import cleaner
-from storage.log import Log
-from storage.log_config import LogConfig
-from storage.log_manager import LogManager
+from kbroker.protocol.records import build_batch, iter_records, validate_produce_records
+from kbroker.storage import cleaner
+from kbroker.storage.log import Log
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_manager import LogManager
 
 NOW = 10_000_000_000
 
@@ -196,7 +196,7 @@ def test_log_manager_checkpoints_the_first_dirty_offset(tmp_path):
 
 
 def txn(log, pid, seq, pairs, commit=None, epoch=0):
-    from protocol.records import build_marker_batch
+    from kbroker.protocol.records import build_marker_batch
 
     if pairs:
         put(log, pairs, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True)

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from protocol.records import BatchHeader, InvalidBatch, build_batch, iter_records, validate_produce_records
-from storage.log import Log, OffsetOutOfRange
-from storage.log_config import LogConfig
+from kbroker.protocol.records import BatchHeader, InvalidBatch, build_batch, iter_records, validate_produce_records
+from kbroker.storage.log import Log, OffsetOutOfRange
+from kbroker.storage.log_config import LogConfig
 
 
 def append(log, values, **kw):
@@ -139,7 +139,7 @@ def test_offset_for_timestamp(tmp_path):
 
 
 def test_rolled_segments_are_flushed_and_advance_the_recovery_point(tmp_path):
-    from storage import log as log_module
+    from kbroker.storage import log as log_module
 
     log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_bytes=200))
     for _ in range(3):

@@ -4,10 +4,10 @@ import os
 
 import pytest
 
-from protocol.records import InvalidBatch, build_batch, split_batches, validate_produce_records
-from storage.leader_epoch import LeaderEpochFileCache
-from storage.log import Log
-from storage.log_config import LogConfig
+from kbroker.protocol.records import InvalidBatch, build_batch, split_batches, validate_produce_records
+from kbroker.storage.leader_epoch import LeaderEpochFileCache
+from kbroker.storage.log import Log
+from kbroker.storage.log_config import LogConfig
 from tests.unit.storage.test_log import read_values
 
 

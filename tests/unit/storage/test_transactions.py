@@ -2,10 +2,10 @@
 
 import os
 
-from protocol.records import build_batch, build_marker_batch, validate_produce_records
-from storage.log import Log
-from storage.log_config import LogConfig
-from storage.transaction_index import AbortedTxn
+from kbroker.protocol.records import build_batch, build_marker_batch, validate_produce_records
+from kbroker.storage.log import Log
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.transaction_index import AbortedTxn
 
 
 def append(log, batch: bytes):
@@ -92,7 +92,7 @@ def test_snapshots_at_roll_and_close_replace_the_scan(tmp_path, monkeypatch):
     assert sorted(n for n in os.listdir(directory) if n.endswith(".snapshot"))   # written at each roll
     expected = state_of(log)
     log.close()
-    from storage.segment import LogSegment
+    from kbroker.storage.segment import LogSegment
 
     scanned = []
     original = LogSegment.iter_headers

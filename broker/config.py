@@ -118,6 +118,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "allow.everyone.if.no.acl.found": (_bool, False),
     "num.replica.fetchers": (int, 1),
     "max.incremental.fetch.session.cache.slots": (int, 1000),
+    "max.request.partition.size.limit": (int, 2000),   # DescribeTopicPartitions' partitions per answer
     "replica.fetch.max.bytes": (int, 1048576),
     "replica.fetch.min.bytes": (int, 1),
     "replica.fetch.wait.max.ms": (int, 500),

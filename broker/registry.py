@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Callable
 
 from kbroker.broker.handlers import (
+    describe_topic_partitions,
     describe_log_dirs,
     delete_records,
     alter_client_quotas,
@@ -96,6 +97,7 @@ HANDLERS: dict[int, Handler] = {
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
         describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas, delete_records,
         describe_log_dirs,
+        describe_topic_partitions,
     ])
 }
 

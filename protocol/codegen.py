@@ -130,6 +130,15 @@ def _decode_value(src: _Source, out: list[str], ind: str, target: str, f, versio
         return
     if f.is_struct:
         fn = _struct_decoder(src, f.fields, version, flexible)
+        if nullable:   # an int8 marker: negative for null
+            out.append(f"{ind}if pos >= end:")
+            out.append(f"{ind}    _short('{f.name}')")
+            out.append(f"{ind}pos += 1")
+            out.append(f"{ind}if mv[pos - 1] >= 0x80:")
+            out.append(f"{ind}    {target} = None")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    {target}, pos = {fn}(mv, pos, end)")
+            return
         out.append(f"{ind}{target}, pos = {fn}(mv, pos, end)")
         return
     if type_ in _FIXED:
@@ -238,6 +247,13 @@ def _encode_value(src: _Source, out: list[str], ind: str, v: str, f, version: in
         return
     if f.is_struct:
         fn = _struct_encoder(src, f.fields, version, flexible)
+        if nullable:   # an int8 marker: -1 for null, 1 before the fields
+            out.append(f"{ind}if {v} is None:")
+            out.append(f"{ind}    {buf} += b'\\xff'")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    {buf} += b'\\x01'")
+            out.append(f"{ind}    {fn}({v}, {buf}, regions)")
+            return
         out.append(f"{ind}{fn}({v} if {v} is not None else _EMPTY, {buf}, regions)")
         return
     if type_ == "uuid":

@@ -274,7 +274,8 @@ def _field_construct(f: Field, version: int, flexible: bool) -> Construct:
             sub = _scalar(element, flexible, False)
         return t.KArray(sub, flexible, nullable)
     if f.is_struct:
-        return build_struct(f.fields, version, flexible)
+        struct = build_struct(f.fields, version, flexible)
+        return t.KNullableStruct(struct) if nullable else struct
     return _scalar(f.type, flexible, nullable)
 
 

@@ -283,3 +283,28 @@ class KArray(Construct):
         for item in obj:
             build(item, stream, context, path)
         return obj
+
+
+class KNullableStruct(Construct):
+    """A struct that may be null: an int8 marker first, -1 for null, 1 before the struct's fields (Kafka's
+    encoding of a struct field with nullableVersions)."""
+
+    def __init__(self, struct: Construct) -> None:
+        super().__init__()
+        self.struct = struct
+
+    def _parse(self, stream, context, path):
+        marker = stream.read(1)
+        if len(marker) < 1:
+            raise StreamError(f"stream read less than specified amount, expected 1, found 0 {path}")
+        if marker[0] >= 0x80:
+            return None
+        return self.struct._parse(stream, context, path)
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            stream.write(b"\xff")
+            return obj
+        stream.write(b"\x01")
+        self.struct._build(obj, stream, context, path)
+        return obj

@@ -23,6 +23,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
     describe_producers,
     describe_transactions,
     describe_user_scram_credentials,

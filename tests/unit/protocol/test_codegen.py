@@ -110,3 +110,19 @@ def test_file_regions_come_back_at_the_same_positions(version):
 def _at_end(out: io.BytesIO) -> io.BytesIO:
     out.seek(0, 2)
     return out
+
+
+def test_a_nullable_struct_is_an_int8_marker_then_its_fields():
+    """Kafka writes a struct field with nullableVersions as -1 (null) or 1 followed by the struct
+    (DescribeTopicPartitions' cursor): both codecs agree on those bytes and read them back."""
+    struct = schema.struct_for(75, 0, True)
+    head = bytes.fromhex("02" "0261" "00" "000007d0")   # topics [{name: "a"}], response_partition_limit 2000
+    without = {"topics": [{"name": "a"}], "response_partition_limit": 2000, "cursor": None}
+    assert check_same(struct, without) == head + bytes.fromhex("ff" "00")
+    cursor = {"topic_name": "a", "partition_index": 3}
+    with_cursor = {**without, "cursor": cursor}
+    assert check_same(struct, with_cursor) == head + bytes.fromhex("01" "0261" "00000003" "00" "00")
+    assert plain(schema.decode(struct, BufferReader(head + bytes.fromhex("01" "0261" "00000003" "00" "00")))
+                 ["cursor"]) == cursor
+    with pytest.raises(HANDLED):
+        schema.decode(struct, BufferReader(head))   # the marker cut off

@@ -1,0 +1,64 @@
+"""DescribeTopicPartitions (KIP-966's paginated metadata): topics and their partitions in name order, at most
+``response_partition_limit`` partitions (and ``max.request.partition.size.limit``) per answer, with a cursor
+to go on from.
+
+Invariants, as Kafka's handler: the topics are the requested ones (or, with none requested, every topic the
+principal may describe) sorted by name, from the cursor's topic on; a topic that does not exist or may not be
+described is answered with its error and uses none of the partition budget; when the budget runs out inside a
+topic, that topic is answered with the partitions that fit and ``next_cursor`` names the first one left out;
+when it runs out at a topic's end, ``next_cursor`` names the next topic's partition 0.
+"""
+
+from kbroker.broker.handlers.metadata import TOPIC_OPERATIONS, describe_topic
+from kbroker.protocol import acls
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS as API  # noqa: F401  (the registry reads API)
+
+_PARTITION_KEYS = ("error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes",
+                   "offline_replicas")
+
+
+def _error(name: str, code: ErrorCode) -> dict:
+    return {"error_code": code, "name": name, "topic_id": bytes(16), "is_internal": False, "partitions": []}
+
+
+def handle(ctx, request):
+    broker = ctx.broker
+    cursor = request.cursor
+    if request.topics:
+        names = sorted({t.name for t in request.topics})
+        if cursor is not None and cursor.topic_name not in names:
+            return {"throttle_time_ms": 0, "topics": [_error(cursor.topic_name, ErrorCode.INVALID_REQUEST)],
+                    "next_cursor": None}
+    else:
+        names = sorted(n for n in broker.metadata.topics
+                       if ctx.authorized(acls.DESCRIBE, acls.TOPIC, n, log_denied=False))
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    limit = broker.config["max.request.partition.size.limit"]
+    if request.response_partition_limit > 0:
+        limit = min(limit, request.response_partition_limit)
+    topics, next_cursor = [], None
+    for i, name in enumerate(names):
+        if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, name):
+            topics.append(_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        described = describe_topic(ctx, name)
+        if described["error_code"]:
+            topics.append(_error(name, ErrorCode(described["error_code"])))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        partitions = [{k: p[k] for k in _PARTITION_KEYS} for p in described["partitions"][start:]]
+        if len(partitions) > limit:
+            partitions = partitions[:limit]
+            next_cursor = {"topic_name": name, "partition_index": start + limit}
+        limit -= len(partitions)
+        topics.append({"error_code": 0, "name": name, "topic_id": described["topic_id"],
+                       "is_internal": described["is_internal"], "partitions": partitions,
+                       "topic_authorized_operations": ctx.authorized_operations(acls.TOPIC, name, TOPIC_OPERATIONS)})
+        if next_cursor is not None:
+            break
+        if limit == 0 and i + 1 < len(names):
+            next_cursor = {"topic_name": names[i + 1], "partition_index": 0}
+            break
+    return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}

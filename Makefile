@@ -38,7 +38,7 @@ test-slow: $(STAMP) apt
 	$(PYTEST) -q -m "slow"
 
 test-compat: $(STAMP) apt
-	$(PYTEST) -q tests/compat
+	$(BIN)/python -m tests.compat.kafka_python_suite
 
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(BENCH_STAMP): $(STAMP)

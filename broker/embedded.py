@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import sys
 import tempfile
 import threading
 import time
 
 import structlog
+
+from kbroker.broker import log_levels
 
 EMBEDDED_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -34,11 +35,9 @@ EMBEDDED_DEFAULTS = {
 def _quiet_logging() -> None:
     """Warnings and errors to stderr, unless the program configured structlog itself (then its choice stands)."""
     if not structlog.is_configured():
-        structlog.configure(
-            processors=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
-                        structlog.processors.format_exc_info, structlog.dev.ConsoleRenderer(colors=False)],
-            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-            logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+        log_levels.configure(logging.WARNING, [
+            structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.format_exc_info, structlog.dev.ConsoleRenderer(colors=False)])
 
 
 class KBroker:

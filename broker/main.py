@@ -9,20 +9,18 @@ import sys
 
 import structlog
 
+from kbroker.broker import log_levels
 from kbroker.broker.config import BrokerConfig, ConfigError
 from kbroker.broker.server import Broker
 
 
 def configure_logging(level: str = "INFO") -> None:
+    """structlog to stderr at ``level``; each logger's level can change later (BROKER_LOGGER configs)."""
     logging.basicConfig(format="%(message)s", stream=sys.stderr, level=getattr(logging, level.upper(), logging.INFO))
-    structlog.configure(
-        processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso"), structlog.processors.format_exc_info,
-                    structlog.dev.ConsoleRenderer(colors=False)],
-        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
-    )
+    log_levels.configure(getattr(logging, level.upper(), logging.INFO), [
+        structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso"), structlog.processors.format_exc_info,
+        structlog.dev.ConsoleRenderer(colors=False)])
 
 
 def raise_open_files_limit() -> None:

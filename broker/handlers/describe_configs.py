@@ -1,6 +1,7 @@
 """DescribeConfigs: topic and broker configs with their sources and synonyms (broker/dynamic_config.py)."""
 
 from kbroker.broker.config import DEFINITIONS
+from kbroker.broker.log_levels import LEVELS
 from kbroker.broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
                                    is_sensitive, text_of)
 from kbroker.protocol import acls
@@ -9,6 +10,7 @@ from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  
 from kbroker.storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # ConfigType values (v3+)
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 _LONG_CONFIGS = {"segment.ms", "retention.ms", "retention.bytes", "flush.messages", "flush.ms",
@@ -64,6 +66,13 @@ def default_broker_config_entries(broker) -> list[dict]:
             for name, value in sorted(broker.dynamic.default.items()) if name in DEFINITIONS]
 
 
+def logger_entries() -> list[dict]:
+    """BROKER_LOGGER: every logger with its level, as Kafka lists its log4j loggers."""
+    return [{"name": name, "value": level, "read_only": False, "is_default": False,
+             "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_sensitive": False, "synonyms": [],
+             "config_type": STRING, "documentation": None} for name, level in LEVELS.described()]
+
+
 def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
     """Kafka's check for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on the topic,
     or on the cluster for a broker's configs."""
@@ -99,7 +108,11 @@ def handle(ctx, request):
             else:
                 result["configs"] = broker_config_entries(broker)
         elif resource.resource_type == BROKER_LOGGER:
-            result["configs"] = []
+            if resource.resource_name != str(broker.broker_id):
+                result.update(error_code=ErrorCode.INVALID_REQUEST,
+                              error_message=f"Unexpected broker id {resource.resource_name!r}")
+            else:
+                result["configs"] = logger_entries()
         else:
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {resource.resource_type}")

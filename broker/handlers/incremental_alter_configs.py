@@ -1,10 +1,12 @@
-"""IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs."""
+"""IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs; SET and DELETE
+on loggers' levels (BROKER_LOGGER)."""
 
 from kbroker.broker.config import DEFINITIONS
 from kbroker.broker.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
                                            resource_error)
-from kbroker.broker.handlers.describe_configs import TOPIC, refusal
+from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, TOPIC, refusal
+from kbroker.broker.log_levels import KAFKA_LEVELS, LEVELS, NAMES, ROOT
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
@@ -43,11 +45,45 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
     return updated, None
 
 
+def _alter_loggers(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    """BROKER_LOGGER: SET a logger's level or DELETE it (back to the level above); not persisted, as in Kafka."""
+    if name != str(ctx.broker.broker_id):
+        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}"
+    changes = []
+    for op in ops:
+        if op.config_operation not in (SET, DELETE):
+            return ErrorCode.INVALID_REQUEST, "APPEND and SUBTRACT are not allowed for the broker logger resource"
+        if not LEVELS.is_logger(op.name):
+            return ErrorCode.INVALID_CONFIG, f"Logger {op.name} does not exist!"
+        if op.config_operation == DELETE:
+            if op.name == ROOT:
+                return ErrorCode.INVALID_CONFIG, "Removing the log level of the root logger is not allowed"
+            changes.append((op.name, None))
+            continue
+        level = KAFKA_LEVELS.get((op.value or "").upper())
+        if level is None:
+            return ErrorCode.INVALID_CONFIG, (f"Cannot set the log level of {op.name} to {op.value} as it is not a "
+                                              f"supported log level. Valid levels are {', '.join(KAFKA_LEVELS)}")
+        changes.append((op.name, level))
+    if not validate_only:
+        for logger, level in changes:
+            LEVELS.set(logger, level)
+        ctx.log.warning("log_levels_altered", levels={n: NAMES.get(v, v) if v is not None else None
+                                                     for n, v in changes})
+    return ErrorCode.NONE, None
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     responses = []
     for resource in request.resources:
         name = resource.resource_name
+        if resource.resource_type == BROKER_LOGGER:
+            problem = refusal(ctx, BROKER_LOGGER, name, ALTER_CONFIGS) or \
+                _alter_loggers(ctx, name, resource.configs, request.validate_only)
+            responses.append({"error_code": problem[0], "error_message": problem[1],
+                              "resource_type": resource.resource_type, "resource_name": name})
+            continue
         problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None and resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(name)

@@ -220,3 +220,42 @@ def test_kafka_configs_style_cli_describes_and_alters_a_broker(fresh_broker):
     refused = cli(fresh_broker, "configs", "alter", "--entity-type", "brokers", "--entity-name", "0",
                   "--add-config", "log.dirs=/elsewhere")
     assert refused.returncode == 1 and "Cannot update these configs dynamically" in refused.stdout
+
+
+def test_a_loggers_level_changes_at_once_and_goes_back_to_the_level_above(fresh_broker):
+    """BROKER_LOGGER, as ``kafka-configs --entity-type broker-loggers``: the connection logger at DEBUG logs each
+    request, deleting its level returns it to root's (INFO) and the debug lines stop; bad levels and names are
+    refused with Kafka's messages."""
+    fresh_broker.start()
+
+    def loggers() -> dict[str, str]:
+        out = cli(fresh_broker, "configs", "describe", "--entity-type", "broker-loggers", "--entity-name", "0")
+        lines = [line.strip() for line in out.stdout.splitlines()[1:] if line.strip()]
+        assert all(line.endswith("(DYNAMIC_BROKER_LOGGER_CONFIG)") for line in lines), out.stdout
+        return dict(line.split(" ", 1)[0].split("=", 1) for line in lines)
+
+    def requests_logged() -> int:
+        with open(fresh_broker.log_path, encoding="utf-8") as f:
+            return f.read().count("request_received")
+
+    def alter_loggers(*args: str):
+        return cli(fresh_broker, "configs", "alter", "--entity-type", "broker-loggers", "--entity-name", "0", *args)
+
+    before = loggers()
+    assert before["root"] == "INFO" and before["broker.connection"] == "INFO"
+    assert requests_logged() == 0
+    assert alter_loggers("--add-config", "broker.connection=DEBUG").returncode == 0
+    assert loggers()["broker.connection"] == "DEBUG"
+    describe(fresh_broker.bootstrap, "0")
+    assert requests_logged() > 0
+    assert alter_loggers("--delete-config", "broker.connection").returncode == 0
+    assert loggers()["broker.connection"] == "INFO"
+    seen = requests_logged()
+    describe(fresh_broker.bootstrap, "0")
+    assert requests_logged() == seen
+    refused = alter_loggers("--add-config", "broker.connection=LOUD")
+    assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stdout and "LOUD" in refused.stdout
+    refused = alter_loggers("--delete-config", "root")
+    assert refused.returncode == 1 and "root logger" in refused.stdout
+    refused = alter_loggers("--add-config", "org.apache.kafka=DEBUG")
+    assert refused.returncode == 1 and "does not exist" in refused.stdout

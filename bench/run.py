@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, loadgen, replication, requests, security, spark, transactions
+from bench import brokers, groups, latency, loadgen, replication, requests, security, spark, transactions
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -127,6 +127,15 @@ def table(rows: list[tuple], notes: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def latency_table(rows: list[tuple]) -> str:
+    scenarios = list(dict.fromkeys(r[1] for r in rows))
+    names = list(dict.fromkeys(r[0] for r in rows))
+    by = {(r[0], r[1]): r[2] for r in rows}
+    lines = ["| scenario | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    lines += [f"| {s} | " + " | ".join(by.get((n, s), "") for n in names) + " |" for s in scenarios]
+    return "\n".join(lines)
+
+
 def replication_table(rows: list[tuple]) -> str:
     lines = ["| scenario | kbroker cluster |", "|---|---|"] + [f"| {r[1]} | {r[2]} |" for r in rows]
     lines.append("")
@@ -143,7 +152,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
     parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark",
-                                            "security", "requests"],
+                                            "security", "requests", "latency"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
@@ -154,7 +163,7 @@ def main() -> int:
     overrides = dict(item.split("=", 1) for item in args.kbroker_override)
     starters = {"kbroker": lambda wd: brokers.KBroker(wd, overrides), "tansu": brokers.tansu,
                 "noida-db": brokers.noida}
-    rows, notes, spark_rows = [], {}, []
+    rows, notes, spark_rows, latency_rows = [], {}, [], []
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
             if args.only and name not in args.only or args.suite in ("replication", "security", "requests") or (
@@ -164,6 +173,10 @@ def main() -> int:
             broker = start(os.path.join(tmp, name))
             notes[broker.name] = broker.note
             try:
+                if args.suite == "latency":   # (its own suite: it needs the machine quiet, not after a bulk run)
+                    latency_rows += latency.measure(broker.name, broker.bootstrap,
+                                                    lambda bootstrap, topic: create_topic(bootstrap, topic, 1))
+                    continue
                 if args.suite in ("all", "throughput"):
                     rows += measure(broker, args.scale)
                 if args.suite in ("all", "groups"):
@@ -178,6 +191,11 @@ def main() -> int:
     if args.suite in ("all", "replication") and (not args.only or "kbroker" in args.only):
         print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)
         result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
+    if args.suite == "latency" and (not args.only or "kbroker" in args.only):
+        print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)
+        latency_rows += latency.measure_cluster(args.cluster_dir)
+    if latency_rows:
+        result += "\n\n## Latency\n\n" + latency_table(latency_rows) + LATENCY_NOTE
     if spark_rows:
         result += "\n\n## Spark\n\n" + spark.table(spark_rows, args.scale)
     if args.suite in ("all", "requests") and (not args.only or "kbroker" in args.only):
@@ -203,9 +221,21 @@ def main() -> int:
             splice(result, "Small requests", "requests")
         elif args.suite == "security":
             splice(result, "Security", "security")
+        elif args.suite == "latency":
+            splice(result, "Latency", "latency")
         else:
             write_doc(result, args)
     return 0
+
+
+LATENCY_NOTE = """
+
+End to end, produce to consume, of 1 KiB records sent at a fixed rate for 10 s to a one-partition topic
+(`bench/latency.py`): each record carries its send time, a consumer in its own process subtracts it from the
+time it reads the record; librdkafka on both sides (`linger.ms=0`, at most 5 requests in flight as the Java
+producer's default, acks=1 on the single brokers, acks=all with idempotence and min.insync.replicas=2 on the
+cluster); the first second is left out. One machine of two cores runs the broker(s), the producer and the
+consumer."""
 
 
 REQUESTS_NOTE = """

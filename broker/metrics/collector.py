@@ -5,7 +5,8 @@ exporters name it (``kafka_consumergroup_lag{consumergroup, topic, partition}``)
 
 Everything but the request path's counters (``counters.BrokerCounters``) is read from the broker's state at
 scrape time, on the event loop thread (``http`` calls ``generate_latest`` there): nothing is kept twice.
-Consumer lag covers the groups this broker coordinates and the partitions it leads.
+Consumer lag covers the groups this broker coordinates and the partitions it has a replica of (leader or
+follower: a follower knows the high watermark from its fetches).
 """
 
 from __future__ import annotations
@@ -141,12 +142,15 @@ class BrokerCollector(Collector):
                                     labels=["consumergroup", "topic", "partition"])
         for group_id in sorted(coordinator.groups):
             for (topic, index), committed in sorted(coordinator.fetch_offsets(group_id, None).items()):
-                partition = broker.replica_manager.get(topic, index)
-                if committed is None or partition is None or not partition.is_leader:
+                if committed is None:
                     continue
                 labels = [group_id, topic, str(index)]
                 current.add_metric(labels, committed.offset)
-                lag.add_metric(labels, max(partition.log.high_watermark - committed.offset, 0))
+                # The high watermark of the replica here: the leader's own, or a follower's as the leader last
+                # sent it (at most one fetch round behind). A partition with no replica here has no lag here.
+                partition = broker.replica_manager.get(topic, index)
+                if partition is not None:
+                    lag.add_metric(labels, max(partition.log.high_watermark - committed.offset, 0))
         yield lag
         yield current
 

@@ -105,6 +105,27 @@ def test_a_killed_follower_shows_as_under_replicated_on_the_leader(tmp_path, top
                    "broker 1 leads")
         assert value(scrape(leader), "kafka_cluster_partition_underreplicated", topic=topic_name,
                      partition="0") == 0
+        # Lag is reported by each group's coordinator, wherever the partition's leader is: six groups land on
+        # coordinators spread over the brokers, followers of partition 0 among them.
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for i in range(50):
+            producer.produce(topic_name, b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        groups = [f"{topic_name}-g{i}" for i in range(6)]
+        for g in groups:
+            committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": g})
+            committer.commit(offsets=[TopicPartition(topic_name, 0, 20)], asynchronous=False)
+            committer.close()
+
+        def lags() -> dict[str, list[float]]:
+            found = {g: [] for g in groups}
+            for b in cluster.brokers.values():
+                for (name, labels), sample in scrape(metrics_port(b)).items():
+                    group = dict(labels).get("consumergroup")
+                    if name == "kafka_consumergroup_lag" and group in found:
+                        found[group].append(sample)
+            return found
+        wait_until(lambda: all(v == [30] for v in lags().values()), 30, 0.2, "each group's lag, once")
         cluster.brokers[3].kill()
         wait_until(lambda: value(scrape(leader), "kafka_cluster_partition_underreplicated", topic=topic_name,
                                  partition="0") == 1, 30, 0.2, "under-replicated after the kill")

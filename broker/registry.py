@@ -13,6 +13,8 @@ from types import ModuleType
 from typing import Callable
 
 from kbroker.broker.handlers import (
+    alter_partition_reassignments,
+    list_partition_reassignments,
     describe_topic_partitions,
     describe_log_dirs,
     delete_records,
@@ -97,7 +99,7 @@ HANDLERS: dict[int, Handler] = {
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
         describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas, delete_records,
         describe_log_dirs,
-        describe_topic_partitions,
+        describe_topic_partitions, alter_partition_reassignments, list_partition_reassignments,
     ])
 }
 

@@ -75,6 +75,8 @@ class ReplicaManager:
         self.produce_purgatory = Purgatory("produce")
         # Set by the cluster member: called with (partition, replica_id) when a follower may rejoin the ISR.
         self.on_follower_caught_up = None
+        # (topic, partition) -> whether the cluster has that partition (on other brokers); None: one broker
+        self.partition_exists = None
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -148,6 +150,14 @@ class ReplicaManager:
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
+    def missing_error(self, topic: str, index: int) -> ErrorCode:
+        """The error for a partition with no replica here: NOT_LEADER_OR_FOLLOWER when the cluster has it
+        elsewhere (a client with stale metadata, e.g. after a reassignment, looks its leader up again, as
+        Kafka's getPartitionOrError answers), else UNKNOWN_TOPIC_OR_PARTITION."""
+        if self.partition_exists is not None and self.partition_exists(topic, index):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
     def remove_topic(self, topic: str) -> None:
         for tp in [tp for tp in self.partitions if tp[0] == topic]:
             self.partitions.pop(tp)
@@ -174,7 +184,7 @@ class ReplicaManager:
         """
         partition = self.partitions.get((topic, index))
         if partition is None:
-            return PartitionResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return PartitionResult(self.missing_error(topic, index))
         if not partition.is_leader:
             return PartitionResult(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                    message=f"broker {self.broker_id} is not the leader of {topic}-{index}")
@@ -239,7 +249,7 @@ class ReplicaManager:
         partition = self.partitions.get((request.topic, request.partition))
         result = FetchPartitionResult(request.topic, request.partition)
         if partition is None:
-            result.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error = self.missing_error(request.topic, request.partition)
             return result
         result.error = self._fetch_error(partition, request, replica_id)
         if result.error:

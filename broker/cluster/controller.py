@@ -25,6 +25,7 @@ import asyncio
 import structlog
 
 from kbroker.broker.cluster.channel import ControllerChannel
+from kbroker.broker.cluster.reassignment import Reassignments
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
@@ -56,6 +57,7 @@ class KafkaController:
         # One watcher function for /brokers/ids and each registration's data (kazoo keeps a set per path,
         # so re-arming with the same function never piles up duplicates).
         self._broker_watch = self._watch("broker_change")
+        self.reassignments = Reassignments(self)
         self._dirty: set[tuple[str, int]] = set()   # states changed in memory, not yet written
 
     # ------------------------------------------------------------------ event plumbing
@@ -130,6 +132,7 @@ class KafkaController:
         for broker_id in self.live:
             self._send_leader_and_isr(broker_id, [tp for tp in self.states if self._hosts(broker_id, tp)])
         await self._on_delete_topics()
+        await self.reassignments.maybe_complete(set(self.states))   # one the last controller left half done
         if self.broker.config["auto.leader.rebalance.enable"]:
             self._rebalance_task = asyncio.create_task(self._auto_rebalance())
 
@@ -213,7 +216,9 @@ class KafkaController:
         body = {"partition_index": tp[1], "controller_epoch": state.controller_epoch, "leader": state.leader,
                 "leader_epoch": state.leader_epoch, "isr": state.isr, "replicas": self._replicas(tp)}
         if for_leader_and_isr:
-            body.update(partition_epoch=state.zk_version, adding_replicas=[], removing_replicas=[], is_new=False)
+            a = self.assignments[tp[0]]
+            body.update(partition_epoch=state.zk_version, adding_replicas=a.adding.get(tp[1], []),
+                        removing_replicas=a.removing.get(tp[1], []), is_new=False)
         else:
             body.update(zk_version=state.zk_version,
                         offline_replicas=[r for r in self._replicas(tp) if r not in self.live])
@@ -371,7 +376,14 @@ class KafkaController:
             topics.append({"topic_name": topic.topic_name, "topic_id": topic.topic_id, "partitions": results})
         if changed:
             self._send_update_metadata(set(self.live))
+            await self.reassignments.maybe_complete(changed)   # a target replica may have just caught up
         return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
+
+    async def _on_alter_reassignments(self, request) -> dict:
+        return await self.reassignments.alter(request)
+
+    async def _on_list_reassignments(self, request) -> dict:
+        return self.reassignments.listed(request)
 
     async def _on_controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list]:
         """Move leadership off ``broker_id`` and drop it from every ISR; what cannot move is returned."""

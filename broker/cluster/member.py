@@ -62,6 +62,7 @@ class ClusterMember:
         self.registered = False   # /brokers/ids/<id> written by this session or an earlier one
         self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
         broker.replica_manager.on_follower_caught_up = self._expand_isr
+        broker.replica_manager.partition_exists = lambda topic, index: self.cache.partition(topic, index) is not None
 
     # ------------------------------------------------------------------ plumbing
     async def zk_call(self, fn, *args):

@@ -109,6 +109,10 @@ class TopicAssignment:
     name: str
     topic_id: bytes
     partitions: dict[int, list[int]] = field(default_factory=dict)
+    # An ongoing reassignment (KIP-455), as Kafka keeps it in the same znode: the replicas being added and
+    # removed per partition; ``partitions`` then holds the target replicas followed by the leaving ones.
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
 
 
 class KafkaZkClient:
@@ -259,7 +263,9 @@ class KafkaZkClient:
             return None
         raw = _json(data)
         return TopicAssignment(topic, uuid_from_str(raw["topic_id"]) if raw.get("topic_id") else bytes(16),
-                               {int(p): list(r) for p, r in raw["partitions"].items()})
+                               {int(p): list(r) for p, r in raw["partitions"].items()},
+                               {int(p): list(r) for p, r in (raw.get("adding_replicas") or {}).items() if r},
+                               {int(p): list(r) for p, r in (raw.get("removing_replicas") or {}).items() if r})
 
     def create_topic(self, assignment: TopicAssignment, configs: dict[str, str]) -> None:
         """Configs first, then the assignment the controller watches for (as Kafka's AdminZkClient)."""
@@ -276,7 +282,8 @@ class KafkaZkClient:
     def _assignment_json(a: TopicAssignment) -> bytes:
         return _dump({"version": 3, "topic_id": uuid_to_str(a.topic_id),
                       "partitions": {str(p): r for p, r in sorted(a.partitions.items())},
-                      "adding_replicas": {}, "removing_replicas": {}})
+                      "adding_replicas": {str(p): r for p, r in sorted(a.adding.items()) if r},
+                      "removing_replicas": {str(p): r for p, r in sorted(a.removing.items()) if r}})
 
     def topic_config(self, topic: str) -> dict[str, str]:
         return self._entity_config("topics", topic)

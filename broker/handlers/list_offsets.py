@@ -37,7 +37,7 @@ def handle(ctx, request):
             partition = rm.get(topic.name, p.partition_index)
             if partition is None:
                 partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+                                   "error_code": rm.missing_error(topic.name, p.partition_index)})
                 continue
             if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
                 partitions.append({"partition_index": p.partition_index,

@@ -9,7 +9,7 @@ def _answer(rm, topic: str, p) -> dict:
     partition = rm.get(topic, p.partition)
     out = {"partition": p.partition, "error_code": 0, "leader_epoch": -1, "end_offset": -1}
     if partition is None:
-        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        out["error_code"] = rm.missing_error(topic, p.partition)
     elif not partition.is_leader:
         out["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
     elif 0 <= p.current_leader_epoch < partition.leader_epoch:

@@ -124,6 +124,8 @@ def _append_all(ctx, request, refused: dict):
                     waiting[(topic.name, pdata.index)] = (info.last_offset + 1, partitions[-1])
             else:
                 counted.failed_produce += 1
+                ctx.log.debug("produce_refused", topic=topic.name, partition=pdata.index,
+                              error=ErrorCode(result_error).name, reason=message)
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
                                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message})
         responses.append({"name": topic.name, "partition_responses": partitions})

@@ -31,8 +31,8 @@ class DelayedProduce(DelayedOperation):
     def try_complete(self) -> bool:
         for tp, (required, entry) in list(self.waiting.items()):
             partition = self.manager.get(*tp)
-            if partition is None:
-                self._fail(entry, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if partition is None:   # the replica left (deleted): NOT_LEADER_OR_FOLLOWER if it lives elsewhere
+                self._fail(entry, self.manager.missing_error(*tp))
             elif not partition.is_leader:
                 self._fail(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             elif partition.log.high_watermark >= required:

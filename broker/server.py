@@ -42,6 +42,13 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TXN_TOPIC = "__transaction_state"
 
 
+async def _persisted(write) -> None:
+    """A metadata store's write: the ZooKeeper store's is a coroutine to await, the local store's is done (and
+    on disk) when the call returns."""
+    if asyncio.iscoroutine(write):
+        await write
+
+
 class Broker:
     def __init__(self, config: BrokerConfig, clock=time.time) -> None:
         self.config = config
@@ -138,8 +145,11 @@ class Broker:
         """The broker defaults of topic configs changed (dynamic broker configs): every log takes its topic's
         config anew; turning unclean election on lets the controller elect where no ISR member is left."""
         self.default_log_config = self.config.log_config()
+        configs: dict[str, LogConfig] = {}   # one per topic, shared by its partitions as at creation
         for (topic, _), lg in list(self.log_manager.logs.items()):
-            lg.config = self.topic_config(topic)
+            if topic not in configs:
+                configs[topic] = self.topic_config(topic)
+            lg.config = configs[topic]
         controller = self.cluster.controller if self.cluster is not None else None
         if unclean_enabled and controller is not None and controller.active:
             for name in list(self.metadata.topics):
@@ -150,10 +160,7 @@ class Broker:
         this returns and applied here at once; in a cluster every broker applies them from ZooKeeper's
         notification."""
         entity = self.dynamic.entity(per_broker)
-        if self.cluster is not None:
-            await self.metadata.set_broker_configs(entity, texts)
-        else:
-            self.metadata.set_broker_configs(entity, texts)
+        await _persisted(self.metadata.set_broker_configs(entity, texts))
         self.dynamic.replace(**{"own" if per_broker else "default": texts})
 
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
@@ -163,19 +170,13 @@ class Broker:
     async def set_scram_credentials(self, user: str, texts: dict[str, str]) -> None:
         """The user's SCRAM credentials are now ``texts`` (mechanism -> Kafka's credential text), persisted
         before this returns; in a cluster every broker applies them from ZooKeeper's notification."""
-        if self.cluster is not None:
-            await self.metadata.set_user_credentials(user, texts)
-        else:
-            self.metadata.set_user_credentials(user, texts)
+        await _persisted(self.metadata.set_user_credentials(user, texts))
         self.credentials.replace(user, texts)
 
     async def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
         """The (user, client id) entity's quotas are now ``values``, persisted before this returns; in a cluster
         every broker applies them from ZooKeeper's notification."""
-        if self.cluster is not None:
-            await self.metadata.set_quotas(entity, values)
-        else:
-            self.metadata.set_quotas(entity, values)
+        await _persisted(self.metadata.set_quotas(entity, values))
         self.quotas.replace(entity, values)
 
     async def change_acls(self, resource: tuple[int, int, str], add: set, remove: set) -> None:

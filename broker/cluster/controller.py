@@ -238,6 +238,14 @@ class KafkaController:
                                   "port": self.live[b].endpoint(self.inter_broker_listener)[1]} for b in leaders]}
         self.channel.send(broker_id, LEADER_AND_ISR, 7, body)
 
+    def send_delete_replicas(self, broker_id: int, topic: str, partitions) -> None:
+        """StopReplica with delete: ``broker_id`` drops its replicas of ``partitions`` (topic deletion, or the
+        replicas a reassignment moved away). The leader epoch -2 is Kafka's sentinel for a deletion."""
+        self.channel.send(broker_id, STOP_REPLICA, 4, {
+            "controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
+            "topic_states": [{"topic_name": topic, "partition_states": [
+                {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in partitions]}]})
+
     def _send_update_metadata(self, brokers, deleted: list[str] = ()) -> None:
         topics: dict[str, list] = {}
         for tp in sorted(self.states):
@@ -327,10 +335,7 @@ class KafkaController:
                     for r in replicas:
                         by_broker.setdefault(r, []).append(p)
                 for b, ps in by_broker.items():
-                    self.channel.send(b, STOP_REPLICA, 4, {
-                        "controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
-                        "topic_states": [{"topic_name": name, "partition_states": [
-                            {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in ps]}]})
+                    self.send_delete_replicas(b, name, ps)
             await self._zk(self.zk.delete_topic_znodes, name)
             log.info("controller_topic_deleted", topic=name)
         self._send_update_metadata(set(self.live), deleted=names)

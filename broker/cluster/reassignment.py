@@ -23,7 +23,6 @@ from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.reassignment")
 
-STOP_REPLICA = 5
 
 
 class Reassignments:
@@ -86,8 +85,7 @@ class Reassignments:
         if started:
             await self._write(started)
             await c._publish(started)
-            for tp, brokers in dropped.items():
-                self._stop(tp, brokers)
+            self._stop(dropped)
             await self.maybe_complete(started)
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
 
@@ -120,8 +118,7 @@ class Reassignments:
                 held[tp[1]] = ids
             else:
                 held.pop(tp[1], None)
-        # Replicas that were being added and are not in the new target leave now.
-        state = c.states[tp]
+        state = c.states[tp]   # (replicas that were being added and are not in the new set leave the ISR)
         isr = [r for r in state.isr if r in a.partitions[tp[1]]]
         leader = state.leader if state.leader in a.partitions[tp[1]] else (isr[0] if isr else state.leader)
         c._change(tp, leader, isr or state.isr)
@@ -133,7 +130,7 @@ class Reassignments:
     async def maybe_complete(self, partitions) -> None:
         """Step 2 for every partition whose target replicas are all in the ISR."""
         c = self.c
-        done = set()
+        leaving: dict[tuple[str, int], list[int]] = {}
         for tp in partitions:
             if not self.ongoing(tp) or tp not in c.states:
                 continue
@@ -141,7 +138,7 @@ class Reassignments:
             if any(r not in state.isr for r in target):
                 continue
             a = c.assignments[tp[0]]
-            leaving = [r for r in a.partitions[tp[1]] if r not in target]
+            leaving[tp] = [r for r in a.partitions[tp[1]] if r not in target]
             isr = [r for r in state.isr if r in target]
             leader = state.leader if state.leader in target and state.leader in c.live else \
                 next((r for r in isr if r in c.live), state.leader)
@@ -149,21 +146,18 @@ class Reassignments:
             a.adding.pop(tp[1], None)
             a.removing.pop(tp[1], None)
             c._change(tp, leader, isr)
-            done.add(tp)
-            self._stop(tp, leaving)
             log.info("reassignment_completed", topic=tp[0], partition=tp[1], replicas=target, leader=leader)
-        if done:
-            await self._write(done)
-            await c._publish(done)
+        if leaving:
+            await self._write(set(leaving))
+            await c._publish(set(leaving))
+            self._stop(leaving)
 
-    def _stop(self, tp, brokers: list[int]) -> None:
-        c = self.c
-        for b in brokers:
-            if b in c.live:
-                c.channel.send(b, STOP_REPLICA, 4, {
-                    "controller_id": c.broker_id, "controller_epoch": c.epoch, "broker_epoch": -1,
-                    "topic_states": [{"topic_name": tp[0], "partition_states": [
-                        {"partition_index": tp[1], "leader_epoch": -2, "delete_partition": True}]}]})
+    def _stop(self, leaving: dict[tuple[str, int], list[int]]) -> None:
+        """The replicas that left delete their copy: only after the new leader and ISR were written and sent."""
+        for tp, brokers in leaving.items():
+            for b in brokers:
+                if b in self.c.live:
+                    self.c.send_delete_replicas(b, tp[0], [tp[1]])
 
     async def _write(self, partitions) -> None:
         """The assignment of every topic touched, then the partition states."""

@@ -6,7 +6,7 @@ that reads a changed broker config (broker/dynamic_config.py).
 """
 
 from kbroker.broker.dynamic_config import is_sensitive, validate
-from kbroker.broker.handlers.describe_configs import BROKER, TOPIC, refusal
+from kbroker.broker.handlers.describe_configs import BROKER, TOPIC, broker_id_refusal, refusal
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
@@ -33,12 +33,7 @@ def broker_target(ctx, name: str) -> tuple[bool, tuple[ErrorCode, str] | None]:
     (clients send a broker's configs to that broker)."""
     if name == "":
         return False, None
-    if not name.lstrip("-").isdigit():
-        return True, (ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}")
-    if int(name) != ctx.broker.broker_id:
-        return True, (ErrorCode.INVALID_REQUEST,
-                      f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}")
-    return True, None
+    return True, broker_id_refusal(ctx, name)
 
 
 async def apply_broker_configs(ctx, name: str, per_broker: bool, texts: dict[str, str],

@@ -73,6 +73,15 @@ def logger_entries() -> list[dict]:
              "config_type": STRING, "documentation": None} for name, level in LEVELS.described()]
 
 
+def broker_id_refusal(ctx, name: str) -> tuple[ErrorCode, str] | None:
+    """A BROKER or BROKER_LOGGER resource names this broker (clients send it to the broker it names)."""
+    if not name.lstrip("-").isdigit():
+        return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name!r}"
+    if int(name) != ctx.broker.broker_id:
+        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}"
+    return None
+
+
 def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
     """Kafka's check for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on the topic,
     or on the cluster for a broker's configs."""
@@ -99,18 +108,14 @@ def handle(ctx, request):
                               error_message=f"Topic {resource.resource_name} does not exist")
             else:
                 result["configs"] = topic_config_entries(broker, broker.topic_config(meta.name), meta.configs)
-        elif resource.resource_type == BROKER:
-            if resource.resource_name not in ("", str(broker.broker_id)):
-                result.update(error_code=ErrorCode.INVALID_REQUEST,
-                              error_message=f"Unexpected broker id {resource.resource_name}")
-            elif resource.resource_name == "":
-                result["configs"] = default_broker_config_entries(broker)
-            else:
+        elif resource.resource_type == BROKER and resource.resource_name == "":
+            result["configs"] = default_broker_config_entries(broker)
+        elif resource.resource_type in (BROKER, BROKER_LOGGER):
+            wrong_id = broker_id_refusal(ctx, resource.resource_name)
+            if wrong_id:
+                result.update(error_code=wrong_id[0], error_message=wrong_id[1])
+            elif resource.resource_type == BROKER:
                 result["configs"] = broker_config_entries(broker)
-        elif resource.resource_type == BROKER_LOGGER:
-            if resource.resource_name != str(broker.broker_id):
-                result.update(error_code=ErrorCode.INVALID_REQUEST,
-                              error_message=f"Unexpected broker id {resource.resource_name!r}")
             else:
                 result["configs"] = logger_entries()
         else:

@@ -14,10 +14,6 @@ from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS as API  # noqa: F401  (the registry reads API)
 
-_PARTITION_KEYS = ("error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes",
-                   "offline_replicas")
-
-
 def _error(name: str, code: ErrorCode) -> dict:
     return {"error_code": code, "name": name, "topic_id": bytes(16), "is_internal": False, "partitions": []}
 
@@ -48,7 +44,7 @@ def handle(ctx, request):
             topics.append(_error(name, ErrorCode(described["error_code"])))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-        partitions = [{k: p[k] for k in _PARTITION_KEYS} for p in described["partitions"][start:]]
+        partitions = described["partitions"][start:]   # (Metadata's partition entries: the same fields)
         if len(partitions) > limit:
             partitions = partitions[:limit]
             next_cursor = {"topic_name": name, "partition_index": start + limit}

@@ -5,7 +5,7 @@ from kbroker.broker.config import DEFINITIONS
 from kbroker.broker.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
                                            resource_error)
-from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, TOPIC, refusal
+from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, TOPIC, broker_id_refusal, refusal
 from kbroker.broker.log_levels import KAFKA_LEVELS, LEVELS, NAMES, ROOT
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
@@ -47,8 +47,9 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
 
 def _alter_loggers(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
     """BROKER_LOGGER: SET a logger's level or DELETE it (back to the level above); not persisted, as in Kafka."""
-    if name != str(ctx.broker.broker_id):
-        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}"
+    wrong_id = broker_id_refusal(ctx, name)
+    if wrong_id:
+        return wrong_id
     changes = []
     for op in ops:
         if op.config_operation not in (SET, DELETE):
@@ -81,10 +82,8 @@ async def handle(ctx, request):
         if resource.resource_type == BROKER_LOGGER:
             problem = refusal(ctx, BROKER_LOGGER, name, ALTER_CONFIGS) or \
                 _alter_loggers(ctx, name, resource.configs, request.validate_only)
-            responses.append({"error_code": problem[0], "error_message": problem[1],
-                              "resource_type": resource.resource_type, "resource_name": name})
-            continue
-        problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
+        else:
+            problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None and resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(name)
             if meta is None:
@@ -94,7 +93,7 @@ async def handle(ctx, request):
                                           broker.default_log_config.value_of, "topic")
                 problem = ((ErrorCode.INVALID_CONFIG, message) if message else
                            apply_topic_configs(ctx, meta.name, updated, request.validate_only))
-        elif problem is None:
+        elif problem is None:   # BROKER
             per_broker, problem = broker_target(ctx, name)
             if problem is None:
                 updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, DEFINITIONS,

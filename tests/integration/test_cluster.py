@@ -224,3 +224,24 @@ def test_a_broker_that_has_just_joined_answers_metadata_once_the_controller_has_
         assert sorted(describe(joined.bootstrap, topic_name)) == [0, 1]
     finally:
         assert all(code == 0 for code in cluster.stop().values())
+
+
+def test_a_deleted_topic_leaves_every_broker(cluster, topic_name):
+    """DeleteTopics: the controller sends StopReplica with delete to every replica; each broker removes its
+    partition folders and Metadata no longer knows the topic."""
+    import os
+
+    from confluent_kafka.admin import AdminClient
+
+    create(cluster.bootstrap, topic_name, 2, 3)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for i in range(20):
+        producer.send(topic_name, value=b"d%d" % i, partition=i % 2)
+    producer.flush()
+    producer.close()
+    folders = [os.path.join(b.data_dir, f"{topic_name}-{p}") for b in cluster.brokers.values() for p in (0, 1)]
+    assert all(os.path.isdir(f) for f in folders)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.delete_topics([topic_name])[topic_name].result(30)
+    wait_until(lambda: not any(os.path.exists(f) for f in folders), 30, 0.2, "every replica deleted")
+    wait_until(lambda: topic_name not in admin.list_topics(timeout=10).topics, 30, 0.2, "metadata forgot it")

@@ -259,3 +259,35 @@ def test_a_loggers_level_changes_at_once_and_goes_back_to_the_level_above(fresh_
     assert refused.returncode == 1 and "root logger" in refused.stdout
     refused = alter_loggers("--add-config", "org.apache.kafka=DEBUG")
     assert refused.returncode == 1 and "does not exist" in refused.stdout
+
+
+async def test_legacy_alter_configs_replaces_the_set_and_append_extends_a_list(fresh_broker):
+    """AlterConfigs (legacy) replaces a broker's whole dynamic set, through kafka-python and then a raw request
+    naming one key (the others leave the set); APPEND and SUBTRACT (confluent-kafka) start from the stored list
+    or else the default, as Kafka's prepareIncrementalConfigs does."""
+    from kbroker.client.connection import KafkaConnection
+
+    fresh_broker.start()
+    admin = KafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap)
+    try:
+        admin.alter_configs([KConfigResource(ConfigResourceType.BROKER, "0", configs={
+            "log.retention.ms": "1234", "log.segment.bytes": "2000000"})], incremental=False)
+    finally:
+        admin.close()
+
+    def dynamic() -> dict[str, str]:
+        return {k: e.value for k, e in describe(fresh_broker.bootstrap, "0").items()
+                if e.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value}
+    assert dynamic() == {"log.retention.ms": "1234", "log.segment.bytes": "2000000"}
+    conn = await KafkaConnection.open("127.0.0.1", fresh_broker.port, client_id="legacy")
+    try:
+        response = await conn.request(33, 1, {"resources": [{"resource_type": 4, "resource_name": "0", "configs": [
+            {"name": "log.retention.ms", "value": "99"}]}], "validate_only": False})
+        assert response.responses[0].error_code == 0
+    finally:
+        await conn.close()
+    assert dynamic() == {"log.retention.ms": "99"}
+    alter(fresh_broker.bootstrap, "0", log_cleanup_policy=(AlterConfigOpType.APPEND, "compact"))
+    assert describe(fresh_broker.bootstrap, "0")["log.cleanup.policy"].value == "delete,compact"
+    alter(fresh_broker.bootstrap, "0", log_cleanup_policy=(AlterConfigOpType.SUBTRACT, "delete"))
+    assert describe(fresh_broker.bootstrap, "0")["log.cleanup.policy"].value == "compact"

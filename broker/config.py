@@ -110,6 +110,10 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "metrics.port": (int, -1),
     "metrics.host": (str, "127.0.0.1"),
     # client quotas (broker/quotas.py): usage is a rate over quota.window.num samples of this many seconds
+    "leader.replication.throttled.rate": (int, LONG_MAX),
+    "follower.replication.throttled.rate": (int, LONG_MAX),
+    "replication.quota.window.num": (int, 11),
+    "replication.quota.window.size.seconds": (int, 1),
     "quota.window.num": (int, 11),
     "quota.window.size.seconds": (int, 1),
     # ACLs (broker/security/authorizer.py): any authorizer.class.name turns kbroker's one authorizer on

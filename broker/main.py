@@ -46,7 +46,12 @@ async def run_broker(config: BrokerConfig) -> None:
     # Tests and scripts started with port 0 learn the port from this line.
     host, port = broker.bound[0]
     print(f"kbroker listening on {host}:{port}", flush=True)
-    await stopping.wait()
+    waiting = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(broker.wait_stopped())]
+    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    for w in waiting:
+        w.cancel()
+    if broker.halted:   # every log dir failed: the broker stopped itself
+        raise SystemExit(1)
     watchdog = loop.call_later(SLOW_SHUTDOWN_S, _log_pending_tasks)
     try:
         await broker.stop()

@@ -49,7 +49,7 @@ def user_name(principal: str | None) -> str:
     return principal.split(":", 1)[1] if principal and ":" in principal else "ANONYMOUS"
 
 
-class _Sensor:
+class Sensor:
     """A windowed sum: ``samples`` buckets of ``window_s`` seconds, the oldest dropped as time passes."""
 
     __slots__ = ("samples", "window_s", "buckets")
@@ -85,7 +85,7 @@ class QuotaManager:
         self.window_s = window_s
         self.configs: dict[Entity, dict[str, float]] = {}
         self.enabled = False
-        self._sensors: dict[tuple, _Sensor] = {}
+        self._sensors: dict[tuple, Sensor] = {}
 
     # ------------------------------------------------------------------ configs
     def replace(self, entity: Entity, values: dict[str, float]) -> None:
@@ -120,7 +120,7 @@ class QuotaManager:
         if sensor is None:
             if len(self._sensors) >= MAX_IDLE_CHECK:
                 self._drop_idle(now)
-            sensor = self._sensors[usage_key] = _Sensor(self.samples, self.window_s)
+            sensor = self._sensors[usage_key] = Sensor(self.samples, self.window_s)
         sensor.record(value, now)
         if bound <= 0:
             return int(self.samples * self.window_s * 1000)

@@ -14,6 +14,7 @@ from typing import Callable
 
 from kbroker.broker.handlers import (
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     list_partition_reassignments,
     describe_topic_partitions,
     describe_log_dirs,
@@ -98,7 +99,7 @@ HANDLERS: dict[int, Handler] = {
         offset_for_leader_epoch, elect_leaders,
         sasl_handshake, sasl_authenticate, describe_user_scram_credentials, alter_user_scram_credentials,
         describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas, delete_records,
-        describe_log_dirs,
+        describe_log_dirs, alter_replica_log_dirs,
         describe_topic_partitions, alter_partition_reassignments, list_partition_reassignments,
     ])
 }

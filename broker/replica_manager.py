@@ -25,7 +25,7 @@ from kbroker.protocol.records import InvalidBatch, iter_records, validate_produc
 from kbroker.protocol.types import FileRegion
 from kbroker.storage.log import AppendInfo, Log, OffsetOutOfRange
 from kbroker.storage.log_config import LogConfig
-from kbroker.storage.log_manager import LogManager
+from kbroker.storage.log_manager import KafkaStorageError, LogManager
 
 log = structlog.get_logger("broker.replica_manager")
 
@@ -77,17 +77,26 @@ class ReplicaManager:
         self.on_follower_caught_up = None
         # (topic, partition) -> whether the cluster has that partition (on other brokers); None: one broker
         self.partition_exists = None
+        self.leader_quota = None   # replication throttle (ReplicationQuota) of what this broker sends as leader
+        # Set by the broker: called with (log dir, partitions lost) when a log dir fails
+        self.on_log_dir_failure = None
+        log_manager.on_dir_failure = self._log_dir_failed
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
     # ------------------------------------------------------------------ partitions
-    def make_leader(self, topic: str, index: int, config: LogConfig) -> Partition:
+    def make_leader(self, topic: str, index: int, config: LogConfig, is_new: bool = True) -> Partition | None:
+        """One broker: lead the partition (None if its log dir has failed)."""
         tp = (topic, index)
         existing = self.partitions.get(tp)
         if existing is not None:
             return existing
-        partition_log = self.log_manager.get_or_create(topic, index, config)
+        try:
+            partition_log = self.log_manager.get_or_create(topic, index, config, is_new)
+        except KafkaStorageError as exc:
+            log.error("partition_offline", topic=topic, partition=index, reason=str(exc))
+            return None
         partition = Partition(topic, index, partition_log, self.broker_id, 0, [self.broker_id], [self.broker_id],
                               broker_id=self.broker_id)
         partition.maybe_increment_high_watermark()
@@ -99,6 +108,11 @@ class ReplicaManager:
         """Apply one partition of a LeaderAndIsr; an older leader epoch than ours changes nothing."""
         tp = (topic, index)
         partition = self.partitions.get(tp)
+        if partition is None and self.log_manager.get(topic, index) is None:
+            try:   # a replica in a failed log dir answers KAFKA_STORAGE_ERROR: the controller moves on
+                self.log_manager.get_or_create(topic, index, config, is_new=getattr(state, "is_new", True))
+            except KafkaStorageError:
+                return ErrorCode.KAFKA_STORAGE_ERROR
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             if state.leader_epoch < partition.leader_epoch:
                 return ErrorCode.STALE_CONTROLLER_EPOCH
@@ -154,6 +168,8 @@ class ReplicaManager:
         """The error for a partition with no replica here: NOT_LEADER_OR_FOLLOWER when the cluster has it
         elsewhere (a client with stale metadata, e.g. after a reassignment, looks its leader up again, as
         Kafka's getPartitionOrError answers), else UNKNOWN_TOPIC_OR_PARTITION."""
+        if self.log_manager.dir_of_offline((topic, index)) is not None:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         if self.partition_exists is not None and self.partition_exists(topic, index):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -202,6 +218,9 @@ class ReplicaManager:
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))
             return PartitionResult(ErrorCode[exc.error], message=str(exc))
+        except OSError as exc:
+            self.log_manager.report(partition.log.parent_dir, exc)
+            return PartitionResult(ErrorCode.KAFKA_STORAGE_ERROR, message=f"log dir failed: {exc}")
         if not info.duplicate:
             partition.maybe_increment_high_watermark()
             if wake_fetches:
@@ -273,14 +292,23 @@ class ReplicaManager:
         result.high_watermark = plog.high_watermark
         result.last_stable_offset = plog.last_stable_offset
         result.log_start_offset = plog.log_start_offset
+        quota = self.leader_quota if replica_id >= 0 else None
+        if quota is not None and quota.holds_back(partition, replica_id, self.clock()):
+            return result   # a throttled replica over the rate: its position is noted, no records this round
         bound = partition.fetch_bound(replica_id, isolation_level)
         try:
             found = plog.read(request.fetch_offset, request.max_bytes, bound, min_one_batch)
         except OffsetOutOfRange:
             result.error = ErrorCode.OFFSET_OUT_OF_RANGE
             return result
+        except OSError as exc:
+            self.log_manager.report(plog.parent_dir, exc)
+            result.error = ErrorCode.KAFKA_STORAGE_ERROR
+            return result
         if found is not None:
             result.records = FileRegion(found.segment, found.position, found.length)
+            if quota is not None:
+                quota.record(partition, found.length, self.clock())
             if isolation_level == READ_COMMITTED and replica_id < 0:
                 # Clients drop an aborted producer's records from its first offset to its marker.
                 result.aborted_transactions = [
@@ -319,6 +347,17 @@ class ReplicaManager:
             results.append(result)
         return results
 
+    def _log_dir_failed(self, log_dir: str) -> None:
+        """A log dir failed: its partitions stop (produce and fetch answer KAFKA_STORAGE_ERROR), what waited
+        on them answers now, and the broker is told (fetchers, coordinators, the controller)."""
+        lost = [tp for tp in self.partitions if self.log_manager.dir_of_offline(tp) == log_dir]
+        for tp in lost:
+            self.partitions.pop(tp)
+            self.high_watermark_moved(tp)
+        log.error("partitions_offline", log_dir=log_dir, partitions=len(lost))
+        if self.on_log_dir_failure is not None:
+            self.on_log_dir_failure(log_dir, lost)
+
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
@@ -349,6 +388,9 @@ class DelayedFetch(DelayedOperation):
             partition = self.manager.get(req.topic, req.partition)
             if partition is None or not partition.is_leader:
                 return self.force_complete()  # the topic went away or moved: answer with the error now
+            quota = self.manager.leader_quota if self.replica_id >= 0 else None
+            if quota is not None and quota.holds_back(partition, self.replica_id, self.manager.clock()):
+                continue   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
             plog = partition.log
             bound = partition.fetch_bound(self.replica_id, self.isolation_level)
             if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:

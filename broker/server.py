@@ -26,6 +26,9 @@ from kbroker.protocol.framing import FrameStream
 from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata
 from kbroker.broker.producer_ids import ProducerIdManager
 from kbroker.broker.replica_manager import ReplicaManager
+from kbroker.broker.log_dir_failure import handle_log_dir_failure
+from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
+from kbroker.broker.replication.quota import leader_quota
 from kbroker.broker.coordinator_shards import CoordinatorShards, replay
 from kbroker.broker.inter_broker import InterBrokerChannel
 from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
@@ -81,6 +84,11 @@ class Broker:
                 self.quotas.replace(entity, values)
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
+        self.replica_manager.on_log_dir_failure = lambda d, lost: handle_log_dir_failure(self, d, lost)
+        self.alter_log_dirs = ReplicaAlterLogDirs(self.replica_manager)
+        self.replica_manager.leader_quota = leader_quota(self.broker_id, config)
+        self.halted = False   # stopped because every log dir failed
+        self._stopping = False
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
         self.shards = CoordinatorShards(self)   # cluster mode: the internal partitions coordinated here
@@ -306,6 +314,8 @@ class Broker:
             return None if info is None else (info.leader, info.leader_epoch, info.replicas, info.isr,
                                                info.offline)
         p = self.replica_manager.get(topic, index)
+        if p is None and self.log_manager.dir_of_offline((topic, index)) is not None:
+            return -1, -1, [self.broker_id], [], [self.broker_id]   # its log dir failed: offline
         return None if p is None else (p.leader_id, p.leader_epoch, list(p.replicas), list(p.isr), [])
 
     # ------------------------------------------------------------------ lifecycle
@@ -323,7 +333,7 @@ class Broker:
         for name, topic in self.metadata.topics.items():
             config = self.topic_config(name)
             for index in range(topic.partitions):
-                self.replica_manager.make_leader(name, index, config)
+                self.replica_manager.make_leader(name, index, config, is_new=False)
         for (topic, index) in list(self.log_manager.logs):
             if topic not in self.metadata.topics:  # deleted while we were down
                 self.log_manager.delete(topic, index)
@@ -435,6 +445,9 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop accepting, finish in-flight requests, flush logs and checkpoints."""
+        if self._stopping:
+            return await self.wait_stopped()
+        self._stopping = True
         if self.cluster is not None:
             await self.cluster.controlled_shutdown()   # leaderships move while we still serve
         for server in self.servers:
@@ -442,6 +455,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         self.shards.shutdown()
+        await self.alter_log_dirs.close()
         self.replica_manager.shutdown()   # parked requests answer now
         self.group_coordinator.shutdown()  # parked joins and syncs answer NOT_COORDINATOR
         self.txn_coordinator.shutdown()    # unfinished marker writes resume from the log at the next start

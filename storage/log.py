@@ -83,6 +83,11 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
 
+    @property
+    def parent_dir(self) -> str:
+        """The log dir (one of ``log.dirs``) this partition's folder is in."""
+        return os.path.dirname(self.directory)
+
     # ------------------------------------------------------------------ loading and recovery
     def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
         """Open the segments; after an unclean stop, recover those past the recovery point.

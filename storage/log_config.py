@@ -25,6 +25,10 @@ TOPIC_CONFIGS = {
     "unclean.leader.election.enable": ("unclean_leader_election_enable", lambda v: str(v).lower() == "true"),
     "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
+    # Replication throttles (``partition:broker,...`` or ``*``): the replicas whose replication traffic
+    # counts against the brokers' leader/follower.replication.throttled.rate; no broker-level default.
+    "leader.replication.throttled.replicas": ("leader_replication_throttled_replicas", str),
+    "follower.replication.throttled.replicas": ("follower_replication_throttled_replicas", str),
     # Deprecated in Kafka 3.x and without effect here (record batches are v2 only, fetches are never
     # down-converted), but accepted and described: clients written for 3.x still set them.
     "message.format.version": ("message_format_version", str),
@@ -80,6 +84,8 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
     message_format_version: str = "3.0-IV1"
     message_downconversion_enable: bool = True
 
@@ -124,9 +130,27 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
         return f"Invalid value {value} for configuration {name}"
     if name == "compression.type" and value not in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
         return f"Invalid value {value} for configuration {name}"
+    if name.endswith(".replication.throttled.replicas") and throttled_replicas(value) is None:
+        return (f"Invalid value {value} for configuration {name}: must be the literal '*' or a list of "
+                "replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     if isinstance(parsed, int) and name in ("segment.bytes",) and parsed < 14:
         return f"Invalid value {value} for configuration {name}: must be at least 14"
     if isinstance(parsed, int) and name in ("max.message.bytes", "min.insync.replicas", "segment.ms") and parsed < 1:
         return f"Invalid value {value} for configuration {name}"
     return None
 
+
+
+def throttled_replicas(text: str) -> frozenset[tuple[int, int]] | str | None:
+    """A ``*.replication.throttled.replicas`` value: ``"*"`` (every replica), the set of (partition, broker)
+    it lists, or None if it is malformed."""
+    text = text.strip()
+    if text == "*":
+        return "*"
+    out = set()
+    for item in (i.strip() for i in text.split(",") if i.strip()):
+        partition, _, broker = item.partition(":")
+        if not (partition.strip().isdigit() and broker.strip().isdigit()):
+            return None
+        out.add((int(partition), int(broker)))
+    return frozenset(out)

@@ -25,6 +25,7 @@ import asyncio
 import structlog
 
 from kbroker.broker.cluster.channel import ControllerChannel
+from kbroker.broker.cluster.elections import NO_LEADER, LeaderElectionMixin
 from kbroker.broker.cluster.reassignment import Reassignments
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
 from kbroker.client.tasks import cancel_and_wait
@@ -33,11 +34,10 @@ from kbroker.protocol.errors import ErrorCode
 log = structlog.get_logger("broker.cluster.controller")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
-NO_LEADER = -1
 LEADER_DURING_DELETE = -2
 
 
-class KafkaController:
+class KafkaController(LeaderElectionMixin):
     def __init__(self, broker, zk: KafkaZkClient) -> None:
         self.broker = broker
         self.zk = zk
@@ -59,6 +59,10 @@ class KafkaController:
         self._broker_watch = self._watch("broker_change")
         self.reassignments = Reassignments(self)
         self._dirty: set[tuple[str, int]] = set()   # states changed in memory, not yet written
+        # Replicas on live brokers whose log dir failed (their LeaderAndIsr answer was KAFKA_STORAGE_ERROR);
+        # forgotten when the broker restarts, as Kafka's controller does.
+        self.offline_replicas: dict[int, set[tuple[str, int]]] = {}
+        self._new_replicas: set[tuple[str, int]] = set()
 
     # ------------------------------------------------------------------ event plumbing
     async def _zk(self, fn, *args):
@@ -132,6 +136,7 @@ class KafkaController:
         for broker_id in self.live:
             self._send_leader_and_isr(broker_id, [tp for tp in self.states if self._hosts(broker_id, tp)])
         await self._on_delete_topics()
+        await self._on_log_dir_event()
         await self.reassignments.maybe_complete(set(self.states))   # one the last controller left half done
         if self.broker.config["auto.leader.rebalance.enable"]:
             self._rebalance_task = asyncio.create_task(self._auto_rebalance())
@@ -160,35 +165,6 @@ class KafkaController:
     def _hosts(self, broker_id: int, tp: tuple[str, int]) -> bool:
         return broker_id in self._replicas(tp)
 
-    def _elect_offline(self, partitions: set[tuple[str, int]], avoid: set[int] = frozenset()) -> set:
-        """Pick a new leader from the live ISR for each partition whose leader is gone (or in ``avoid``).
-
-        Marks changed states with zk_version -1 - version (written by ``_write_pending``).
-        """
-        changed = set()
-        for tp in partitions:
-            state = self.states[tp]
-            if state.leader in self.live and state.leader not in avoid and state.leader not in self.shutting_down:
-                continue
-            usable = [r for r in self._replicas(tp) if r in self.live and r not in avoid
-                      and r not in self.shutting_down]
-            in_isr = [r for r in usable if r in state.isr]
-            if in_isr:
-                leader, isr = in_isr[0], [r for r in state.isr if r in self.live and r not in self.shutting_down
-                                          or r == in_isr[0]]
-            elif usable and self.broker.topic_config(tp[0]).unclean_leader_election_enable:
-                leader, isr = usable[0], [usable[0]]
-                log.warning("unclean_leader_election", topic=tp[0], partition=tp[1], leader=leader)
-            else:
-                # No ISR member is alive: the partition stays offline; the ISR keeps the last leader so
-                # that it (and only it) can come back as leader without losing acknowledged writes.
-                if state.leader == NO_LEADER:
-                    continue
-                leader, isr = NO_LEADER, [r for r in state.isr if r == state.leader] or state.isr
-            self._change(tp, leader, isr)
-            changed.add(tp)
-        return changed
-
     def _change(self, tp, leader: int, isr: list[int]) -> None:
         state = self.states[tp]
         if state.zk_version >= 0:   # an existing state: every change fences the previous leader epoch
@@ -211,17 +187,19 @@ class KafkaController:
                 await self._resign(f"conditional write of {tp} failed: a newer controller owns the state")
                 raise RuntimeError("controller moved")
 
-    def _partition_state(self, tp, *, for_leader_and_isr: bool) -> dict:
+    def _partition_state(self, tp, *, for_leader_and_isr: bool, broker_id: int = -1) -> dict:
         state = self.states[tp]
         body = {"partition_index": tp[1], "controller_epoch": state.controller_epoch, "leader": state.leader,
                 "leader_epoch": state.leader_epoch, "isr": state.isr, "replicas": self._replicas(tp)}
         if for_leader_and_isr:
             a = self.assignments[tp[0]]
             body.update(partition_epoch=state.zk_version, adding_replicas=a.adding.get(tp[1], []),
-                        removing_replicas=a.removing.get(tp[1], []), is_new=False)
+                        removing_replicas=a.removing.get(tp[1], []),
+                        is_new=tp in self._new_replicas or broker_id in a.adding.get(tp[1], ()))
         else:
             body.update(zk_version=state.zk_version,
-                        offline_replicas=[r for r in self._replicas(tp) if r not in self.live])
+                        offline_replicas=[r for r in self._replicas(tp) if r not in self.live
+                                          or tp in self.offline_replicas.get(r, ())])
         return body
 
     def _send_leader_and_isr(self, broker_id: int, partitions) -> None:
@@ -229,14 +207,27 @@ class KafkaController:
             return
         topics: dict[str, list] = {}
         for tp in sorted(partitions):
-            topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=True))
+            topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=True,
+                                                                      broker_id=broker_id))
         leaders = {self.states[tp].leader for tp in partitions} & set(self.live)
         body = {"controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1, "type": 0,
                 "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id, "partition_states": ps}
                                  for t, ps in topics.items()],
                 "live_leaders": [{"broker_id": b, "host_name": self.live[b].endpoint(self.inter_broker_listener)[0],
                                   "port": self.live[b].endpoint(self.inter_broker_listener)[1]} for b in leaders]}
-        self.channel.send(broker_id, LEADER_AND_ISR, 7, body)
+        done = self.channel.send(broker_id, LEADER_AND_ISR, 7, body)
+        if done is not None:
+            done.add_done_callback(lambda f: self._storage_errors(broker_id, f))
+
+    def _storage_errors(self, broker_id: int, answered: asyncio.Future) -> None:
+        """A LeaderAndIsr answer: partitions with KAFKA_STORAGE_ERROR are replicas in a failed log dir."""
+        if answered.cancelled() or answered.exception() is not None:
+            return
+        names = {a.topic_id: name for name, a in self.assignments.items()}
+        failed = {(names[t.topic_id], p.partition_index) for t in answered.result().topics if t.topic_id in names
+                  for p in t.partition_errors if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR}
+        if failed - self.offline_replicas.get(broker_id, set()):
+            self.enqueue("replicas_offline", broker_id, failed)
 
     def send_delete_replicas(self, broker_id: int, topic: str, partitions) -> None:
         """StopReplica with delete: ``broker_id`` drops its replicas of ``partitions`` (topic deletion, or the
@@ -285,6 +276,8 @@ class KafkaController:
         born = {b for b, info in now.items() if b not in self.live or self.live[b].endpoints != info.endpoints}
         self.live = now
         self.shutting_down -= gone | born
+        for b in gone | born:
+            self.offline_replicas.pop(b, None)
         for b in gone:
             self.channel.remove_broker(b)
         for b in born:
@@ -318,7 +311,11 @@ class KafkaController:
             fresh += await self._load_topic(name)
         if fresh:
             log.info("controller_partitions_created", partitions=len(fresh))
-            await self._publish(set(fresh))
+            self._new_replicas = set(fresh)   # is_new: created empty even where a log dir is offline
+            try:
+                await self._publish(set(fresh))
+            finally:
+                self._new_replicas = set()
 
     async def _on_delete_topics(self) -> None:
         if not self.active:
@@ -359,7 +356,7 @@ class KafkaController:
                     error = ErrorCode.FENCED_LEADER_EPOCH
                 elif p.partition_epoch != state.zk_version:
                     error = ErrorCode.INVALID_UPDATE_VERSION
-                elif state.leader not in new_isr or any(b not in self.live or b in self.shutting_down
+                elif state.leader not in new_isr or any(not self._usable(b, tp)
                                                         for b in new_isr if b not in state.isr):
                     error = ErrorCode.INELIGIBLE_REPLICA
                 elif any(b not in self._replicas(tp) for b in new_isr):
@@ -384,6 +381,33 @@ class KafkaController:
             await self.reassignments.maybe_complete(changed)   # a target replica may have just caught up
         return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
 
+    async def _on_log_dir_event(self) -> None:
+        """Brokers reported a failed log dir (``/log_dir_event_notification``): each is sent LeaderAndIsr for
+        every replica it hosts, and answers KAFKA_STORAGE_ERROR for those in the failed dir (see
+        ``_storage_errors``), as Kafka's controller finds them."""
+        if not self.active:
+            return
+        for broker_id in await self._zk(self.zk.take_log_dir_events, self._watch("log_dir_event")):
+            log.warning("controller_log_dir_failure", broker_id=broker_id)
+            self._send_leader_and_isr(broker_id, [tp for tp in self.states if self._hosts(broker_id, tp)])
+
+    async def _on_replicas_offline(self, broker_id: int, partitions: set) -> None:
+        """``broker_id``'s replicas of ``partitions`` are offline: leadership moves to another ISR member, the
+        ISR loses them, and every broker learns it."""
+        if not self.active or broker_id not in self.live:
+            return
+        partitions = {tp for tp in partitions if tp in self.states}
+        self.offline_replicas.setdefault(broker_id, set()).update(partitions)
+        changed = self._elect_offline(partitions)
+        for tp in partitions - changed:
+            state = self.states[tp]
+            if broker_id in state.isr and state.leader not in (broker_id, NO_LEADER):
+                self._change(tp, state.leader, [r for r in state.isr if r != broker_id])
+                changed.add(tp)
+        log.warning("controller_replicas_offline", broker_id=broker_id, partitions=len(partitions),
+                    changed=len(changed))
+        await self._publish(changed)
+
     async def _on_alter_reassignments(self, request) -> dict:
         return await self.reassignments.alter(request)
 
@@ -407,74 +431,6 @@ class KafkaController:
         remaining = [tp for tp, s in self.states.items() if s.leader == broker_id]
         log.info("controlled_shutdown", broker_id=broker_id, moved=len(changed), remaining=len(remaining))
         return ErrorCode.NONE, remaining
-
-    async def _on_elect_preferred(self, partitions) -> dict:
-        """Preferred-replica election: the first assigned replica leads again where it is live and in the ISR."""
-        return await self._elect_each(partitions, self._preferred_choice)
-
-    async def _on_elect_unclean(self, partitions) -> dict:
-        """ElectLeaders UNCLEAN (KIP-460): a partition without a live leader gets one from its live ISR if it
-        can, else from any live replica (losing what only the ISR had); one with a leader is left alone."""
-        return await self._elect_each(partitions, self._unclean_choice)
-
-    async def _elect_each(self, partitions, choose) -> dict:
-        """ElectLeaders for ``partitions`` (None: all): ``choose(tp, state, asked)`` gives (error, message,
-        (leader, isr) or None), or None to leave a partition out of the answer. Results by partition."""
-        results = {}
-        changed = set()
-        for tp in (partitions if partitions is not None else list(self.states)):
-            state = self.states.get(tp)
-            if state is None:
-                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
-                continue
-            choice = choose(tp, state, partitions is not None)
-            if choice is None:
-                continue
-            error, message, new = choice
-            if new is not None:
-                self._change(tp, *new)
-                changed.add(tp)
-            results[tp] = (error, message)
-        if changed:
-            await self._publish(changed)
-        return results
-
-    def _preferred_choice(self, tp, state, _asked: bool):
-        preferred = self._replicas(tp)[0]
-        if state.leader == preferred:
-            return ErrorCode.ELECTION_NOT_NEEDED, "Leader is already the preferred replica", None
-        if preferred in self.live and preferred in state.isr and preferred not in self.shutting_down:
-            return ErrorCode.NONE, None, (preferred, state.isr)
-        return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, f"Preferred replica {preferred} is not live or not in the ISR", \
-            None
-
-    def _unclean_choice(self, tp, state, asked: bool):
-        if state.leader in self.live and state.leader not in self.shutting_down:
-            return (ErrorCode.ELECTION_NOT_NEEDED, "The partition has a live leader", None) if asked else None
-        usable = [r for r in self._replicas(tp) if r in self.live and r not in self.shutting_down]
-        if not usable:
-            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No replica of the partition is live", None
-        in_isr = [r for r in usable if r in state.isr]
-        if in_isr:
-            return ErrorCode.NONE, None, (in_isr[0], [r for r in state.isr if r in usable])
-        log.warning("unclean_leader_election", topic=tp[0], partition=tp[1], leader=usable[0], requested=True)
-        return ErrorCode.NONE, None, (usable[0], [usable[0]])
-
-    async def _on_unclean_enabled(self, topic: str) -> None:
-        """``unclean.leader.election.enable`` was just turned on for ``topic``: its leaderless partitions are
-        elected now, not at the next broker change (Kafka's TopicUncleanLeaderElectionEnable event)."""
-        if not self.active or topic not in self.assignments:
-            return
-        await self._publish(self._elect_offline({tp for tp in self.states if tp[0] == topic}))
-
-    async def _auto_rebalance(self) -> None:
-        interval = self.broker.config["leader.imbalance.check.interval.seconds"]
-        while self.active:
-            await asyncio.sleep(interval)
-            imbalanced = [tp for tp, s in self.states.items() if s.leader != self._replicas(tp)[0]
-                          and self._replicas(tp)[0] in s.isr and self._replicas(tp)[0] in self.live]
-            if imbalanced:
-                await self.enqueue("elect_preferred", imbalanced)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:

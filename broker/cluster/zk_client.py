@@ -37,7 +37,8 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kbroker.broker.quotas import QUOTA_KEYS
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
-                    "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification")
+                    "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification",
+                    "/log_dir_event_notification")
 PRODUCER_ID_BLOCK_SIZE = 1000
 NOTIFICATION_EXPIRY_S = 15 * 60   # Kafka's changeExpirationMs
 
@@ -399,6 +400,25 @@ class KafkaZkClient:
                 self.zk.delete(self.path(p), recursive=True)
             except NoNodeError:
                 pass
+
+    # ------------------------------------------------------------------ log dir failures
+    def propagate_log_dir_event(self, broker_id: int) -> None:
+        """A log dir of ``broker_id`` failed: a sequential notification the controller consumes."""
+        self.zk.create(self.path("/log_dir_event_notification/log_dir_event_"),
+                       json.dumps({"version": 1, "broker": broker_id, "event": 1}).encode(), sequence=True)
+
+    def take_log_dir_events(self, watch=None) -> set[int]:
+        """The brokers with a pending log dir failure notification; the notifications are deleted."""
+        parent = self.path("/log_dir_event_notification")
+        brokers = set()
+        for name in self.zk.get_children(parent, watch=watch):
+            try:
+                data, _ = self.zk.get(f"{parent}/{name}")
+                brokers.add(int(_json(data)["broker"]))
+                self.zk.delete(f"{parent}/{name}")
+            except NoNodeError:
+                pass
+        return brokers
 
     # ------------------------------------------------------------------ partition state
     def _state_path(self, topic: str, partition: int) -> str:

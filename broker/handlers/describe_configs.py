@@ -7,7 +7,7 @@ from kbroker.broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKE
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
-from kbroker.storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS
+from kbroker.storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
@@ -45,7 +45,9 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
     override, then the broker key's dynamic, static and default values)."""
     entries = []
     for name, (_, parser) in TOPIC_CONFIGS.items():
-        synonyms = broker.dynamic.synonyms(BROKER_SYNONYMS[name])
+        broker_key = BROKER_SYNONYMS.get(name)
+        synonyms = broker.dynamic.synonyms(broker_key) if broker_key else [
+            {"name": name, "value": LogConfig().value_of(name), "source": DEFAULT_CONFIG}]
         if name in overrides:
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         entries.append(_entry(name, config.value_of(name), False, synonyms, parser))

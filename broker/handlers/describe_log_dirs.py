@@ -14,26 +14,34 @@ def handle(ctx, request):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     broker = ctx.broker
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
-    by_dir: dict[str, dict[str, list[dict]]] = {d: defaultdict(list) for d in broker.config.log_dirs}
-    for (topic, index), log in sorted(broker.log_manager.logs.items()):
+    lm = broker.log_manager
+    by_dir: dict[str, dict[str, list[dict]]] = {d: defaultdict(list) for d in lm.log_dirs}
+    current = [(tp, log, False) for tp, log in lm.logs.items()]
+    moving = [(tp, log, True) for tp, log in broker.alter_log_dirs.futures.items()]
+    for (topic, index), log, is_future in sorted(current + moving, key=lambda e: (e[0], e[2])):
         if wanted is not None and (topic, index) not in wanted:
             continue
-        directory = os.path.dirname(log.directory)
-        partition = broker.replica_manager.get(topic, index)
-        # A follower's lag is how far its log end is behind the high watermark it knows (Kafka: the leader's end)
-        lag = 0 if partition is None or partition.is_leader else max(log.high_watermark - log.log_end_offset, 0)
-        by_dir.setdefault(directory, defaultdict(list))[topic].append(
+        if is_future:   # a replica on its way here: how far it is behind the current one
+            lag = broker.alter_log_dirs.lag((topic, index))
+        else:
+            partition = broker.replica_manager.get(topic, index)
+            # A follower's lag: how far its log end is behind the high watermark it knows (Kafka: the leader's end)
+            lag = 0 if partition is None or partition.is_leader else max(log.high_watermark - log.log_end_offset, 0)
+        by_dir.setdefault(log.parent_dir, defaultdict(list))[topic].append(
             {"partition_index": index, "partition_size": log.size_in_bytes, "offset_lag": lag,
-             "is_future_key": False})
+             "is_future_key": is_future})
     results = []
     for directory, topics in by_dir.items():
         try:
+            if not lm.is_online(directory):
+                raise OSError("offline")
             disk = os.statvfs(directory)
             total, usable = disk.f_blocks * disk.f_frsize, disk.f_bavail * disk.f_frsize
             error = ErrorCode.NONE
-        except OSError:
+        except OSError:   # a failed dir: Kafka lists it with the error and nothing in it
             total = usable = -1
             error = ErrorCode.KAFKA_STORAGE_ERROR
+            topics = {}
         results.append({"error_code": error, "log_dir": os.path.abspath(directory), "total_bytes": total,
                         "usable_bytes": usable, "topics": [{"name": t, "partitions": ps}
                                                            for t, ps in sorted(topics.items())]})

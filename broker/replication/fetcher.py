@@ -14,11 +14,13 @@ epoch it was given; a partition moved elsewhere meanwhile is left alone.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 
 import structlog
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.broker.replication.quota import follower_quota
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import InvalidBatch
@@ -106,9 +108,10 @@ class ReplicaFetcher:
         config = self.manager.config
         rm = self.manager.replica_manager
         topics: dict[str, list] = {}
+        quota, now = self.manager.quota, time.monotonic()
         for tp, target in ready.items():
             partition = rm.get(*tp)
-            if partition is None:
+            if partition is None or quota.holds_back(partition, self.manager.broker_id, now):
                 continue
             plog = partition.log
             topics.setdefault(tp[0], []).append({
@@ -139,6 +142,7 @@ class ReplicaFetcher:
                         self._apply(partition, p)
                         if p.records:
                             rm.replication_bytes_in += len(p.records)
+                            self.manager.quota.record(partition, len(p.records), time.monotonic())
                     elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                         self._out_of_range(partition, p)
                     else:
@@ -148,6 +152,8 @@ class ReplicaFetcher:
                 except InvalidBatch as exc:
                     target.failed_until = retry_at
                     log.warning("replica_fetch_bad_batch", topic=tp[0], partition=tp[1], error=str(exc))
+                except OSError as exc:   # the replica's log dir failed: it goes offline with the dir
+                    rm.log_manager.report(partition.log.parent_dir, exc)
 
     @staticmethod
     def _apply(partition, p) -> None:
@@ -192,6 +198,7 @@ class ReplicaFetcherManager:
         self.client_id = f"replica-fetcher-{broker_id}"
         self.connect_options = connect_options or {}
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self.quota = follower_quota(broker_id, config)
         self.assigned: dict[tuple[str, int], ReplicaFetcher] = {}
 
     def follow(self, tp: tuple[str, int], leader_id: int, leader_epoch: int) -> None:

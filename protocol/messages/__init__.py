@@ -7,6 +7,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
     consumer_offsets_records,

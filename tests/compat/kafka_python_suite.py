@@ -26,11 +26,10 @@ from tests.brokerproc import ROOT, BrokerProcess
 CACHE = os.path.join(ROOT, ".cache", "compat")
 SHIM = os.path.join(os.path.dirname(__file__), "kafka_python_service_shim.py")
 
-# APIs kbroker does not have yet (AlterReplicaLogDirs: issue 11; the KRaft quorum and
-# config-resource listing APIs of a KRaft controller) and transports this run does not set up. (The suite's
+# APIs kbroker does not have (the KRaft quorum and config-resource listing APIs of a KRaft controller) and transports this run does not set up. (The suite's
 # DescribeTopicPartitions tests run but skip themselves below Kafka 4.0, and kafka-python infers 3.6 from a
 # ZooKeeper-mode broker's API versions; tests/integration/test_describe_topic_partitions.py covers the API.)
-DESELECT = ["alter_replica_log_dirs", "quorum", "list_config_resources", "ssl", "sasl"]
+DESELECT = ["quorum", "list_config_resources", "ssl", "sasl"]
 
 # Known failures still open, with the issue that brings them.
 EXPECTED_FAILURES: dict[str, str] = {}
@@ -47,6 +46,7 @@ MUST_PASS = [
     "test/integration/test_admin_integration.py::test_delete_records",
     "test/integration/test_admin_integration.py::test_delete_records_with_errors",
     "test/integration/test_admin_integration.py::test_describe_log_dirs",
+    "test/integration/test_admin_integration.py::test_alter_replica_log_dirs",
     "test/integration/test_admin_integration.py::test_alter_partition_reassignments",
     "test/integration/test_admin_integration.py::test_list_partition_reassignments",
     "test/integration/test_admin_integration.py::test_delete_groups",

@@ -142,3 +142,43 @@ async def test_a_broker_without_a_replica_of_an_existing_partition_says_not_lead
     finally:
         await conn.close()
 
+
+
+def test_a_throttled_reassignment_moves_at_the_throttled_rate(cluster, topic_name):
+    """leader/follower.replication.throttled.rate with the topic's throttled replicas: a new replica copies
+    3 MB at about 300 kB/s instead of at once, then joins the ISR with the same batches as the leader."""
+    import time
+
+    from confluent_kafka import Producer
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    rate, size = 300_000, 3_000_000
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic_name, replica_assignments={0: [1]})])
+        wait_until(lambda: sorted(describe(cluster.bootstrap, topic_name)) == [0], 30, 0.2, "topic ready")
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
+        for i in range(size // 1000):
+            producer.produce(topic_name, b"%06d" % i + b"x" * 994, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        admin.alter_configs([
+            ConfigResource(ConfigResourceType.BROKER, "1", {"leader.replication.throttled.rate": str(rate)}),
+            ConfigResource(ConfigResourceType.BROKER, "3", {"follower.replication.throttled.rate": str(rate)}),
+            ConfigResource(ConfigResourceType.TOPIC, topic_name, {"leader.replication.throttled.replicas": "0:1",
+                                                                  "follower.replication.throttled.replicas": "0:3"})])
+        started = time.monotonic()
+        assert admin.alter_partition_reassignments({TopicPartition(topic_name, 0): [1, 3]}) == \
+            {TopicPartition(topic_name, 0): None}
+        wait_until(lambda: not admin.list_partition_reassignments([TopicPartition(topic_name, 0)]), 60, 0.2,
+                   "reassignment finished")
+        took = time.monotonic() - started
+        # 3 MB at 300 kB/s is 10 s; the first window may run ahead by one fetch (1 MiB)
+        assert took >= 0.6 * size / rate, f"moved in {took:.1f} s: not throttled"
+        assert sorted(describe(cluster.bootstrap, topic_name)[0]["isr"]) == [1, 3]
+        wait_until(lambda: batches(cluster.brokers[3].data_dir, topic_name, 0)
+                   == batches(cluster.brokers[1].data_dir, topic_name, 0), 30, 0.2, "replicas identical")
+    finally:
+        admin.alter_configs([
+            ConfigResource(ConfigResourceType.BROKER, "1", {}), ConfigResource(ConfigResourceType.BROKER, "3", {})])
+        admin.close()

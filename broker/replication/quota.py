@@ -1,0 +1,73 @@
+"""Replication throttles (Kafka's ReplicationQuotaManager, used by partition reassignment).
+
+A topic names the replicas whose replication traffic is throttled:
+``leader.replication.throttled.replicas`` (``partition:broker`` pairs, where
+the broker is a leader sending) and ``follower.replication.throttled.replicas``
+(where the broker is a follower fetching), or ``*`` for all. Each broker
+measures the bytes of those replicas it sends (leader) or receives (follower)
+over ``replication.quota.window.num`` windows of
+``replication.quota.window.size.seconds`` and, while the rate is above
+``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate``
+(dynamic broker configs), leaves them out: the leader answers a throttled
+replica's fetch without its records, the follower leaves the partition out of
+its fetch.
+
+Invariant: a replica in the ISR is never throttled (Kafka's rule: throttling
+must not shrink the ISR or hold back the high watermark), nor is anything when
+the rate is unset.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from kbroker.broker.config import LONG_MAX
+from kbroker.broker.quotas import Sensor
+from kbroker.storage.log_config import throttled_replicas
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str):
+    return throttled_replicas(text) or frozenset()
+
+
+class ReplicationQuota:
+    def __init__(self, broker_id: int, config, rate_key: str, replicas_attr: str) -> None:
+        """``config``: the broker's (its rates change at runtime); ``replicas_attr``: the LogConfig attribute
+        naming the throttled replicas for this side."""
+        self.broker_id = broker_id
+        self.config = config
+        self.rate_key = rate_key
+        self.replicas_attr = replicas_attr
+        self.sensor = Sensor(config["replication.quota.window.num"], config["replication.quota.window.size.seconds"])
+
+    def is_throttled(self, partition) -> bool:
+        """Whether ``partition``'s replica on this broker is named by its topic's throttled replicas."""
+        named = _parsed(getattr(partition.log.config, self.replicas_attr))
+        return named == "*" or (partition.index, self.broker_id) in named
+
+    def is_exceeded(self, now: float) -> bool:
+        limit = self.config[self.rate_key]
+        if limit >= LONG_MAX:
+            return False
+        total, window = self.sensor.total_and_window(now)
+        return total / window > limit
+
+    def holds_back(self, partition, replica_id: int, now: float) -> bool:
+        """Leave ``replica_id``'s copy of ``partition`` out of this round: throttled, out of the ISR, over
+        the rate."""
+        return (replica_id not in partition.isr and self.is_throttled(partition) and self.is_exceeded(now))
+
+    def record(self, partition, size: int, now: float) -> None:
+        if size and self.is_throttled(partition):
+            self.sensor.record(size, now)
+
+
+def leader_quota(broker_id: int, config) -> ReplicationQuota:
+    return ReplicationQuota(broker_id, config, "leader.replication.throttled.rate",
+                            "leader_replication_throttled_replicas")
+
+
+def follower_quota(broker_id: int, config) -> ReplicationQuota:
+    return ReplicationQuota(broker_id, config, "follower.replication.throttled.rate",
+                            "follower_replication_throttled_replicas")

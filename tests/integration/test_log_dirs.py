@@ -1,0 +1,233 @@
+"""Several log.dirs (JBOD): AlterReplicaLogDirs moves a replica between them while it serves, and a failed
+log dir goes offline without stopping the broker (its partitions answer KAFKA_STORAGE_ERROR, the others serve).
+
+Faults are real: the failed dir is removed from under the running broker and a file put in its place, as
+Kafka's own log-dir failure tests do; the broker notices at its next I/O there (a checkpoint, a roll).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaStorageError, LogDirNotFoundError, NoError, ReplicaNotAvailableError
+from kafka.structs import TopicPartitionReplica
+
+from tests.brokerproc import BrokerProcess
+from tests.cluster import Cluster, consume_all, create, describe, wait_until
+from tests.integration.workload import make_topic
+
+FAST_IO = {"log.flush.offset.checkpoint.interval.ms": "300", "log.segment.delete.delay.ms": "200"}
+
+
+def _two_dirs(tmp_path) -> list[str]:
+    return [str(tmp_path / "data"), str(tmp_path / "data-b")]
+
+
+def _placement(bootstrap: str, topic: str) -> dict[int, tuple[str, bool, int]]:
+    """partition -> (log dir, is future, offset lag) of every replica entry DescribeLogDirs lists (one broker)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        (described,) = admin.describe_log_dirs()
+    finally:
+        admin.close()
+    out = {}
+    for d in described["log_dirs"]:
+        for t in d["topics"]:
+            if t["name"] == topic:
+                for p in t["partitions"]:
+                    out.setdefault(p["partition_index"], []).append((d["log_dir"], p["is_future_key"], p["offset_lag"]))
+    return out
+
+
+def _dir_errors(bootstrap: str) -> dict[str, int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return {d["log_dir"]: d["error_code"] for r in admin.describe_log_dirs() for d in r["log_dirs"]}
+    finally:
+        admin.close()
+
+
+def _fail_dir(path: str) -> None:
+    """The disk under ``path`` is gone: the folder is removed and a file stands where it was."""
+    shutil.rmtree(path)
+    with open(path, "w") as f:
+        f.write("not a directory\n")
+
+
+def test_replica_moves_to_another_log_dir_under_load(tmp_path, topic_name):
+    """A partition moves between log dirs while an idempotent producer writes to it: every acknowledged
+    record is there afterwards, once and in order, in the new dir only, and after a restart too."""
+    dirs = _two_dirs(tmp_path)
+    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs), "log.segment.bytes": "200000", **FAST_IO}).start()
+    try:
+        make_topic(proc.bootstrap, topic_name, partitions=1)
+        ((source, _, _),) = _placement(proc.bootstrap, topic_name)[0]
+        target = next(d for d in dirs if d != source)
+        acked, stop = [], threading.Event()
+
+        def produce():
+            producer = Producer({"bootstrap.servers": proc.bootstrap, "enable.idempotence": True, "linger.ms": 2})
+            i = 0
+            while not stop.is_set():
+                producer.produce(topic_name, str(i).encode(), partition=0,
+                                 on_delivery=lambda err, msg: err is None and acked.append(int(msg.value())))
+                producer.poll(0)
+                i += 1
+                if i % 500 == 0:
+                    time.sleep(0.01)
+            assert producer.flush(30) == 0
+
+        writer = threading.Thread(target=produce)
+        writer.start()
+        wait_until(lambda: len(acked) > 20000, message="records before the move")
+        admin = KafkaAdminClient(bootstrap_servers=proc.bootstrap)
+        try:
+            result = admin.alter_replica_log_dirs({TopicPartitionReplica(topic_name, 0, 0): target})
+        finally:
+            admin.close()
+        assert list(result.values()) == [NoError]
+        wait_until(lambda: _placement(proc.bootstrap, topic_name)[0] == [(target, False, 0)], timeout=60,
+                   message="the replica in its new dir, no copy left")
+        time.sleep(0.5)   # more writes land in the moved log
+        stop.set()
+        writer.join(60)
+        wait_until(lambda: not os.path.exists(os.path.join(source, f"{topic_name}-0"))
+                   and not [n for n in os.listdir(source) if n.startswith(topic_name)],
+                   message="the old copy removed after the delete delay")
+
+        def check():
+            got = [int(v) for _, _, v in consume_all(proc.bootstrap, topic_name, 1)]
+            assert got == sorted(set(got)), "duplicates or reordering"
+            assert set(acked) <= set(got), f"{len(set(acked) - set(got))} acknowledged records lost"
+        check()
+        assert proc.stop() == 0
+        proc.start()
+        assert _placement(proc.bootstrap, topic_name)[0] == [(target, False, 0)]
+        check()
+    finally:
+        proc.kill()
+
+
+def test_alter_replica_log_dirs_answers(tmp_path, topic_name):
+    """Kafka's answers: NONE for the dir a replica is in, LOG_DIR_NOT_FOUND for a path not in log.dirs,
+    REPLICA_NOT_AVAILABLE for a replica not here yet, which is then created in the dir asked for."""
+    dirs = _two_dirs(tmp_path)
+    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs)}).start()
+    try:
+        make_topic(proc.bootstrap, topic_name, partitions=1)
+        ((current, _, _),) = _placement(proc.bootstrap, topic_name)[0]
+        later = topic_name + "-later"
+        admin = KafkaAdminClient(bootstrap_servers=proc.bootstrap)
+        try:
+            same = TopicPartitionReplica(topic_name, 0, 0)
+            assert admin.alter_replica_log_dirs({same: current}) == {same: NoError}
+            assert admin.alter_replica_log_dirs({same: str(tmp_path / "elsewhere")}) == {same: LogDirNotFoundError}
+            for index, wanted in enumerate(dirs):
+                replica = TopicPartitionReplica(later, index, 0)
+                assert admin.alter_replica_log_dirs({replica: wanted}) == {replica: ReplicaNotAvailableError}
+        finally:
+            admin.close()
+        make_topic(proc.bootstrap, later, partitions=2)
+        placed = _placement(proc.bootstrap, later)
+        assert placed == {0: [(dirs[0], False, 0)], 1: [(dirs[1], False, 0)]}
+    finally:
+        assert proc.stop() == 0
+
+
+def test_failed_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, topic_name):
+    """One of two dirs fails: its partitions answer KAFKA_STORAGE_ERROR and DescribeLogDirs lists the dir
+    with that error; the partitions in the other dir take and serve records; when the last dir fails too the
+    broker stops with a non-zero exit code."""
+    dirs = _two_dirs(tmp_path)
+    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs), **FAST_IO}).start()
+    try:
+        make_topic(proc.bootstrap, topic_name, partitions=2)
+        placed = {p: entries[0][0] for p, entries in _placement(proc.bootstrap, topic_name).items()}
+        assert sorted(placed.values()) == sorted(dirs), placed   # one partition in each dir
+        doomed = placed[1]
+        survivor = next(p for p, d in placed.items() if d != doomed)
+        failing = next(p for p, d in placed.items() if d == doomed)
+        producer = KafkaProducer(bootstrap_servers=proc.bootstrap, retries=0, acks=1)
+        for p in (0, 1):
+            producer.send(topic_name, b"before", partition=p).get(10)
+        _fail_dir(doomed)
+        wait_until(lambda: _dir_errors(proc.bootstrap).get(doomed) == 56, message="the dir reported offline")
+        with pytest.raises(KafkaStorageError):
+            producer.send(topic_name, b"after", partition=failing).get(10)
+        for i in range(100):
+            producer.send(topic_name, b"after-%d" % i, partition=survivor)
+        producer.flush(10)
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=proc.bootstrap, consumer_timeout_ms=3000,
+                                 auto_offset_reset="earliest")
+        consumer.assign([TopicPartition(topic_name, survivor)])
+        got = [r.value for r in consumer]
+        consumer.close()
+        assert got == [b"before"] + [b"after-%d" % i for i in range(100)]
+        assert proc.proc.poll() is None
+        _fail_dir(next(d for d in dirs if d != doomed))
+        assert proc.proc.wait(30) == 1, proc.tail_log()
+    finally:
+        proc.kill()
+
+
+@pytest.mark.timeout(240)
+def test_failed_log_dir_in_a_cluster_moves_leadership(tmp_path, topic_name):
+    """A broker's log dir fails under acks=all load: the controller moves the leadership of the replicas in
+    it to other brokers and takes them out of the ISR; the producer sees no error beyond retriable ones and
+    every acknowledged record is readable, once; the broker keeps serving its replicas in its other dir."""
+    root = str(tmp_path)
+    dirs = [os.path.join(root, "broker-1", "data"), os.path.join(root, "broker-1", "data-b")]
+    cluster = Cluster(root, per_broker={1: {"log.dirs": ",".join(dirs), **FAST_IO}}).start()
+    try:
+        create(cluster.bootstrap, topic_name, partitions=4, rf=3, configs={"min.insync.replicas": "2"})
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()),
+                   message="full ISRs")
+        doomed = dirs[1]
+        in_doomed = {int(n.rsplit("-", 1)[1]) for n in os.listdir(doomed) if n.startswith(topic_name + "-")}
+        assert in_doomed and len(in_doomed) < 4, in_doomed
+        led = {i for i, p in describe(cluster.bootstrap, topic_name).items() if p["leader"] == 1}
+        assert led & in_doomed, (led, in_doomed)   # a leadership has to move (the assignment puts one there)
+        acked, errors, stop = [], [], threading.Event()
+
+        def produce():
+            producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                                 "linger.ms": 2})
+            i = 0
+            while not stop.is_set():
+                producer.produce(topic_name, str(i).encode(), partition=i % 4, on_delivery=lambda err, msg: (
+                    acked.append(int(msg.value())) if err is None else errors.append(err)))
+                producer.poll(0)
+                i += 1
+                if i % 200 == 0:
+                    time.sleep(0.02)
+            producer.flush(60)
+
+        writer = threading.Thread(target=produce)
+        writer.start()
+        wait_until(lambda: len(acked) > 5000, message="records before the failure")
+        _fail_dir(doomed)
+        wait_until(lambda: all(p["leader"] != 1 and 1 not in p["isr"] for i, p in
+                               describe(cluster.bootstrap, topic_name).items() if i in in_doomed),
+                   timeout=60, message="leadership and ISR moved off the failed replicas")
+        count = len(acked)
+        wait_until(lambda: len(acked) > count + 5000, message="writes continuing")
+        stop.set()
+        writer.join(90)
+        assert not errors, errors[:5]
+        assert cluster.brokers[1].proc.poll() is None
+        others = [p for p in range(4) if p not in in_doomed]
+        state = describe(cluster.bootstrap, topic_name)
+        assert all(1 in state[p]["isr"] for p in others), state   # its replicas in the good dir still in sync
+        got = [int(v) for _, _, v in consume_all(cluster.bootstrap, topic_name, 4)]
+        assert len(got) == len(set(got)), "duplicates"
+        assert set(acked) <= set(got), f"{len(set(acked) - set(got))} acknowledged records lost"
+    finally:
+        codes = cluster.stop()
+    assert all(code == 0 for code in codes.values()), codes

@@ -1,0 +1,82 @@
+"""LogManager with several log dirs: a replica's future log replacing it, what a crash during the swap
+leaves, and a failed dir going offline while the others keep their logs."""
+
+import os
+
+import pytest
+
+from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_manager import KafkaStorageError, LogManager
+from tests.unit.storage.test_replica_log import lead, offsets, raw
+
+CONFIG = LogConfig(file_delete_delay_ms=0)
+
+
+def _manager(tmp_path):
+    return LogManager([str(tmp_path / "a"), str(tmp_path / "b")])
+
+
+def _copy(current, future):
+    future.append_as_follower(raw(current, future.log_end_offset))
+
+
+def test_future_log_replaces_the_current_one_with_its_state(tmp_path):
+    lm = _manager(tmp_path)
+    current = lm.get_or_create("t", 0, CONFIG)
+    assert current.parent_dir == lm.log_dirs[0]
+    lead(current, [b"a", b"b"], 3, producer_id=7, producer_epoch=0, base_sequence=0)
+    current.leader_epoch_cache.assign(4, current.log_end_offset)   # a leader epoch with no batch yet
+    current.high_watermark = 2
+    future = lm.create_future(("t", 0), lm.log_dirs[1])
+    _copy(current, future)
+    moved = lm.promote_future(("t", 0), future)
+    assert lm.get("t", 0) is moved and moved.parent_dir == lm.log_dirs[1]
+    assert offsets(moved) == [0, 1] and moved.high_watermark == 2
+    assert moved.leader_epoch_cache.entries == [(3, 0), (4, 2)]
+    assert moved.producer_state.producers[7].last_seq == 1
+    old = [n for n in os.listdir(lm.log_dirs[0]) if n.startswith("t-0")]
+    assert len(old) == 1 and old[0].endswith("-delete")   # deleted when due, not while fetches may read it
+    lm.flush_by_time()
+    assert not [n for n in os.listdir(lm.log_dirs[0]) if n.startswith("t-0")]
+
+
+def test_a_crash_between_the_renames_promotes_the_future_log_at_start(tmp_path):
+    lm = _manager(tmp_path)
+    current = lm.get_or_create("t", 0, CONFIG)
+    lead(current, [b"a", b"b", b"c"], 0)
+    future = lm.create_future(("t", 0), lm.log_dirs[1])
+    _copy(current, future)
+    future.close()
+    current.close()
+    os.rename(current.directory, current.directory + ".0123456789abcdef0123456789abcdef-delete")  # then the crash
+    stale = os.path.join(lm.log_dirs[1], "u-0.00000000000000000000000000000000-future")
+    os.makedirs(stale)   # and a move of another partition that had only begun
+    restarted = _manager(tmp_path)
+    restarted.load_all(lambda topic: CONFIG)
+    (name,) = [n for n in os.listdir(lm.log_dirs[1]) if n.startswith("t-")] + \
+        [n for n in os.listdir(lm.log_dirs[1]) if n.startswith("u-")]   # (the stale copy of u-0 is gone)
+    assert name == "t-0" and offsets(restarted.get("t", 0)) == [0, 1, 2]
+    assert not [n for n in os.listdir(lm.log_dirs[0]) if n.startswith("t-0")]
+
+
+def test_a_failed_dir_takes_its_logs_offline_and_nothing_else(tmp_path):
+    lm = _manager(tmp_path)
+    failed = []
+    lm.on_dir_failure = failed.append
+    a0 = lm.get_or_create("t", 0, CONFIG)
+    b1 = lm.get_or_create("t", 1, CONFIG)
+    assert (a0.parent_dir, b1.parent_dir) == tuple(lm.log_dirs)
+    os.rename(lm.log_dirs[1], str(tmp_path / "gone"))
+    open(lm.log_dirs[1], "w").close()   # the dir is a file now: the next checkpoint there fails
+    lm.checkpoint()
+    assert failed == [lm.log_dirs[1]] and lm.offline_dirs == {lm.log_dirs[1]}
+    assert lm.get("t", 1) is None and lm.dir_of_offline(("t", 1)) == lm.log_dirs[1]
+    with pytest.raises(KafkaStorageError):
+        lm.get_or_create("t", 1, CONFIG)
+    with pytest.raises(KafkaStorageError):   # it may have been in the failed dir: no empty log in its place
+        lm.get_or_create("t", 2, CONFIG, is_new=False)
+    assert lm.get_or_create("t", 3, CONFIG).parent_dir == lm.log_dirs[0]
+    lead(a0, [b"still"], 0)
+    lm.checkpoint()
+    lm.shutdown()
+    assert failed == [lm.log_dirs[1]]

@@ -114,6 +114,9 @@ class BrokerCollector(Collector):
             families["logendoffset"].add_metric(labels, log.log_end_offset)
             families["logstartoffset"].add_metric(labels, log.log_start_offset)
         yield from families.values()
+        yield GaugeMetricFamily("kafka_log_logmanager_offlinelogdirectorycount",
+                                "Log dirs taken offline by an I/O error",
+                                value=len(self.broker.log_manager.offline_dirs))
 
     # ------------------------------------------------------------------ cluster, groups, transactions
     def _cluster(self):

@@ -108,20 +108,17 @@ class ReplicaManager:
         """Apply one partition of a LeaderAndIsr; an older leader epoch than ours changes nothing."""
         tp = (topic, index)
         partition = self.partitions.get(tp)
-        if partition is None and self.log_manager.get(topic, index) is None:
+        if partition is None:
             try:   # a replica in a failed log dir answers KAFKA_STORAGE_ERROR: the controller moves on
-                self.log_manager.get_or_create(topic, index, config, is_new=getattr(state, "is_new", True))
+                plog = self.log_manager.get_or_create(topic, index, config, is_new=getattr(state, "is_new", True))
             except KafkaStorageError:
                 return ErrorCode.KAFKA_STORAGE_ERROR
-        if partition is not None and state.leader_epoch <= partition.leader_epoch:
+            partition = self.partitions[tp] = Partition(topic, index, plog, -1, -1, broker_id=self.broker_id)
+        elif state.leader_epoch <= partition.leader_epoch:
             if state.leader_epoch < partition.leader_epoch:
                 return ErrorCode.STALE_CONTROLLER_EPOCH
             if state.partition_epoch <= partition.partition_epoch:
                 return ErrorCode.NONE   # already applied (a new controller resends what it knows)
-        if partition is None:
-            partition = Partition(topic, index, self.log_manager.get_or_create(topic, index, config), -1, -1,
-                                  broker_id=self.broker_id)
-            self.partitions[tp] = partition
         if state.leader == self.broker_id and partition.leader_id == self.broker_id:
             self.count_isr_change(partition.isr, state.isr)
         partition.leader_id, partition.leader_epoch = state.leader, state.leader_epoch
@@ -292,8 +289,7 @@ class ReplicaManager:
         result.high_watermark = plog.high_watermark
         result.last_stable_offset = plog.last_stable_offset
         result.log_start_offset = plog.log_start_offset
-        quota = self.leader_quota if replica_id >= 0 else None
-        if quota is not None and quota.holds_back(partition, replica_id, self.clock()):
+        if self.leader_throttled(partition, replica_id):
             return result   # a throttled replica over the rate: its position is noted, no records this round
         bound = partition.fetch_bound(replica_id, isolation_level)
         try:
@@ -307,14 +303,19 @@ class ReplicaManager:
             return result
         if found is not None:
             result.records = FileRegion(found.segment, found.position, found.length)
-            if quota is not None:
-                quota.record(partition, found.length, self.clock())
+            if replica_id >= 0 and self.leader_quota is not None:
+                self.leader_quota.record(partition, found.length, self.clock())
             if isolation_level == READ_COMMITTED and replica_id < 0:
                 # Clients drop an aborted producer's records from its first offset to its marker.
                 result.aborted_transactions = [
                     {"producer_id": a.producer_id, "first_offset": a.first_offset}
                     for a in plog.aborted_transactions(request.fetch_offset, bound)]
         return result
+
+    def leader_throttled(self, partition: Partition, replica_id: int) -> bool:
+        """Whether a follower's fetch of ``partition`` gets no records now (replication throttle)."""
+        return (replica_id >= 0 and self.leader_quota is not None
+                and self.leader_quota.holds_back(partition, replica_id, self.clock()))
 
     @staticmethod
     def _fetch_error(partition: Partition, request: FetchPartitionRequest, replica_id: int) -> ErrorCode:
@@ -347,16 +348,16 @@ class ReplicaManager:
             results.append(result)
         return results
 
-    def _log_dir_failed(self, log_dir: str) -> None:
-        """A log dir failed: its partitions stop (produce and fetch answer KAFKA_STORAGE_ERROR), what waited
-        on them answers now, and the broker is told (fetchers, coordinators, the controller)."""
-        lost = [tp for tp in self.partitions if self.log_manager.dir_of_offline(tp) == log_dir]
-        for tp in lost:
-            self.partitions.pop(tp)
+    def _log_dir_failed(self, log_dir: str, lost: list[tuple[str, int]]) -> None:
+        """A log dir failed with the logs of ``lost``: those partitions stop (produce and fetch answer
+        KAFKA_STORAGE_ERROR), what waited on them answers now, and the broker is told (fetchers,
+        coordinators, the controller)."""
+        stopped = [tp for tp in lost if self.partitions.pop(tp, None) is not None]
+        for tp in stopped:
             self.high_watermark_moved(tp)
-        log.error("partitions_offline", log_dir=log_dir, partitions=len(lost))
+        log.error("partitions_offline", log_dir=log_dir, partitions=len(stopped))
         if self.on_log_dir_failure is not None:
-            self.on_log_dir_failure(log_dir, lost)
+            self.on_log_dir_failure(log_dir, stopped)
 
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()
@@ -388,8 +389,7 @@ class DelayedFetch(DelayedOperation):
             partition = self.manager.get(req.topic, req.partition)
             if partition is None or not partition.is_leader:
                 return self.force_complete()  # the topic went away or moved: answer with the error now
-            quota = self.manager.leader_quota if self.replica_id >= 0 else None
-            if quota is not None and quota.holds_back(partition, self.replica_id, self.manager.clock()):
+            if self.manager.leader_throttled(partition, self.replica_id):
                 continue   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
             plog = partition.log
             bound = partition.fetch_bound(self.replica_id, self.isolation_level)

@@ -53,7 +53,8 @@ class LogManager:
         # Failed log dirs (an I/O error on them), and the partitions whose logs were there
         self.offline_dirs: set[str] = set()
         self.offline_partitions: dict[tuple[str, int], str] = {}
-        # Called with a log dir when an I/O error takes it offline (the replica manager stops its partitions)
+        # Called with (log dir, partitions lost) when an I/O error takes a dir offline (the replica manager
+        # stops those partitions)
         self.on_dir_failure = None
         for d in self.log_dirs:
             try:
@@ -96,9 +97,9 @@ class LogManager:
         """An I/O error on ``log_dir``: take it offline and tell the broker (Kafka's LogDirFailureChannel)."""
         if log_dir in self.offline_dirs:
             return
-        self.fail_dir(log_dir, exc)
+        lost = self.fail_dir(log_dir, exc)
         if self.on_dir_failure is not None:
-            self.on_dir_failure(log_dir)
+            self.on_dir_failure(log_dir, lost)
 
     def _each_log(self, fn) -> int:
         """``fn(log)`` for every log; an I/O error takes that log's dir offline instead of stopping the loop.
@@ -128,9 +129,9 @@ class LogManager:
                     found[(m["topic"], int(m["partition"]))] = d
         return found
 
-    def _settle_moves(self) -> None:
-        """Finish or drop what moves between log dirs left behind (see the module's docstring)."""
-        current = self.discover()
+    def _settle_moves(self, current: dict[tuple[str, int], str]) -> None:
+        """Finish or drop what moves between log dirs left behind (see the module's docstring); ``current``
+        (``discover``'s partition folders) gains the futures promoted."""
         moved = {d: [m for m in map(_MOVED_DIR.match, sorted(os.listdir(d))) if m is not None]
                  for d in self.online_dirs}
         swapping = {(m["topic"], int(m["partition"])) for ms in moved.values() for m in ms if m["kind"] == "delete"}
@@ -148,11 +149,11 @@ class LogManager:
     def load_all(self, config_for) -> None:
         """Open every partition found on disk with ``config_for(topic)``; recover what needs it."""
         started = time.monotonic()
+        found = self.discover()
         try:
-            self._settle_moves()
+            self._settle_moves(found)
         except OSError as exc:
             log.error("log_dir_move_settling_failed", error=str(exc))
-        found = self.discover()
         for d in self.online_dirs:
             try:
                 self._load_dir(d, found, config_for, started)
@@ -253,9 +254,6 @@ class LogManager:
         log.info("replica_log_dir_moved", topic=tp[0], partition=tp[1], log_dir=future.parent_dir,
                  log_end_offset=moved.log_end_offset)
         return moved
-
-    def drop_future(self, future: Log) -> None:
-        future.delete()
 
     def _reap_retired(self) -> None:
         now = self.clock()

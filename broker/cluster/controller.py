@@ -165,6 +165,15 @@ class KafkaController(LeaderElectionMixin):
     def _hosts(self, broker_id: int, tp: tuple[str, int]) -> bool:
         return broker_id in self._replicas(tp)
 
+    def _leave_isrs(self, broker_id: int, partitions, changed: set) -> None:
+        """``broker_id`` leaves the ISR of ``partitions`` led by another broker (not already in ``changed``,
+        whose new state was just chosen); those changed join ``changed``."""
+        for tp in partitions:
+            state = self.states[tp]
+            if tp not in changed and broker_id in state.isr and state.leader not in (broker_id, NO_LEADER):
+                self._change(tp, state.leader, [r for r in state.isr if r != broker_id])
+                changed.add(tp)
+
     def _change(self, tp, leader: int, isr: list[int]) -> None:
         state = self.states[tp]
         if state.zk_version >= 0:   # an existing state: every change fences the previous leader epoch
@@ -223,9 +232,12 @@ class KafkaController(LeaderElectionMixin):
         """A LeaderAndIsr answer: partitions with KAFKA_STORAGE_ERROR are replicas in a failed log dir."""
         if answered.cancelled() or answered.exception() is not None:
             return
+        failed_ids = {(t.topic_id, p.partition_index) for t in answered.result().topics
+                      for p in t.partition_errors if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR}
+        if not failed_ids:
+            return
         names = {a.topic_id: name for name, a in self.assignments.items()}
-        failed = {(names[t.topic_id], p.partition_index) for t in answered.result().topics if t.topic_id in names
-                  for p in t.partition_errors if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR}
+        failed = {(names[t], p) for t, p in failed_ids if t in names}
         if failed - self.offline_replicas.get(broker_id, set()):
             self.enqueue("replicas_offline", broker_id, failed)
 
@@ -399,11 +411,7 @@ class KafkaController(LeaderElectionMixin):
         partitions = {tp for tp in partitions if tp in self.states}
         self.offline_replicas.setdefault(broker_id, set()).update(partitions)
         changed = self._elect_offline(partitions)
-        for tp in partitions - changed:
-            state = self.states[tp]
-            if broker_id in state.isr and state.leader not in (broker_id, NO_LEADER):
-                self._change(tp, state.leader, [r for r in state.isr if r != broker_id])
-                changed.add(tp)
+        self._leave_isrs(broker_id, partitions, changed)
         log.warning("controller_replicas_offline", broker_id=broker_id, partitions=len(partitions),
                     changed=len(changed))
         await self._publish(changed)
@@ -423,10 +431,7 @@ class KafkaController(LeaderElectionMixin):
         self.shutting_down.add(broker_id)
         changed = self._elect_offline({tp for tp, s in self.states.items() if s.leader == broker_id
                                        and len(self._replicas(tp)) > 1}, avoid={broker_id})
-        for tp, state in self.states.items():
-            if tp not in changed and broker_id in state.isr and state.leader not in (broker_id, NO_LEADER):
-                self._change(tp, state.leader, [r for r in state.isr if r != broker_id])
-                changed.add(tp)
+        self._leave_isrs(broker_id, self.states, changed)
         await self._publish(changed)
         remaining = [tp for tp, s in self.states.items() if s.leader == broker_id]
         log.info("controlled_shutdown", broker_id=broker_id, moved=len(changed), remaining=len(remaining))

@@ -32,17 +32,22 @@ def handle(ctx, request):
              "is_future_key": is_future})
     results = []
     for directory, topics in by_dir.items():
-        try:
-            if not lm.is_online(directory):
-                raise OSError("offline")
-            disk = os.statvfs(directory)
-            total, usable = disk.f_blocks * disk.f_frsize, disk.f_bavail * disk.f_frsize
-            error = ErrorCode.NONE
-        except OSError:   # a failed dir: Kafka lists it with the error and nothing in it
+        disk = _disk(directory) if lm.is_online(directory) else None
+        if disk is None:   # a failed dir: Kafka lists it with the error and nothing in it
             total = usable = -1
             error = ErrorCode.KAFKA_STORAGE_ERROR
             topics = {}
+        else:
+            total, usable = disk.f_blocks * disk.f_frsize, disk.f_bavail * disk.f_frsize
+            error = ErrorCode.NONE
         results.append({"error_code": error, "log_dir": os.path.abspath(directory), "total_bytes": total,
                         "usable_bytes": usable, "topics": [{"name": t, "partitions": ps}
                                                            for t, ps in sorted(topics.items())]})
     return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+
+
+def _disk(directory: str):
+    try:
+        return os.statvfs(directory)
+    except OSError:
+        return None

@@ -75,29 +75,25 @@ class ReplicaAlterLogDirs:
             task.cancel()
         future = self.futures.pop(tp, None)
         if future is not None:
-            self.log_manager.drop_future(future)
+            future.delete()
 
     async def _copy(self, tp: tuple[str, int]) -> None:
         future = self.futures[tp]
         try:
             while True:
                 partition = self.replica_manager.get(*tp)
-                if partition is None:
-                    self._tasks.pop(tp, None)
-                    self.cancel(tp)
-                    return
+                if partition is None:   # deleted meanwhile
+                    break
                 if self._step(partition.log, future):
                     partition.log = self.log_manager.promote_future(tp, future)
                     del self.futures[tp], self._tasks[tp]
                     return
                 await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            raise
         except (OSError, OffsetOutOfRange) as exc:
             # The current log moved under the copy (retention, truncation) or a disk failed: start over later.
             log.warning("replica_log_dir_move_failed", topic=tp[0], partition=tp[1], error=str(exc))
-            self._tasks.pop(tp, None)
-            self.cancel(tp)
+        self._tasks.pop(tp, None)   # (this task ends here: not one to cancel)
+        self.cancel(tp)
 
     @staticmethod
     def _step(current: Log, future: Log) -> bool:

@@ -62,14 +62,14 @@ def test_a_crash_between_the_renames_promotes_the_future_log_at_start(tmp_path):
 def test_a_failed_dir_takes_its_logs_offline_and_nothing_else(tmp_path):
     lm = _manager(tmp_path)
     failed = []
-    lm.on_dir_failure = failed.append
+    lm.on_dir_failure = lambda log_dir, lost: failed.append((log_dir, lost))
     a0 = lm.get_or_create("t", 0, CONFIG)
     b1 = lm.get_or_create("t", 1, CONFIG)
     assert (a0.parent_dir, b1.parent_dir) == tuple(lm.log_dirs)
     os.rename(lm.log_dirs[1], str(tmp_path / "gone"))
     open(lm.log_dirs[1], "w").close()   # the dir is a file now: the next checkpoint there fails
     lm.checkpoint()
-    assert failed == [lm.log_dirs[1]] and lm.offline_dirs == {lm.log_dirs[1]}
+    assert failed == [(lm.log_dirs[1], [("t", 1)])] and lm.offline_dirs == {lm.log_dirs[1]}
     assert lm.get("t", 1) is None and lm.dir_of_offline(("t", 1)) == lm.log_dirs[1]
     with pytest.raises(KafkaStorageError):
         lm.get_or_create("t", 1, CONFIG)
@@ -79,4 +79,4 @@ def test_a_failed_dir_takes_its_logs_offline_and_nothing_else(tmp_path):
     lead(a0, [b"still"], 0)
     lm.checkpoint()
     lm.shutdown()
-    assert failed == [lm.log_dirs[1]]
+    assert failed == [(lm.log_dirs[1], [("t", 1)])]

@@ -21,6 +21,7 @@ from kafka.structs import TopicPartitionReplica
 
 from tests.brokerproc import BrokerProcess
 from tests.cluster import Cluster, consume_all, describe, wait_until
+from tests.integration.test_metrics import metrics_port, scrape, value
 from tests.integration.workload import make_topic
 
 FAST_IO = {"log.flush.offset.checkpoint.interval.ms": "300", "log.segment.delete.delay.ms": "200"}
@@ -52,6 +53,16 @@ def _dir_errors(bootstrap: str) -> dict[str, int]:
         return {d["log_dir"]: d["error_code"] for r in admin.describe_log_dirs() for d in r["log_dirs"]}
     finally:
         admin.close()
+
+
+def _offline_replicas(bootstrap: str, topic: str) -> dict[int, list[int]]:
+    """partition -> the replicas Metadata lists as offline, for the partitions that have any."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        (found,) = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    return {p["partition_index"]: sorted(p["offline_replicas"]) for p in found["partitions"] if p["offline_replicas"]}
 
 
 def _fail_dir(path: str) -> None:
@@ -146,8 +157,10 @@ def test_failed_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, topi
     with that error; the partitions in the other dir take and serve records; when the last dir fails too the
     broker stops with a non-zero exit code."""
     dirs = _two_dirs(tmp_path)
-    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs), **FAST_IO}).start()
+    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs), "metrics.port": "0", **FAST_IO}).start()
     try:
+        port = metrics_port(proc)
+        assert value(scrape(port), "kafka_log_logmanager_offlinelogdirectorycount") == 0
         make_topic(proc.bootstrap, topic_name, partitions=2)
         placed = {p: entries[0][0] for p, entries in _placement(proc.bootstrap, topic_name).items()}
         assert sorted(placed.values()) == sorted(dirs), placed   # one partition in each dir
@@ -159,6 +172,7 @@ def test_failed_log_dir_goes_offline_and_the_broker_keeps_serving(tmp_path, topi
             producer.send(topic_name, b"before", partition=p).get(10)
         _fail_dir(doomed)
         wait_until(lambda: _dir_errors(proc.bootstrap).get(doomed) == 56, message="the dir reported offline")
+        assert value(scrape(port), "kafka_log_logmanager_offlinelogdirectorycount") == 1
         with pytest.raises(KafkaStorageError):
             producer.send(topic_name, b"after", partition=failing).get(10)
         for i in range(100):
@@ -232,6 +246,15 @@ def test_failed_log_dir_in_a_cluster_moves_leadership(tmp_path, topic_name):
         others = [p for p in range(4) if p not in in_doomed]
         state = describe(cluster.bootstrap, topic_name)
         assert all(1 in state[p]["isr"] for p in others), state   # its replicas in the good dir still in sync
+        assert _offline_replicas(cluster.bootstrap, topic_name) == {p: [1] for p in in_doomed}
+        # Restarted with the disk still failed: the dir is offline from the start, and the replicas the
+        # controller expects there are answered KAFKA_STORAGE_ERROR, not recreated empty in the good dir.
+        assert cluster.brokers[1].stop() == 0
+        cluster.brokers[1].start()
+        wait_until(lambda: _offline_replicas(cluster.bootstrap, topic_name) == {p: [1] for p in in_doomed}
+                   and all(1 in p["isr"] for i, p in describe(cluster.bootstrap, topic_name).items()
+                           if i not in in_doomed), timeout=60, message="offline again after the restart")
+        assert not [n for n in os.listdir(dirs[0]) if any(n == f"{topic_name}-{p}" for p in in_doomed)]
         got = [int(v) for _, _, v in consume_all(cluster.bootstrap, topic_name, 4)]
         assert len(got) == len(set(got)), "duplicates"
         assert set(acked) <= set(got), f"{len(set(acked) - set(got))} acknowledged records lost"

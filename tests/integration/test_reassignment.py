@@ -182,3 +182,30 @@ def test_a_throttled_reassignment_moves_at_the_throttled_rate(cluster, topic_nam
         admin.alter_configs([
             ConfigResource(ConfigResourceType.BROKER, "1", {}), ConfigResource(ConfigResourceType.BROKER, "3", {})])
         admin.close()
+
+
+def test_throttled_replica_lists_are_validated_and_described(broker, topic_name):
+    """The topics' throttled-replica configs take ``*`` or ``partition:broker`` pairs (anything else is
+    INVALID_CONFIG, as Kafka answers), and DescribeConfigs gives back what was set (confluent-kafka)."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+    from confluent_kafka.admin import NewTopic as ConfluentTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([ConfluentTopic(topic_name, 1, 1)])[topic_name].result(10)
+    resource = ConfigResource("topic", topic_name)
+
+    def set_configs(**values):
+        changes = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+                   for k, v in values.items()]
+        admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=changes)])[
+            resource].result(10)
+
+    for bad in ("0-1", "x:1", "0:1,*"):
+        with pytest.raises(KafkaException) as refused:
+            set_configs(leader_replication_throttled_replicas=bad)
+        assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG, bad
+    set_configs(leader_replication_throttled_replicas="0:0,1:2", follower_replication_throttled_replicas="*")
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["leader.replication.throttled.replicas"].value == "0:0,1:2"
+    assert configs["follower.replication.throttled.replicas"].value == "*"

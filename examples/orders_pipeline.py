@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 ORDER_SCHEMA = "order_id STRING, customer STRING, item STRING, quantity INT, unit_price DOUBLE, ts LONG"
 CUSTOMERS = [("alice", "eu-west", "gold"), ("bob", "us-east", "silver"), ("carol", "ap-south", "gold"),
@@ -80,7 +81,24 @@ def start(spark, bootstrap: str, checkpoint: str, *, available_now: bool = False
                   .option("checkpointLocation", os.path.join(checkpoint, name)))
         writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="2 seconds")
         queries.append(writer.start())
+        await_sources(queries[-1])
     return queries
+
+
+def await_sources(query, timeout: float = 120.0) -> None:
+    """Return once ``query`` has opened its sources (or stopped), so that the next query starts after it.
+
+    Spark hands every query of a session one environment map for a registered Python data source, and a
+    streaming source adds its entries to it on its query's thread when it opens. If another query's task is
+    being serialized at that moment, the task carries a torn copy of the map and fails on the executor with
+    ``java.io.OptionalDataException``, on every retry (Spark serializes a stage's tasks once). Once one
+    source is open the map holds every entry and later sources only overwrite values, which is safe: so
+    queries are started one after another, each once the previous one is past initializing its sources.
+    """
+    deadline = time.monotonic() + timeout
+    while (query.isActive and query.status["message"].startswith("Initializing")
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from examples.orders_pipeline import start
+from examples.orders_pipeline import as_records, await_sources, orders, start
 from tests.integration.spark_job import read_all
 from tests.integration.test_spark_source import produce
 from tests.integration.workload import make_topic
@@ -54,3 +54,28 @@ def test_orders_pipeline_enriches_and_totals_each_minute_once_final(spark, broke
     # Minute 0 (alice 2 orders, bob 1) and minute 1 (zed) are final; minute 10 is not yet; the late order is not in.
     assert [(g[0], g[2], g[3]) for g in got] == [("alice", 2, 9.4), ("bob", 1, 12.0), ("zed", 1, 3.0)]
     assert got[0][1] == got[1][1] != got[2][1]   # alice and bob in the first minute, zed in the next
+
+
+def test_a_query_starts_once_the_previous_one_has_opened_its_source(spark, broker, topic_name, tmp_path):
+    """What the example's one-after-another start rests on: the environment map Spark shares between every
+    query of the kbroker source gets its entries when the first streaming source opens (before
+    ``await_sources`` returns), and a second source changes no key (only values), so tasks serialized
+    meanwhile carry a whole map."""
+    make_topic(broker.bootstrap, topic_name, partitions=1)
+    env = spark._jsparkSession.sessionState().dataSourceManager().lookupDataSource("kbroker").dataSourceCls().envVars()
+    queries = []
+    try:
+        for n in range(2):
+            queries.append(as_records(orders(spark, broker.bootstrap, topic_name), "customer").writeStream
+                           .format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+                           .option("topic", f"{topic_name}-out").option("checkpointLocation", str(tmp_path / f"cp{n}"))
+                           .trigger(processingTime="1 second").start())
+            await_sources(queries[-1])
+            assert queries[-1].isActive and not queries[-1].status["message"].startswith("Initializing")
+            if n == 0:
+                keys = set(env.keySet())
+                assert {"SPARK_LOCAL_DIRS", "SPARK_AUTH_SOCKET_TIMEOUT", "SPARK_BUFFER_SIZE"} <= keys
+        assert set(env.keySet()) == keys
+    finally:
+        for query in queries:
+            query.stop()

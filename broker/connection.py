@@ -189,10 +189,9 @@ class Connection:
         except (ConstructError, UnicodeDecodeError, ValueError, IndexError) as exc:
             self.log.warning("malformed_request", api=handler.name, api_version=api_version, error=str(exc))
             raise CloseConnection from None
-        ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id,
-                             self.log.bind(api=handler.name, correlation_id=correlation_id,
-                                           client_id=header.client_id), self.peer, self.listener, self)
-        ctx.log.debug("request_received")
+        ctx = RequestContext(self.broker, api_key, api_version, correlation_id, header.client_id, self.log,
+                             self.peer, self.listener, self, handler.name)
+        self.log.debug("request_received", api=handler.name, correlation_id=correlation_id)
         metered = self.broker.quotas.enabled and api_key not in EXEMPT_APIS
         started = time.perf_counter() if metered or self.timed else 0.0
         try:

@@ -33,10 +33,21 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
-    log: Any
+    connection_log: Any   # the connection's logger; ``log`` adds this request's fields to it
     peer: str
     listener: str = ""   # the listener the request came in on (Metadata answers with its endpoints)
     connection: Any = None   # the broker.connection.Connection (its principal, its SASL session)
+    api_name: str = ""
+    _log: Any = None
+
+    @property
+    def log(self):
+        """The connection's logger bound to this request (api, correlation id, client id). Bound on first use:
+        most requests log nothing, and binding costs more than the rest of a small request's bookkeeping."""
+        if self._log is None:
+            self._log = self.connection_log.bind(api=self.api_name, correlation_id=self.correlation_id,
+                                                 client_id=self.client_id)
+        return self._log
 
     def authorized(self, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:
         """May this request's principal do ``operation`` on the resource (always, without an authorizer)?

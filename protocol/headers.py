@@ -18,7 +18,7 @@ from kbroker.protocol import types as t
 
 API_VERSIONS_KEY = 18
 _HEAD = struct.Struct(">hhi")
-_CLIENT_ID = t.KString(compact=False, nullable=True)
+_HEAD_AND_ID_LENGTH = struct.Struct(">hhih")   # the fixed part, then the client id's int16 length
 _CORRELATION = struct.Struct(">i")
 
 
@@ -38,11 +38,17 @@ def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
 
 
 def decode_request_header(reader: t.BufferReader, flexible: bool) -> RequestHeader:
-    head = reader.read(_HEAD.size)
-    if len(head) < _HEAD.size:
+    """The header, by one ``struct`` call for its fixed part (every request pays for it, so no construct)."""
+    head = reader.read(_HEAD_AND_ID_LENGTH.size)
+    if len(head) < _HEAD_AND_ID_LENGTH.size:
         raise StreamError("frame shorter than a request header")
-    api_key, api_version, correlation_id = _HEAD.unpack(head)
-    client_id = _CLIENT_ID._parse(reader, None, "client_id")
+    api_key, api_version, correlation_id, n = _HEAD_AND_ID_LENGTH.unpack(head)
+    client_id = None
+    if n >= 0:   # any negative length is a null client id
+        raw = reader.read(n)
+        if len(raw) < n:
+            raise StreamError(f"client_id: wanted {n} bytes, only {len(raw)} left")
+        client_id = raw.decode("utf-8")
     if flexible:
         skip_tagged_fields(reader)
     return RequestHeader(api_key, api_version, correlation_id, client_id)

@@ -112,6 +112,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     # client quotas (broker/quotas.py): usage is a rate over quota.window.num samples of this many seconds
     "leader.replication.throttled.rate": (int, LONG_MAX),
     "follower.replication.throttled.rate": (int, LONG_MAX),
+    "replica.alter.log.dirs.io.max.bytes.per.second": (int, LONG_MAX),   # copying between log.dirs
     "replication.quota.window.num": (int, 11),
     "replication.quota.window.size.seconds": (int, 1),
     "quota.window.num": (int, 11),

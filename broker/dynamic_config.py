@@ -38,7 +38,8 @@ LISTENER_KEYS = frozenset({"advertised.listeners"})
 # Kafka's AllDynamicConfigs, as far as kbroker has the keys and applies them without a restart.
 DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | {
     "log.cleaner.backoff.ms", "producer.id.expiration.ms",
-    "leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second"}
 PER_BROKER_KEYS = LISTENER_KEYS   # Kafka refuses these at the cluster-wide default
 LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "max.connections.per.ip.overrides"})
 SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key")

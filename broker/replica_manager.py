@@ -23,7 +23,7 @@ from kbroker.broker.replication.delayed_produce import DelayedProduce
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import InvalidBatch, iter_records, validate_produce_records
 from kbroker.protocol.types import FileRegion
-from kbroker.storage.log import AppendInfo, Log, OffsetOutOfRange
+from kbroker.storage.log import AppendInfo, OffsetOutOfRange
 from kbroker.storage.log_config import LogConfig
 from kbroker.storage.log_manager import KafkaStorageError, LogManager
 
@@ -78,6 +78,7 @@ class ReplicaManager:
         # (topic, partition) -> whether the cluster has that partition (on other brokers); None: one broker
         self.partition_exists = None
         self.leader_quota = None   # replication throttle (ReplicationQuota) of what this broker sends as leader
+        self.on_hosted = None   # called with (topic, partition) when this broker starts serving a replica
         # Set by the broker: called with (log dir, partitions lost) when a log dir fails
         self.on_log_dir_failure = None
         log_manager.on_dir_failure = self._log_dir_failed
@@ -101,6 +102,8 @@ class ReplicaManager:
                               broker_id=self.broker_id)
         partition.maybe_increment_high_watermark()
         self.partitions[tp] = partition
+        if self.on_hosted is not None:
+            self.on_hosted(tp)
         return partition
 
     def become_leader_or_follower(self, topic: str, index: int, state, topic_id: bytes,
@@ -114,6 +117,8 @@ class ReplicaManager:
             except KafkaStorageError:
                 return ErrorCode.KAFKA_STORAGE_ERROR
             partition = self.partitions[tp] = Partition(topic, index, plog, -1, -1, broker_id=self.broker_id)
+            if self.on_hosted is not None:
+                self.on_hosted(tp)
         elif state.leader_epoch <= partition.leader_epoch:
             if state.leader_epoch < partition.leader_epoch:
                 return ErrorCode.STALE_CONTROLLER_EPOCH

@@ -85,7 +85,8 @@ class Broker:
         self.log_manager = LogManager(config.log_dirs, clock=clock)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, clock)
         self.replica_manager.on_log_dir_failure = lambda d, lost: handle_log_dir_failure(self, d, lost)
-        self.alter_log_dirs = ReplicaAlterLogDirs(self.replica_manager)
+        self.alter_log_dirs = ReplicaAlterLogDirs(self.replica_manager, config)
+        self.replica_manager.on_hosted = self.alter_log_dirs.resume   # moves a stop cut short go on
         self.replica_manager.leader_quota = leader_quota(self.broker_id, config)
         self.halted = False   # stopped because every log dir failed
         self._stopping = False

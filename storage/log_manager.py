@@ -12,9 +12,12 @@ once it has caught up: the current folder is renamed ``...-delete`` (removed
 after ``file.delete.delay.ms``, as fetches may still be sending from it),
 then the future folder takes the partition's name. A crash between the two
 renames leaves a ``-delete`` folder and the future one, complete and flushed,
-but no current one: start-up gives the future folder the partition's name;
-any other ``-future`` or ``-delete`` folder is removed then (a move cut short
-starts again only if asked again).
+but no current one: start-up gives the future folder the partition's name.
+A ``-future`` folder beside its partition's current folder is a move a stop
+cut short: start-up opens it (recovered like any log after a crash) and keeps
+it in ``found_futures`` for the move to go on once the replica is served
+again, as Kafka resumes its alter-log-dirs fetchers. Any other ``-future`` or
+``-delete`` folder is removed then.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class LogManager:
         # Where a replica not hosted yet is to be created (AlterReplicaLogDirs before its LeaderAndIsr)
         self.preferred_dirs: dict[tuple[str, int], str] = {}
         self._retired: list[tuple[float, Log]] = []   # replaced by their future logs, deleted when due
+        # Future logs of moves a stop cut short, found at start-up, until the mover takes them (take_future)
+        self.found_futures: dict[tuple[str, int], Log] = {}
         # Failed log dirs (an I/O error on them), and the partitions whose logs were there
         self.offline_dirs: set[str] = set()
         self.offline_partitions: dict[tuple[str, int], str] = {}
@@ -89,6 +94,9 @@ class LogManager:
             self.offline_partitions[tp] = log_dir
             _close_quietly(self.logs.pop(tp))
         self._retired = [(t, lg) for t, lg in self._retired if lg.parent_dir != log_dir]
+        for tp, future in list(self.found_futures.items()):
+            if future.parent_dir == log_dir or tp in lost:
+                _close_quietly(self.found_futures.pop(tp))
         self.preferred_dirs = {tp: d for tp, d in self.preferred_dirs.items() if d != log_dir}
         log.error("log_dir_failed", log_dir=log_dir, partitions=len(lost), error=str(exc) if exc else None)
         return lost
@@ -129,12 +137,14 @@ class LogManager:
                     found[(m["topic"], int(m["partition"]))] = d
         return found
 
-    def _settle_moves(self, current: dict[tuple[str, int], str]) -> None:
+    def _settle_moves(self, current: dict[tuple[str, int], str]) -> dict[tuple[str, int], str]:
         """Finish or drop what moves between log dirs left behind (see the module's docstring); ``current``
-        (``discover``'s partition folders) gains the futures promoted."""
+        (``discover``'s partition folders) gains the futures promoted. Returns the paths of the future
+        folders kept, by partition: moves to resume."""
         moved = {d: [m for m in map(_MOVED_DIR.match, sorted(os.listdir(d))) if m is not None]
                  for d in self.online_dirs}
         swapping = {(m["topic"], int(m["partition"])) for ms in moved.values() for m in ms if m["kind"] == "delete"}
+        kept: dict[tuple[str, int], str] = {}
         for d, matches in moved.items():
             for m in matches:
                 tp = (m["topic"], int(m["partition"]))
@@ -143,17 +153,22 @@ class LogManager:
                     os.rename(path, os.path.join(d, partition_dir_name(*tp)))
                     current[tp] = d
                     log.warning("future_log_promoted_at_startup", topic=tp[0], partition=tp[1], log_dir=d)
+                elif (m["kind"] == "future" and tp not in swapping and current.get(tp, d) != d
+                      and tp not in kept):
+                    kept[tp] = path
                 else:
                     shutil.rmtree(path, ignore_errors=True)
+        return kept
 
     def load_all(self, config_for) -> None:
         """Open every partition found on disk with ``config_for(topic)``; recover what needs it."""
         started = time.monotonic()
         found = self.discover()
         try:
-            self._settle_moves(found)
+            kept = self._settle_moves(found)
         except OSError as exc:
             log.error("log_dir_move_settling_failed", error=str(exc))
+            kept = {}
         for d in self.online_dirs:
             try:
                 self._load_dir(d, found, config_for, started)
@@ -161,6 +176,17 @@ class LogManager:
                 for tp in [tp for tp, lg in self.logs.items() if lg.parent_dir == d]:
                     _close_quietly(self.logs.pop(tp))
                 self._offline_at_start(d, exc)
+        for tp, path in kept.items():
+            if tp not in self.logs or os.path.dirname(path) in self.offline_dirs:
+                continue   # (left on disk: the next start decides again)
+            try:   # no checkpoint covers a future log: it is recovered whole, as after a crash
+                self.found_futures[tp] = Log(path, tp[0], tp[1], config_for(tp[0]), clock=self.clock)
+            except OSError as exc:
+                log.error("future_log_not_loaded", topic=tp[0], partition=tp[1], path=path, error=str(exc))
+
+    def take_future(self, tp: tuple[str, int]) -> Log | None:
+        """The future log of ``tp``'s move that a stop cut short, if start-up found one (handed over once)."""
+        return self.found_futures.pop(tp, None)
 
     def _load_dir(self, d: str, found, config_for, started: float) -> None:
         clean = os.path.exists(os.path.join(d, CLEAN_SHUTDOWN))
@@ -263,9 +289,10 @@ class LogManager:
             lg.delete()
 
     def delete(self, topic: str, partition: int) -> None:
-        existing = self.logs.pop((topic, partition), None)
-        if existing is not None:
-            existing.delete()
+        for logs in (self.logs, self.found_futures):
+            existing = logs.pop((topic, partition), None)
+            if existing is not None:
+                existing.delete()
 
     def checkpoint(self) -> None:
         for d in self.online_dirs:
@@ -334,6 +361,9 @@ class LogManager:
         for _, lg in self._retired:
             _close_quietly(lg, delete=True)
         self._retired = []
+        for lg in self.found_futures.values():   # not resumed (the replica was not served): kept for next time
+            _close_quietly(lg)
+        self.found_futures.clear()
         for d in self.online_dirs:   # a failed dir is recovered at the next start, not trusted as clean
             try:
                 open(os.path.join(d, CLEAN_SHUTDOWN), "w").close()

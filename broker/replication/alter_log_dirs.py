@@ -10,7 +10,12 @@ Invariants:
 * a future log whose tail the current log no longer has (the replica, as a
   follower, truncated) is cut back by leader epochs before copying on;
 * one move per partition: asking for another dir abandons the move under way,
-  asking for the dir the replica is in leaves it there.
+  asking for the dir the replica is in leaves it there;
+* a move a stop cut short goes on from where its future log ends once the
+  replica is served again (``resume``), as Kafka restarts its alter-log-dirs
+  fetchers from the future logs it finds at start-up;
+* ``replica.alter.log.dirs.io.max.bytes.per.second`` (dynamic) bounds the bytes
+  copied per second over all moves: a copy over it waits out its throttle time.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import os
 
 import structlog
 
+from kbroker.broker.config import LONG_MAX
+from kbroker.broker.quotas import Sensor
 from kbroker.broker.replication.fetcher import truncation_offset
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
@@ -28,14 +35,18 @@ from kbroker.storage.log import Log, OffsetOutOfRange
 log = structlog.get_logger("broker.replication.alter_log_dirs")
 
 CHUNK_BYTES = 1 << 20   # copied per event-loop turn: other requests run between chunks
+RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 class ReplicaAlterLogDirs:
-    def __init__(self, replica_manager) -> None:
+    def __init__(self, replica_manager, config) -> None:
+        """``config``: the broker's (its copy rate changes at runtime)."""
         self.replica_manager = replica_manager
         self.log_manager = replica_manager.log_manager
+        self.config = config
         self.futures: dict[tuple[str, int], Log] = {}
         self._tasks: dict[tuple[str, int], asyncio.Task] = {}
+        self._copied = Sensor(config["replication.quota.window.num"], config["replication.quota.window.size.seconds"])
 
     def alter(self, tp: tuple[str, int], log_dir: str) -> ErrorCode:
         """Ask for ``tp``'s replica to live in ``log_dir``; Kafka's answer for that partition."""
@@ -61,6 +72,19 @@ class ReplicaAlterLogDirs:
         log.info("replica_log_dir_move_started", topic=tp[0], partition=tp[1], log_dir=log_dir)
         return ErrorCode.NONE
 
+    def resume(self, tp: tuple[str, int]) -> None:
+        """``tp``'s replica is served again: go on with a move of it that a stop cut short, if any."""
+        future = self.log_manager.take_future(tp)
+        if future is None:
+            return
+        if tp in self.futures or not self.log_manager.is_online(future.parent_dir):
+            future.delete()
+            return
+        self.futures[tp] = future
+        self._tasks[tp] = asyncio.create_task(self._copy(tp))
+        log.info("replica_log_dir_move_resumed", topic=tp[0], partition=tp[1], log_dir=future.parent_dir,
+                 from_offset=future.log_end_offset)
+
     def lag(self, tp: tuple[str, int]) -> int:
         """How far the future log is behind the current one (DescribeLogDirs' offset lag of a future replica)."""
         future, partition = self.futures.get(tp), self.replica_manager.get(*tp)
@@ -84,7 +108,11 @@ class ReplicaAlterLogDirs:
                 partition = self.replica_manager.get(*tp)
                 if partition is None:   # deleted meanwhile
                     break
-                if self._step(partition.log, future):
+                wait = self._throttle_time()
+                if wait > 0:
+                    await asyncio.sleep(wait)   # over the copy rate: one timed wait, the throttle time
+                    continue
+                if self._step(partition.log, future, self._chunk_bytes()):
                     partition.log = self.log_manager.promote_future(tp, future)
                     del self.futures[tp], self._tasks[tp]
                     return
@@ -95,8 +123,20 @@ class ReplicaAlterLogDirs:
         self._tasks.pop(tp, None)   # (this task ends here: not one to cancel)
         self.cancel(tp)
 
-    @staticmethod
-    def _step(current: Log, future: Log) -> bool:
+    def _chunk_bytes(self) -> int:
+        """At most a second's worth of the copy rate per step (a step copies at least one batch)."""
+        return max(min(CHUNK_BYTES, self.config[RATE_KEY]), 1)
+
+    def _throttle_time(self) -> float:
+        """Seconds until the bytes copied over the quota window are back at the copy rate (0 when under it),
+        Kafka's quota throttle time: (observed - limit) / limit x window."""
+        limit = self.config[RATE_KEY]
+        if limit >= LONG_MAX:
+            return 0.0
+        total, window = self._copied.total_and_window(asyncio.get_running_loop().time())
+        return max(total / limit - window, 0.0)
+
+    def _step(self, current: Log, future: Log, chunk_bytes: int = CHUNK_BYTES) -> bool:
         """Copy one chunk; True when ``future`` has everything ``current`` has (swap now, in this step)."""
         if future.leader_epoch_cache.latest_epoch >= 0:
             epoch, end = current.leader_epoch_cache.end_offset_for(future.leader_epoch_cache.latest_epoch,
@@ -111,9 +151,10 @@ class ReplicaAlterLogDirs:
             future.truncate_fully_and_start_at(current.log_start_offset)
         if future.log_end_offset == current.log_end_offset:
             return True
-        found = current.read(future.log_end_offset, CHUNK_BYTES, current.log_end_offset, True)
+        found = current.read(future.log_end_offset, chunk_bytes, current.log_end_offset, True)
         if found is not None:
             future.append_as_follower(os.pread(found.segment.fileno(), found.length, found.position))
+            self._copied.record(found.length, asyncio.get_running_loop().time())
         return False
 
     async def close(self) -> None:
@@ -121,5 +162,5 @@ class ReplicaAlterLogDirs:
             await cancel_and_wait(task)
         self._tasks.clear()
         for future in self.futures.values():
-            future.close()   # left on disk: start-up removes it (the current log is intact)
+            future.close()   # left on disk: the next start resumes the move from it
         self.futures.clear()

@@ -126,6 +126,66 @@ def test_replica_moves_to_another_log_dir_under_load(tmp_path, topic_name):
         proc.kill()
 
 
+def _set_broker_config(bootstrap: str, values: dict[str, str]) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", values)])
+    finally:
+        admin.close()
+
+
+def test_a_throttled_move_survives_kill_9_and_goes_on_from_its_copy(tmp_path, topic_name):
+    """``replica.alter.log.dirs.io.max.bytes.per.second`` (dynamic) holds a move to that rate; a broker killed
+    with kill -9 mid-move goes on with it after the restart from what its copy holds (it does not start
+    over, nor drop the move, as Kafka resumes its alter-log-dirs fetchers); with the throttle lifted the
+    move completes with every record, once, in order, in the new dir only."""
+    dirs = _two_dirs(tmp_path)
+    rate, size = 200_000, 3_000_000
+    proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs), "log.segment.bytes": "500000", **FAST_IO}).start()
+    try:
+        make_topic(proc.bootstrap, topic_name, partitions=1)
+        ((source, _, _),) = _placement(proc.bootstrap, topic_name)[0]
+        target = next(d for d in dirs if d != source)
+        producer = Producer({"bootstrap.servers": proc.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        for i in range(size // 1000):
+            producer.produce(topic_name, b"%06d" % i + b"x" * 994, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        _set_broker_config(proc.bootstrap, {"replica.alter.log.dirs.io.max.bytes.per.second": str(rate)})
+        admin = KafkaAdminClient(bootstrap_servers=proc.bootstrap)
+        try:
+            assert list(admin.alter_replica_log_dirs({TopicPartitionReplica(topic_name, 0, 0): target}).values()) \
+                == [NoError]
+        finally:
+            admin.close()
+        time.sleep(3)   # at 200 kB/s, 3 MB takes 15 s: the copy is under way, far from done
+
+        def copy():
+            entries = dict(((d, future), lag) for d, future, lag in _placement(proc.bootstrap, topic_name)[0])
+            return entries.get((target, True))
+        lag_before = copy()
+        assert lag_before is not None and 0 < lag_before < size // 1000, lag_before   # moving, at the rate
+        future_dir = next(n for n in os.listdir(target) if n.startswith(f"{topic_name}-0.") and n.endswith("-future"))
+        proc.kill()
+        copied = sum(os.path.getsize(os.path.join(target, future_dir, n))
+                     for n in os.listdir(os.path.join(target, future_dir)) if n.endswith(".log"))
+        assert 0 < copied < size, copied
+        proc.start()   # the throttle is a stored dynamic config: it holds after the restart too
+        lag_after = copy()
+        assert lag_after is not None and lag_after < size // 1000, lag_after   # resumed from its copy
+        _set_broker_config(proc.bootstrap, {"replica.alter.log.dirs.io.max.bytes.per.second": str(1 << 40)})
+        wait_until(lambda: _placement(proc.bootstrap, topic_name)[0] == [(target, False, 0)], timeout=60,
+                   message="the move finished in the new dir")
+        got = [int(v[:6]) for _, _, v in consume_all(proc.bootstrap, topic_name, 1)]
+        assert got == list(range(size // 1000))
+        wait_until(lambda: not [n for n in os.listdir(source) if n.startswith(topic_name)],
+                   message="the old copy removed after the delete delay")
+    finally:
+        proc.kill()
+
+
 def test_alter_replica_log_dirs_answers(tmp_path, topic_name):
     """Kafka's answers: NONE for the dir a replica is in, LOG_DIR_NOT_FOUND for a path not in log.dirs,
     REPLICA_NOT_AVAILABLE for a replica not here yet, which is then created in the dir asked for."""

@@ -59,6 +59,29 @@ def test_a_crash_between_the_renames_promotes_the_future_log_at_start(tmp_path):
     assert not [n for n in os.listdir(lm.log_dirs[0]) if n.startswith("t-0")]
 
 
+def test_a_move_cut_short_is_found_at_start_with_its_copy(tmp_path):
+    """A future log beside its partition's current log (a stop during the copy) is opened at start-up with
+    what it had copied, for the move to go on; a future whose partition has no log here any more is removed."""
+    lm = _manager(tmp_path)
+    current = lm.get_or_create("t", 0, CONFIG)
+    lead(current, [b"a", b"b", b"c"], 0)
+    lead(current, [b"d"], 0)
+    future = lm.create_future(("t", 0), lm.log_dirs[1])
+    first = current.read(0, 1, current.log_end_offset, True)   # the first batch only, then the stop
+    future.append_as_follower(os.pread(first.segment.fd, first.length, first.position))
+    future.close()
+    current.close()
+    orphan = os.path.join(lm.log_dirs[1], "u-0.00000000000000000000000000000000-future")
+    os.makedirs(orphan)
+    restarted = _manager(tmp_path)
+    restarted.load_all(lambda topic: CONFIG)
+    assert offsets(restarted.get("t", 0)) == [0, 1, 2, 3]
+    found = restarted.take_future(("t", 0))
+    assert found.parent_dir == lm.log_dirs[1] and offsets(found) == [0, 1, 2]
+    assert restarted.take_future(("t", 0)) is None   # handed over once
+    assert not os.path.exists(orphan)
+
+
 def test_a_failed_dir_takes_its_logs_offline_and_nothing_else(tmp_path):
     lm = _manager(tmp_path)
     failed = []

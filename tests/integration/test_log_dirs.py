@@ -126,12 +126,16 @@ def test_replica_moves_to_another_log_dir_under_load(tmp_path, topic_name):
         proc.kill()
 
 
-def _set_broker_config(bootstrap: str, values: dict[str, str]) -> None:
+def _set_broker_config(bootstrap: str, values: dict[str, str] | None) -> None:
+    """Set dynamic configs of broker 0, or (None) reset every one it has to its default."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", values)])
+        if values is None:
+            admin.reset_configs([ConfigResource(ConfigResourceType.BROKER, "0", {})])
+        else:
+            admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", values)])
     finally:
         admin.close()
 
@@ -175,7 +179,7 @@ def test_a_throttled_move_survives_kill_9_and_goes_on_from_its_copy(tmp_path, to
         proc.start()   # the throttle is a stored dynamic config: it holds after the restart too
         lag_after = copy()
         assert lag_after is not None and lag_after < size // 1000, lag_after   # resumed from its copy
-        _set_broker_config(proc.bootstrap, {"replica.alter.log.dirs.io.max.bytes.per.second": str(1 << 40)})
+        _set_broker_config(proc.bootstrap, None)   # the throttle lifted
         wait_until(lambda: _placement(proc.bootstrap, topic_name)[0] == [(target, False, 0)], timeout=60,
                    message="the move finished in the new dir")
         got = [int(v[:6]) for _, _, v in consume_all(proc.bootstrap, topic_name, 1)]

@@ -179,7 +179,7 @@ def test_a_throttled_reassignment_moves_at_the_throttled_rate(cluster, topic_nam
         wait_until(lambda: batches(cluster.brokers[3].data_dir, topic_name, 0)
                    == batches(cluster.brokers[1].data_dir, topic_name, 0), 30, 0.2, "replicas identical")
     finally:
-        admin.alter_configs([
+        admin.reset_configs([   # (every dynamic key of the two brokers back to its default: no throttle left)
             ConfigResource(ConfigResourceType.BROKER, "1", {}), ConfigResource(ConfigResourceType.BROKER, "3", {})])
         admin.close()
 

@@ -4,8 +4,11 @@ The transaction coordinator writes markers with WriteTxnMarkers to each
 partition's leader, and a partition leader checks a transactional produce
 with AddPartitionsToTxn v4 (verify only, KIP-890) at the transaction's
 coordinator. In a cluster those are other brokers, reached on the
-inter-broker listener; on a single broker both go to this broker's own
-listener: the same path, tested even without a cluster.
+inter-broker listener. Markers for partitions this broker leads are appended
+here directly (``broker.txn_markers``, what the WriteTxnMarkers handler
+runs): a request to its own listener would cost every transaction a second
+round of encoding, socket and dispatch. A verification this broker would
+answer itself still goes through its listener.
 
 Invariant: one connection per destination broker, opened on first use and
 replaced when it breaks; a request to a broker nobody knows the address of
@@ -18,6 +21,7 @@ import asyncio
 
 import structlog
 
+from kbroker.broker.txn_markers import append_markers
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.coordinators.transaction.coordinator import Marker
 from kbroker.protocol.errors import ErrorCode
@@ -94,20 +98,25 @@ class InterBrokerChannel:
         body = {"markers": [{"producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
                              "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
                              "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
-        try:
-            resp = await self._request(leader, WRITE_TXN_MARKERS, 1, body)
-        except SEND_ERRORS as exc:
-            log.warning("txn_markers_send_failed", broker=leader, error=str(exc))
-            return partitions
+        if leader == self.broker.broker_id:
+            resp = append_markers(self.broker, body["markers"])
+            if isinstance(resp, asyncio.Future):
+                resp = await resp
+        else:
+            try:
+                resp = await self._request(leader, WRITE_TXN_MARKERS, 1, body)
+            except SEND_ERRORS as exc:
+                log.warning("txn_markers_send_failed", broker=leader, error=str(exc))
+                return partitions
         retry = []
-        for topic in resp.markers[0].topics:
-            for p in topic.partitions:
-                error = ErrorCode(p.error_code)
+        for topic in resp["markers"][0]["topics"]:   # (a decoded answer is a dict too)
+            for p in topic["partitions"]:
+                error = ErrorCode(p["error_code"])
                 if error in RETRIABLE:
-                    retry.append((topic.name, p.partition_index))
+                    retry.append((topic["name"], p["partition_index"]))
                 elif error:
                     # The partition is gone (deleted topic) or fenced the marker: nothing more to write.
-                    log.warning("txn_marker_not_written", topic=topic.name, partition=p.partition_index,
+                    log.warning("txn_marker_not_written", topic=topic["name"], partition=p["partition_index"],
                                 error=error.name, producer_id=marker.producer_id)
         return retry
 

@@ -6,9 +6,10 @@ with AddPartitionsToTxn v4 (verify only, KIP-890) at the transaction's
 coordinator. In a cluster those are other brokers, reached on the
 inter-broker listener. Markers for partitions this broker leads are appended
 here directly (``broker.txn_markers``, what the WriteTxnMarkers handler
-runs): a request to its own listener would cost every transaction a second
-round of encoding, socket and dispatch. A verification this broker would
-answer itself still goes through its listener.
+runs), and a verification this broker coordinates is answered here
+(``verify_here``, what AddPartitionsToTxn v4 runs): a request to its own
+listener would cost every transaction another round of encoding, loopback
+socket and dispatch.
 
 Invariant: one connection per destination broker, opened on first use and
 replaced when it breaks; a request to a broker nobody knows the address of
@@ -131,6 +132,8 @@ class InterBrokerChannel:
                                   "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}]}
         coordinator = self._leader_of("__transaction_state",
                                       self.broker.txn_coordinator.partition_for(transactional_id))
+        if coordinator == self.broker.broker_id:
+            return verify_here(self.broker, transactional_id, producer_id, epoch, partitions)
         try:
             resp = await self._request(coordinator, ADD_PARTITIONS_TO_TXN, 4, body)
         except SEND_ERRORS:
@@ -148,3 +151,13 @@ class InterBrokerChannel:
         for conn in list(self._connections.values()):
             await conn.close()
         self._connections.clear()
+
+
+def verify_here(broker, transactional_id: str, producer_id: int, epoch: int,
+                partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    """KIP-890's verification at this broker as the transaction's coordinator: each partition's error (NONE
+    when it is in the producer's open transaction), or this broker's reason not to coordinate it."""
+    error = broker.transaction_coordinator_error(transactional_id)
+    if error:
+        return {tp: error for tp in partitions}
+    return broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, partitions)

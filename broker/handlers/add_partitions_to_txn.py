@@ -1,6 +1,7 @@
 """AddPartitionsToTxn: clients (v0-3) add partitions to their transaction; brokers (v4) verify membership."""
 
 from kbroker.broker.handlers.common import topics_refused, transaction_error, txn_shard, when_replicated
+from kbroker.broker.inter_broker import verify_here
 from kbroker.protocol.acls import CLUSTER_ACTION, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401
@@ -16,9 +17,7 @@ def _add(ctx, transactional_id: str, producer_id: int, epoch: int, topics, verif
     broker = ctx.broker
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     if verify_only:   # a broker asking (v4, ClusterAction checked): the producer was checked at its Produce
-        error = broker.transaction_coordinator_error(transactional_id)
-        return {tp: error for tp in wanted} if error else \
-            broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
+        return verify_here(broker, transactional_id, producer_id, epoch, wanted)
     error = transaction_error(ctx, transactional_id)
     if error:
         return {tp: error for tp in wanted}

@@ -47,7 +47,27 @@ class Cluster:
                 "zookeeper.connect": self.zookeeper.connect + "/kbroker", **self.overrides,
                 **self.per_broker.get(broker_id, {})})
             self.brokers[broker_id] = proc.start()
+        if not any("listeners" in c for c in (self.overrides, *self.per_broker.values())):   # (PLAINTEXT ones)
+            wait_until(self._formed, 30, 0.05, f"every broker listing all {self.size} brokers")
         return self
+
+    def _formed(self) -> bool:
+        """Every broker's Metadata lists every broker: the controller has seen each registration (a topic with
+        replication factor ``size`` created before then is refused, as Kafka refuses it, with
+        INVALID_REPLICATION_FACTOR)."""
+        import asyncio
+
+        from kbroker.client.connection import KafkaConnection
+
+        async def brokers_known(port: int) -> int:
+            conn = await KafkaConnection.open("127.0.0.1", port)
+            try:
+                answer = await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                                    "include_topic_authorized_operations": False})
+            finally:
+                await conn.close()
+            return len(answer.brokers)
+        return all(asyncio.run(brokers_known(b.port)) == self.size for b in self.brokers.values())
 
     @property
     def bootstrap(self) -> str:

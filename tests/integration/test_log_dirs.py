@@ -20,7 +20,7 @@ from kafka.errors import KafkaStorageError, LogDirNotFoundError, NoError, Replic
 from kafka.structs import TopicPartitionReplica
 
 from tests.brokerproc import BrokerProcess
-from tests.cluster import Cluster, consume_all, describe, wait_until
+from tests.cluster import Cluster, batches, consume_all, describe, wait_until
 from tests.integration.test_metrics import metrics_port, scrape, value
 from tests.integration.workload import make_topic
 
@@ -31,11 +31,12 @@ def _two_dirs(tmp_path) -> list[str]:
     return [str(tmp_path / "data"), str(tmp_path / "data-b")]
 
 
-def _placement(bootstrap: str, topic: str) -> dict[int, tuple[str, bool, int]]:
-    """partition -> (log dir, is future, offset lag) of every replica entry DescribeLogDirs lists (one broker)."""
+def _placement(bootstrap: str, topic: str, broker: int | None = None) -> dict[int, tuple[str, bool, int]]:
+    """partition -> (log dir, is future, offset lag) of every replica entry DescribeLogDirs lists (one broker:
+    the only one, or ``broker`` of a cluster)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        (described,) = admin.describe_log_dirs()
+        (described,) = admin.describe_log_dirs(brokers=None if broker is None else [broker])
     finally:
         admin.close()
     out = {}
@@ -188,6 +189,63 @@ def test_a_throttled_move_survives_kill_9_and_goes_on_from_its_copy(tmp_path, to
                    message="the old copy removed after the delete delay")
     finally:
         proc.kill()
+
+
+@pytest.mark.timeout(240)
+def test_a_followers_move_cut_short_by_kill_9_goes_on_after_its_leader_and_isr(tmp_path, topic_name):
+    """In a cluster: a follower replica moving between its broker's log dirs (throttled) when the broker is
+    killed with kill -9 goes on with the move once the controller's LeaderAndIsr makes it a replica again;
+    it completes, the replica rejoins the ISR and its batches are the leader's."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    root = str(tmp_path)
+    dirs = [os.path.join(root, "broker-1", "data"), os.path.join(root, "broker-1", "data-b")]
+    cluster = Cluster(root, per_broker={1: {"log.dirs": ",".join(dirs), **FAST_IO}}).start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            admin.create_topics([NewTopic(topic_name, replica_assignments={0: [2, 1]})])
+        finally:
+            admin.close()
+        wait_until(lambda: sorted(describe(cluster.bootstrap, topic_name)[0]["isr"]) == [1, 2], message="ISR")
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
+        for i in range(2000):
+            producer.produce(topic_name, b"%06d" % i + b"x" * 994, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        ((source, _, _),) = _placement(cluster.bootstrap, topic_name, 1)[0]
+        target = next(d for d in dirs if d != source)
+        wait_until(lambda: batches(source, topic_name, 0) == batches(cluster.brokers[2].data_dir, topic_name, 0),
+                   message="the follower caught up")
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1",
+                                                {"replica.alter.log.dirs.io.max.bytes.per.second": "200000"})])
+            assert list(admin.alter_replica_log_dirs({TopicPartitionReplica(topic_name, 0, 1): target}).values()) \
+                == [NoError]
+        finally:
+            admin.close()
+        time.sleep(2)
+        assert (target, True) in [(d, f) for d, f, _ in _placement(cluster.bootstrap, topic_name, 1)[0]]
+        cluster.brokers[1].kill()
+        cluster.brokers[1].start()
+        wait_until(lambda: (target, True) in [(d, f) for d, f, _ in
+                                              _placement(cluster.bootstrap, topic_name, 1).get(0, [])],
+                   timeout=60, message="the move going on after the restart")
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            admin.reset_configs([ConfigResource(ConfigResourceType.BROKER, "1", {})])
+        finally:
+            admin.close()
+        wait_until(lambda: _placement(cluster.bootstrap, topic_name, 1)[0] == [(target, False, 0)], timeout=90,
+                   message="the move finished")
+        wait_until(lambda: sorted(describe(cluster.bootstrap, topic_name)[0]["isr"]) == [1, 2], timeout=60,
+                   message="back in the ISR")
+        wait_until(lambda: batches(target, topic_name, 0) == batches(cluster.brokers[2].data_dir, topic_name, 0),
+                   timeout=30, message="the moved replica identical to the leader's")
+    finally:
+        codes = cluster.stop()
+    assert all(code == 0 for code in codes.values()), codes
 
 
 def test_alter_replica_log_dirs_answers(tmp_path, topic_name):

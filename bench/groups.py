@@ -120,10 +120,44 @@ def commit_throughput(bootstrap: str, topic: str) -> float:
         consumer.close()
 
 
+COMMITTERS = 8
+
+
+def concurrent_commit_throughput(bootstrap: str, topic: str) -> float:
+    """``COMMITTERS`` consumers of one group (standalone commits, as consumers using assign() make), each on its
+    own thread committing synchronously back to back: commits per second over all of them. Their commits all
+    go to one ``__consumer_offsets`` partition, where a broker can batch what arrives together."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    group = f"bench-commit-{uuid.uuid4().hex[:8]}"
+    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+                 for _ in range(COMMITTERS)]
+    per_consumer = COMMITS // COMMITTERS
+    try:
+        for c in consumers:
+            c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)   # finds the coordinator
+
+        def commit(c, partition: int) -> None:
+            for offset in range(1, per_consumer + 1):
+                c.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+
+        threads = [threading.Thread(target=commit, args=(c, i % PARTITIONS)) for i, c in enumerate(consumers)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return per_consumer * COMMITTERS / (time.monotonic() - started)
+    finally:
+        for c in consumers:
+            c.close()
+
+
 SCENARIOS = [
     ("group: first assignment", first_assignment, "{:.0f} ms", 1000),
     (f"group: rebalance after 1 of {MEMBERS} leaves", rebalance_after_leave, "{:.0f} ms", 1000),
     ("group: sync offset commits", commit_throughput, "{:,.0f} commits/s", 1),
+    (f"group: sync offset commits, {COMMITTERS} committers", concurrent_commit_throughput, "{:,.0f} commits/s", 1),
 ]
 
 

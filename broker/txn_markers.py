@@ -13,11 +13,11 @@ import time
 
 import structlog
 
+from kbroker.broker.coordinator_shards import OFFSETS_TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_marker_batch
 
 log = structlog.get_logger("broker.txn_markers")
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def append_markers(broker, markers: list):

@@ -25,9 +25,8 @@ import os
 
 import structlog
 
-from kbroker.broker.config import LONG_MAX
-from kbroker.broker.quotas import Sensor
 from kbroker.broker.replication.fetcher import truncation_offset
+from kbroker.broker.replication.quota import alter_log_dirs_quota
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
 from kbroker.storage.log import Log, OffsetOutOfRange
@@ -35,7 +34,6 @@ from kbroker.storage.log import Log, OffsetOutOfRange
 log = structlog.get_logger("broker.replication.alter_log_dirs")
 
 CHUNK_BYTES = 1 << 20   # copied per event-loop turn: other requests run between chunks
-RATE_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 class ReplicaAlterLogDirs:
@@ -43,10 +41,9 @@ class ReplicaAlterLogDirs:
         """``config``: the broker's (its copy rate changes at runtime)."""
         self.replica_manager = replica_manager
         self.log_manager = replica_manager.log_manager
-        self.config = config
+        self.quota = alter_log_dirs_quota(replica_manager.broker_id, config)
         self.futures: dict[tuple[str, int], Log] = {}
         self._tasks: dict[tuple[str, int], asyncio.Task] = {}
-        self._copied = Sensor(config["replication.quota.window.num"], config["replication.quota.window.size.seconds"])
 
     def alter(self, tp: tuple[str, int], log_dir: str) -> ErrorCode:
         """Ask for ``tp``'s replica to live in ``log_dir``; Kafka's answer for that partition."""
@@ -108,11 +105,11 @@ class ReplicaAlterLogDirs:
                 partition = self.replica_manager.get(*tp)
                 if partition is None:   # deleted meanwhile
                     break
-                wait = self._throttle_time()
+                wait = self.quota.throttle_time(asyncio.get_running_loop().time())
                 if wait > 0:
                     await asyncio.sleep(wait)   # over the copy rate: one timed wait, the throttle time
                     continue
-                if self._step(partition.log, future, self._chunk_bytes()):
+                if self._step(partition, future):
                     partition.log = self.log_manager.promote_future(tp, future)
                     del self.futures[tp], self._tasks[tp]
                     return
@@ -123,21 +120,10 @@ class ReplicaAlterLogDirs:
         self._tasks.pop(tp, None)   # (this task ends here: not one to cancel)
         self.cancel(tp)
 
-    def _chunk_bytes(self) -> int:
-        """At most a second's worth of the copy rate per step (a step copies at least one batch)."""
-        return max(min(CHUNK_BYTES, self.config[RATE_KEY]), 1)
-
-    def _throttle_time(self) -> float:
-        """Seconds until the bytes copied over the quota window are back at the copy rate (0 when under it),
-        Kafka's quota throttle time: (observed - limit) / limit x window."""
-        limit = self.config[RATE_KEY]
-        if limit >= LONG_MAX:
-            return 0.0
-        total, window = self._copied.total_and_window(asyncio.get_running_loop().time())
-        return max(total / limit - window, 0.0)
-
-    def _step(self, current: Log, future: Log, chunk_bytes: int = CHUNK_BYTES) -> bool:
-        """Copy one chunk; True when ``future`` has everything ``current`` has (swap now, in this step)."""
+    def _step(self, partition, future: Log) -> bool:
+        """Copy one chunk (at most a second's worth of the copy rate, at least one batch); True when
+        ``future`` has everything the partition's current log has (swap now, in this step)."""
+        current = partition.log
         if future.leader_epoch_cache.latest_epoch >= 0:
             epoch, end = current.leader_epoch_cache.end_offset_for(future.leader_epoch_cache.latest_epoch,
                                                                    current.log_end_offset)
@@ -151,10 +137,11 @@ class ReplicaAlterLogDirs:
             future.truncate_fully_and_start_at(current.log_start_offset)
         if future.log_end_offset == current.log_end_offset:
             return True
+        chunk_bytes = max(min(CHUNK_BYTES, self.quota.rate), 1)
         found = current.read(future.log_end_offset, chunk_bytes, current.log_end_offset, True)
         if found is not None:
             future.append_as_follower(os.pread(found.segment.fileno(), found.length, found.position))
-            self._copied.record(found.length, asyncio.get_running_loop().time())
+            self.quota.record(partition, found.length, asyncio.get_running_loop().time())
         return False
 
     async def close(self) -> None:

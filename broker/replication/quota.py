@@ -32,9 +32,9 @@ def _parsed(text: str):
 
 
 class ReplicationQuota:
-    def __init__(self, broker_id: int, config, rate_key: str, replicas_attr: str) -> None:
+    def __init__(self, broker_id: int, config, rate_key: str, replicas_attr: str | None) -> None:
         """``config``: the broker's (its rates change at runtime); ``replicas_attr``: the LogConfig attribute
-        naming the throttled replicas for this side."""
+        naming the throttled replicas for this side, None when every replica is (moves between log dirs)."""
         self.broker_id = broker_id
         self.config = config
         self.rate_key = rate_key
@@ -43,15 +43,27 @@ class ReplicationQuota:
 
     def is_throttled(self, partition) -> bool:
         """Whether ``partition``'s replica on this broker is named by its topic's throttled replicas."""
+        if self.replicas_attr is None:
+            return True
         named = _parsed(getattr(partition.log.config, self.replicas_attr))
         return named == "*" or (partition.index, self.broker_id) in named
 
-    def is_exceeded(self, now: float) -> bool:
-        limit = self.config[self.rate_key]
+    @property
+    def rate(self) -> int:
+        """Bytes per second allowed now (LONG_MAX: no limit)."""
+        return self.config[self.rate_key]
+
+    def throttle_time(self, now: float) -> float:
+        """Seconds until the bytes recorded over the window are back at the rate (0 when under it, or with
+        no rate set): Kafka's quota throttle time, (observed - limit) / limit x window."""
+        limit = self.rate
         if limit >= LONG_MAX:
-            return False
+            return 0.0
         total, window = self.sensor.total_and_window(now)
-        return total / window > limit
+        return max(total / limit - window, 0.0)
+
+    def is_exceeded(self, now: float) -> bool:
+        return self.throttle_time(now) > 0
 
     def holds_back(self, partition, replica_id: int, now: float) -> bool:
         """Leave ``replica_id``'s copy of ``partition`` out of this round: throttled, out of the ISR, over
@@ -71,3 +83,8 @@ def leader_quota(broker_id: int, config) -> ReplicationQuota:
 def follower_quota(broker_id: int, config) -> ReplicationQuota:
     return ReplicationQuota(broker_id, config, "follower.replication.throttled.rate",
                             "follower_replication_throttled_replicas")
+
+
+def alter_log_dirs_quota(broker_id: int, config) -> ReplicationQuota:
+    """Copies between this broker's log dirs (replica.alter.log.dirs.io.max.bytes.per.second), every one."""
+    return ReplicationQuota(broker_id, config, "replica.alter.log.dirs.io.max.bytes.per.second", None)

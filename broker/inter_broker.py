@@ -90,15 +90,38 @@ class InterBrokerChannel:
         log.debug("txn_markers_written", producer_id=marker.producer_id, commit=marker.commit,
                  partitions=len(marker.partitions))
 
-    async def _send_markers(self, leader: int, marker: Marker, partitions: list[tuple[str, int]]
-                            ) -> list[tuple[str, int]]:
-        """One WriteTxnMarkers to one leader; returns the partitions to try again."""
+    def write_markers_now(self, marker: Marker) -> list[tuple[str, int]]:
+        """Append the markers here and now if this broker leads every partition and is each one's whole ISR
+        (no follower to wait for, so the append is the whole write); the partitions still to write: all of
+        them when that is not so (``write_markers`` then takes them), those that failed retriably otherwise.
+
+        A single broker's EndTxn thus completes its transaction inside the handler, with no task and no
+        extra event-loop turns between the Prepare state, the markers and the Complete state."""
+        rm, me = self.broker.replica_manager, self.broker.broker_id
+        for tp in marker.partitions:
+            partition = rm.partitions.get(tp)
+            if partition is None or not partition.is_leader or partition.maximal_isr != [me]:
+                return marker.partitions
+        resp = append_markers(self.broker, self._markers_body(marker, marker.partitions)["markers"])
+        if isinstance(resp, asyncio.Future):
+            # Not expected (with this broker as the whole ISR the high watermark moved with each append);
+            # should it happen, ``write_markers`` writes them again, and a repeated marker changes nothing.
+            return marker.partitions
+        return self._to_retry(resp, marker)
+
+    @staticmethod
+    def _markers_body(marker: Marker, partitions: list[tuple[str, int]]) -> dict:
         by_topic: dict[str, list[int]] = {}
         for topic, p in partitions:
             by_topic.setdefault(topic, []).append(p)
-        body = {"markers": [{"producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
+        return {"markers": [{"producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
                              "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
                              "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
+
+    async def _send_markers(self, leader: int, marker: Marker, partitions: list[tuple[str, int]]
+                            ) -> list[tuple[str, int]]:
+        """One WriteTxnMarkers to one leader; returns the partitions to try again."""
+        body = self._markers_body(marker, partitions)
         if leader == self.broker.broker_id:
             resp = append_markers(self.broker, body["markers"])
             if isinstance(resp, asyncio.Future):
@@ -109,6 +132,11 @@ class InterBrokerChannel:
             except SEND_ERRORS as exc:
                 log.warning("txn_markers_send_failed", broker=leader, error=str(exc))
                 return partitions
+        return self._to_retry(resp, marker)
+
+    @staticmethod
+    def _to_retry(resp, marker: Marker) -> list[tuple[str, int]]:
+        """The partitions of a WriteTxnMarkers answer to write again; other errors are logged and dropped."""
         retry = []
         for topic in resp["markers"][0]["topics"]:   # (a decoded answer is a dict too)
             for p in topic["partitions"]:

@@ -100,7 +100,8 @@ class Broker:
         self.txn_store = InternalTopicStore(self.replica_manager, TXN_TOPIC, clock)
         self.txn_coordinator = TransactionCoordinator(TransactionConfig.from_broker(config), LoopScheduler(clock),
                                                       self.txn_store.append, lambda: self.producer_ids.generate(),
-                                                      self.inter_broker.write_markers)
+                                                      self.inter_broker.write_markers,
+                                                      self.inter_broker.write_markers_now)
         self.connections: set = set()
         self.connection_limits = ConnectionLimits(config)
         self.servers: list[asyncio.AbstractServer] = []

@@ -47,6 +47,7 @@ class Marker:
 
 
 SendMarkers = Callable[[Marker], Awaitable[None]]
+WriteMarkersNow = Callable[[Marker], list[tuple[str, int]]]   # the partitions it could not write at once
 
 
 @dataclass
@@ -88,12 +89,13 @@ def fenced(version_has_producer_fenced: bool) -> ErrorCode:
 
 class TransactionCoordinator:
     def __init__(self, config: TransactionConfig, scheduler, store: Store, new_producer_id: Callable[[], int],
-                 send_markers: SendMarkers) -> None:
+                 send_markers: SendMarkers, write_markers_now: WriteMarkersNow | None = None) -> None:
         self.config = config
         self.scheduler = scheduler
         self.store = store
         self.new_producer_id = new_producer_id
         self.send_markers = send_markers
+        self.write_markers_now = write_markers_now
         self.transactions: dict[str, TransactionMetadata] = {}
         self.coordinator_epochs: dict[int, int] = {}   # state partition -> its leader epoch when loaded
         self._tasks: set[asyncio.Task] = set()
@@ -248,19 +250,29 @@ class TransactionCoordinator:
         return task if task is not None and not task.done() else None
 
     def _start_completion(self, meta: TransactionMetadata) -> None:
-        self._completions[meta.transactional_id] = self._spawn(self._complete(meta))
-
-    async def _complete(self, meta: TransactionMetadata) -> None:
-        """Write the markers, then the Complete state; retried until both are done (or the shard unloads)."""
+        """Markers, then the Complete state: at once where ``write_markers_now`` can write every marker here
+        (the transaction is complete when this returns), else in a task that retries until both are done."""
         commit = meta.state is T.PREPARE_COMMIT
         epoch = self.coordinator_epochs.get(self.partition_for(meta.transactional_id), 0)
         marker = Marker(meta.producer_id, meta.producer_epoch, commit, epoch, sorted(meta.partitions))
+        if self.write_markers_now is not None and marker.partitions:
+            marker.partitions = self.write_markers_now(marker)
+            if not marker.partitions and not self._write_complete(meta, commit):
+                log.debug("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
+                return
+        self._completions[meta.transactional_id] = self._spawn(self._complete(meta, marker))
+
+    def _write_complete(self, meta: TransactionMetadata, commit: bool) -> ErrorCode:
+        return self._write(meta, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT, producer_id=meta.producer_id,
+                           epoch=meta.producer_epoch, partitions=set(), start_ms=meta.start_ms)
+
+    async def _complete(self, meta: TransactionMetadata, marker: Marker) -> None:
+        """Write the markers, then the Complete state; retried until both are done (or the shard unloads)."""
+        commit = marker.commit
         if marker.partitions:
             await self.send_markers(marker)
-        target = T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT
         while True:
-            error = self._write(meta, target, producer_id=meta.producer_id, epoch=meta.producer_epoch,
-                                partitions=set(), start_ms=meta.start_ms)
+            error = self._write_complete(meta, commit)
             if not error:
                 break
             log.warning("transaction_complete_retry", transactional_id=meta.transactional_id, error=error.name)

@@ -33,11 +33,23 @@ class Harness:
         self.store = InternalTopicStore(self.rm, "__transaction_state", lambda: self.scheduler.now_ms() / 1000)
         self.next_pid = 100
         self.markers = []
+        self.markers_at_once = []
         self.coordinator = self.make()
 
-    def make(self) -> TransactionCoordinator:
+    def make(self, markers_now: set | None = None) -> TransactionCoordinator:
+        """``markers_now``: the partitions whose markers the broker can append at once (those it leads with no
+        follower in the ISR); the coordinator sends the others as WriteTxnMarkers."""
+        at_once = None
+        if markers_now is not None:
+            def at_once(marker):
+                batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.commit, 0, 1)
+                for tp in marker.partitions:
+                    if tp in markers_now:
+                        assert self.rm.append_records(*tp, memoryview(batch), -1, from_coordinator=True).error == 0
+                        self.markers_at_once.append((marker.commit, tp))
+                return [tp for tp in marker.partitions if tp not in markers_now]
         return TransactionCoordinator(TransactionConfig(state_partitions=3, max_timeout_ms=60_000), self.scheduler,
-                                      self.store.append, self.new_pid, self.write_markers)
+                                      self.store.append, self.new_pid, self.write_markers, at_once)
 
     def new_pid(self) -> int:
         self.next_pid += 1
@@ -89,6 +101,33 @@ async def test_commit_goes_through_prepare_markers_and_complete(h):
     assert c.transactions["t"].state is T.COMPLETE_COMMIT
     assert [(m.commit, m.partitions) for m in h.markers] == [(True, [("data", 0), ("data", 1)])]
     assert h.rm.get("data", 0).log.last_stable_offset == 2
+
+
+async def test_markers_written_at_once_complete_the_transaction_inside_end_txn(h):
+    """A single broker leads every partition with no follower: EndTxn returns with the transaction complete,
+    no task and no event-loop turn in between (the producer's next transaction never meets
+    CONCURRENT_TRANSACTIONS)."""
+    c = h.make(markers_now={("data", 0), ("data", 1)})
+    _, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)
+    c.add_partitions("t", pid, epoch, [("data", 0), ("data", 1)], 3)
+    h.produce(pid, epoch, 0)
+    assert c.end_transaction("t", pid, epoch, True, 3) == E.NONE
+    assert c.transactions["t"].state is T.COMPLETE_COMMIT and c.completion("t") is None
+    assert h.markers_at_once == [(True, ("data", 0)), (True, ("data", 1))] and h.markers == []
+    assert h.rm.get("data", 0).log.last_stable_offset == 2
+    assert h.reload().transactions["t"].state is T.COMPLETE_COMMIT   # the Complete state is in the log
+
+
+async def test_markers_that_cannot_be_written_at_once_are_sent_before_the_complete_state(h):
+    c = h.make(markers_now={("data", 0)})   # data-1's leader is elsewhere (or has followers to wait for)
+    _, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)
+    c.add_partitions("t", pid, epoch, [("data", 0), ("data", 1)], 3)
+    assert c.end_transaction("t", pid, epoch, False, 3) == E.NONE
+    assert c.transactions["t"].state is T.PREPARE_ABORT and c.completion("t") is not None
+    await settle()
+    assert c.transactions["t"].state is T.COMPLETE_ABORT
+    assert h.markers_at_once == [(False, ("data", 0))]
+    assert [(m.commit, m.partitions) for m in h.markers] == [(False, [("data", 1)])]
 
 
 async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(h):

@@ -240,9 +240,51 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
                 print(f"  {name:30} {sent / wall:9.0f} req/s  {cpu / sent * 1e6:7.1f} µs broker CPU/req  {profile}",
                       flush=True)
             rows += fetch_session_rows(broker, seconds)
+            rows.append(echo_floor(scenarios["Heartbeat"], seconds))
         finally:
             broker.stop()
     return rows
+
+
+ECHO_SERVER = """
+import asyncio, sys, uvloop
+
+class Echo(asyncio.BufferedProtocol):
+    def connection_made(self, transport):
+        self.transport, self.buffer = transport, bytearray(65536)
+    def get_buffer(self, sizehint):
+        return self.buffer
+    def buffer_updated(self, nbytes):
+        self.transport.write(bytes(self.buffer[:nbytes]))
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Echo, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.sleep(3600)
+
+uvloop.run(main())
+"""
+
+
+def echo_floor(frames: list[bytes], seconds: float = SECONDS) -> tuple[str, int, float, str]:
+    """The floor under every row: a uvloop server that does nothing but send each request's bytes back (no
+    decoding, no task, no await), driven by the same client. What it costs per round trip any Python broker
+    on uvloop pays before doing any work: the event loop's turn and the kernel's receive, send and wake-up."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    server = subprocess.Popen([os.path.join(root, ".venv", "bin", "python"), "-c", ECHO_SERVER],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        asyncio.run(_drive(port, frames, 1.0))   # warm up
+        cpu0, wall0 = _cpu_seconds(server.pid), time.monotonic()
+        sent = asyncio.run(_drive(port, frames, seconds))
+        cpu, wall = _cpu_seconds(server.pid) - cpu0, time.monotonic() - wall0
+    finally:
+        server.kill()
+        server.wait()
+    name = "(floor) uvloop echo of the Heartbeat frame"
+    print(f"  {name:30} {sent / wall:9.0f} req/s  {cpu / sent * 1e6:7.1f} µs server CPU/req", flush=True)
+    return name, round(sent / wall), cpu / sent * 1e6, "one Python callback per request, no decoding: event loop and kernel"
 
 
 EMBEDDED_START = """

@@ -39,17 +39,17 @@ class Harness:
     def make(self, markers_now: set | None = None) -> TransactionCoordinator:
         """``markers_now``: the partitions whose markers the broker can append at once (those it leads with no
         follower in the ISR); the coordinator sends the others as WriteTxnMarkers."""
-        at_once = None
-        if markers_now is not None:
-            def at_once(marker):
-                batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.commit, 0, 1)
-                for tp in marker.partitions:
-                    if tp in markers_now:
-                        assert self.rm.append_records(*tp, memoryview(batch), -1, from_coordinator=True).error == 0
-                        self.markers_at_once.append((marker.commit, tp))
-                return [tp for tp in marker.partitions if tp not in markers_now]
+        at_once = None if markers_now is None else lambda marker: self.write_markers_at_once(marker, markers_now)
         return TransactionCoordinator(TransactionConfig(state_partitions=3, max_timeout_ms=60_000), self.scheduler,
                                       self.store.append, self.new_pid, self.write_markers, at_once)
+
+    def write_markers_at_once(self, marker, local: set) -> list:
+        batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.commit, 0, 1)
+        for tp in marker.partitions:
+            if tp in local:
+                assert self.rm.append_records(*tp, memoryview(batch), -1, from_coordinator=True).error == 0
+                self.markers_at_once.append((marker.commit, tp))
+        return [tp for tp in marker.partitions if tp not in local]
 
     def new_pid(self) -> int:
         self.next_pid += 1

@@ -35,7 +35,7 @@ def produce_paced(bootstrap: str, topic: str, rate: int, seconds: float, acks: s
                          "queue.buffering.max.messages": 1_000_000})
     filler = b"x" * (SIZE - 8)
     # One record (send time 0, which the consumer skips) before the clock starts: librdkafka's idempotent
-    # producer asks for its producer id on a 500 ms timer until a broker connection is up, so without this the
+    # producer first asks for its producer id 500 ms after it is made (rd_kafka_idemp_init), so without this the
     # first half second of records queue in the client whatever the broker (noida-db's too), and on a busy
     # machine that wait runs past the warm-up second the percentiles leave out.
     producer.produce(topic, bytes(8) + filler)

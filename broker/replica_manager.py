@@ -260,6 +260,15 @@ class ReplicaManager:
             result = await result
         return result["error_code"]
 
+    def replicated_or_wait(self, topic: str, index: int, timeout_ms: int):
+        """None when the ISR already has everything appended to this partition (its high watermark is at the
+        log end, as on a single broker), else ``wait_replicated``'s awaitable of the error code."""
+        partition = self.partitions.get((topic, index))
+        if partition is not None and partition.is_leader and \
+                partition.log.high_watermark >= partition.log.log_end_offset:
+            return None
+        return self.wait_replicated(topic, index, timeout_ms)
+
     def high_watermark_moved(self, tp: tuple[str, int]) -> None:
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)

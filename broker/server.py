@@ -101,7 +101,9 @@ class Broker:
         self.txn_coordinator = TransactionCoordinator(TransactionConfig.from_broker(config), LoopScheduler(clock),
                                                       self.txn_store.append, lambda: self.producer_ids.generate(),
                                                       self.inter_broker.write_markers,
-                                                      self.inter_broker.write_markers_now)
+                                                      self.inter_broker.write_markers_now,
+                                                      lambda partition: self.replica_manager.replicated_or_wait(
+                                                          TXN_TOPIC, partition, config["request.timeout.ms"]))
         self.connections: set = set()
         self.connection_limits = ConnectionLimits(config)
         self.servers: list[asyncio.AbstractServer] = []

@@ -3,10 +3,11 @@
 Every durable transition is two-phase: the metadata gets a pending state, the
 new value is appended to ``__transaction_state`` (acks=all), and only then does
 the transition complete; a failed append leaves the old state. Ending a
-transaction goes Ongoing -> Prepare{Commit,Abort} (written; the client is
-answered) -> markers written to every partition through WriteTxnMarkers ->
-Complete{Commit,Abort} (written). A coordinator that restarts finds the
-Prepare state in the log and finishes the job.
+transaction goes Ongoing -> Prepare{Commit,Abort} (written, and on the state
+partition's ISR) -> markers written to every partition (WriteTxnMarkers, or
+appended here for partitions this broker leads) -> Complete{Commit,Abort}
+(written). A coordinator that restarts finds the Prepare state in the log
+and finishes the job.
 
 Invariants:
 * a transactional id maps to one producer id at a time; the epoch only grows
@@ -14,7 +15,9 @@ Invariants:
 * while a pending state is set, every other request for the id answers
   CONCURRENT_TRANSACTIONS;
 * markers for a transaction carry the epoch that ended it, which fences any
-  older producer on every partition it touched.
+  older producer on every partition it touched;
+* no marker is written before the Prepare state is on the state partition's
+  ISR, so whichever broker coordinates next knows the outcome markers carry.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class Marker:
 
 SendMarkers = Callable[[Marker], Awaitable[None]]
 WriteMarkersNow = Callable[[Marker], list[tuple[str, int]]]   # the partitions it could not write at once
+# None when everything appended to this state partition is on its ISR, else an awaitable of the error code once
+# it is (NONE) or cannot be (NOT_LEADER_OR_FOLLOWER: the shard moved; anything else: try again).
+StateReplicated = Callable[[int], Awaitable[ErrorCode] | None]
 
 
 @dataclass
@@ -89,13 +95,15 @@ def fenced(version_has_producer_fenced: bool) -> ErrorCode:
 
 class TransactionCoordinator:
     def __init__(self, config: TransactionConfig, scheduler, store: Store, new_producer_id: Callable[[], int],
-                 send_markers: SendMarkers, write_markers_now: WriteMarkersNow | None = None) -> None:
+                 send_markers: SendMarkers, write_markers_now: WriteMarkersNow | None = None,
+                 state_replicated: StateReplicated | None = None) -> None:
         self.config = config
         self.scheduler = scheduler
         self.store = store
         self.new_producer_id = new_producer_id
         self.send_markers = send_markers
         self.write_markers_now = write_markers_now
+        self.state_replicated = state_replicated
         self.transactions: dict[str, TransactionMetadata] = {}
         self.coordinator_epochs: dict[int, int] = {}   # state partition -> its leader epoch when loaded
         self._tasks: set[asyncio.Task] = set()
@@ -250,25 +258,46 @@ class TransactionCoordinator:
         return task if task is not None and not task.done() else None
 
     def _start_completion(self, meta: TransactionMetadata) -> None:
-        """Markers, then the Complete state: at once where ``write_markers_now`` can write every marker here
-        (the transaction is complete when this returns), else in a task that retries until both are done."""
+        """Markers, then the Complete state, as Kafka orders them: no marker before the Prepare state is on the
+        state partition's ISR (a marker that outlived a Prepare lost with this broker would have decided a
+        transaction the next coordinator knows as still open). At once where the Prepare already is and
+        ``write_markers_now`` can write every marker here (the transaction is complete when this returns),
+        else in a task that waits for the Prepare and retries until both are done."""
         commit = meta.state is T.PREPARE_COMMIT
-        epoch = self.coordinator_epochs.get(self.partition_for(meta.transactional_id), 0)
+        state_partition = self.partition_for(meta.transactional_id)
+        epoch = self.coordinator_epochs.get(state_partition, 0)
         marker = Marker(meta.producer_id, meta.producer_epoch, commit, epoch, sorted(meta.partitions))
-        if self.write_markers_now is not None and marker.partitions:
+        waiting = None if self.state_replicated is None else self.state_replicated(state_partition)
+        if waiting is None and self.write_markers_now is not None and marker.partitions:
             marker.partitions = self.write_markers_now(marker)
             if not marker.partitions and not self._write_complete(meta, commit):
                 log.debug("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
                 return
-        self._completions[meta.transactional_id] = self._spawn(self._complete(meta, marker))
+        self._completions[meta.transactional_id] = self._spawn(self._complete(meta, marker, state_partition,
+                                                                              waiting))
 
     def _write_complete(self, meta: TransactionMetadata, commit: bool) -> ErrorCode:
         return self._write(meta, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT, producer_id=meta.producer_id,
                            epoch=meta.producer_epoch, partitions=set(), start_ms=meta.start_ms)
 
-    async def _complete(self, meta: TransactionMetadata, marker: Marker) -> None:
-        """Write the markers, then the Complete state; retried until both are done (or the shard unloads)."""
+    async def _complete(self, meta: TransactionMetadata, marker: Marker, state_partition: int,
+                        waiting: Awaitable[ErrorCode] | None) -> None:
+        """Wait for the Prepare state's replication (``waiting``, from ``state_replicated``), write the markers,
+        then the Complete state; retried until all are done (or the shard moves: its next coordinator finishes
+        from what its log holds)."""
         commit = marker.commit
+        while waiting is not None:
+            error = await waiting
+            if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                log.info("transaction_completion_left_to_next_coordinator",
+                         transactional_id=meta.transactional_id, state_partition=state_partition)
+                return
+            waiting = None
+            if error:
+                log.warning("transaction_prepare_not_replicated", transactional_id=meta.transactional_id,
+                            error=ErrorCode(error).name)
+                await asyncio.sleep(0.1)
+                waiting = self.state_replicated(state_partition)
         if marker.partitions:
             await self.send_markers(marker)
         while True:

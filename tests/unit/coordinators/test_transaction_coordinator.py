@@ -36,12 +36,14 @@ class Harness:
         self.markers_at_once = []
         self.coordinator = self.make()
 
-    def make(self, markers_now: set | None = None) -> TransactionCoordinator:
+    def make(self, markers_now: set | None = None, state_replicated=None) -> TransactionCoordinator:
         """``markers_now``: the partitions whose markers the broker can append at once (those it leads with no
-        follower in the ISR); the coordinator sends the others as WriteTxnMarkers."""
+        follower in the ISR); the coordinator sends the others as WriteTxnMarkers. ``state_replicated``: the
+        broker's answer to "is the state partition's log on its ISR?" (None: yes, else an awaitable)."""
         at_once = None if markers_now is None else lambda marker: self.write_markers_at_once(marker, markers_now)
         return TransactionCoordinator(TransactionConfig(state_partitions=3, max_timeout_ms=60_000), self.scheduler,
-                                      self.store.append, self.new_pid, self.write_markers, at_once)
+                                      self.store.append, self.new_pid, self.write_markers, at_once,
+                                      state_replicated)
 
     def write_markers_at_once(self, marker, local: set) -> list:
         batch = build_marker_batch(marker.producer_id, marker.producer_epoch, marker.commit, 0, 1)
@@ -128,6 +130,49 @@ async def test_markers_that_cannot_be_written_at_once_are_sent_before_the_comple
     assert c.transactions["t"].state is T.COMPLETE_ABORT
     assert h.markers_at_once == [(False, ("data", 0))]
     assert [(m.commit, m.partitions) for m in h.markers] == [(False, [("data", 1)])]
+
+
+class StateIsr:
+    """The state partition's ISR as the coordinator sees it: each question is a future the test answers."""
+
+    def __init__(self) -> None:
+        self.asked: list[asyncio.Future] = []
+
+    def __call__(self, partition: int):
+        self.asked.append(asyncio.get_running_loop().create_future())
+        return self.asked[-1]
+
+
+async def test_no_marker_is_written_before_the_prepare_state_is_on_the_isr(h):
+    """Kafka's order: a marker outliving a Prepare that a dying coordinator never replicated would decide a
+    transaction that the next coordinator still knows as open. A failed wait is asked again."""
+    isr = StateIsr()
+    c = h.make(markers_now={("data", 0)}, state_replicated=isr)
+    _, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)
+    c.add_partitions("t", pid, epoch, [("data", 0)], 3)
+    h.produce(pid, epoch, 0)
+    assert c.end_transaction("t", pid, epoch, True, 3) == E.NONE
+    await settle()
+    assert c.transactions["t"].state is T.PREPARE_COMMIT and h.markers_at_once == [] and h.markers == []
+    isr.asked[0].set_result(E.REQUEST_TIMED_OUT)   # the followers did not catch up in time: wait again
+    await asyncio.sleep(0.15)                       # (the retry's pause is on the event loop's clock)
+    assert len(isr.asked) == 2 and h.markers == [] and c.transactions["t"].state is T.PREPARE_COMMIT
+    isr.asked[1].set_result(E.NONE)
+    await settle()
+    assert [(m.commit, m.partitions) for m in h.markers] == [(True, [("data", 0)])]
+    assert c.transactions["t"].state is T.COMPLETE_COMMIT and h.rm.get("data", 0).log.last_stable_offset == 2
+
+
+async def test_a_coordinator_whose_shard_moved_before_its_prepare_replicated_writes_no_marker(h):
+    isr = StateIsr()
+    c = h.make(state_replicated=isr)
+    _, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)
+    c.add_partitions("t", pid, epoch, [("data", 0)], 3)
+    assert c.end_transaction("t", pid, epoch, False, 3) == E.NONE
+    isr.asked[0].set_result(E.NOT_LEADER_OR_FOLLOWER)
+    await settle()
+    assert h.markers == [] and c.completion("t") is None
+    assert c.transactions["t"].state is T.PREPARE_ABORT   # the next coordinator finishes it from its log
 
 
 async def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(h):

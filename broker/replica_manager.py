@@ -12,6 +12,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 
@@ -262,12 +263,13 @@ class ReplicaManager:
 
     def replicated_or_wait(self, topic: str, index: int, timeout_ms: int):
         """None when the ISR already has everything appended to this partition (its high watermark is at the
-        log end, as on a single broker), else ``wait_replicated``'s awaitable of the error code."""
+        log end, as on a single broker), else a function that starts ``wait_replicated`` (a function, so that
+        no coroutine is made that nobody awaits should its caller be cancelled first)."""
         partition = self.partitions.get((topic, index))
         if partition is not None and partition.is_leader and \
                 partition.log.high_watermark >= partition.log.log_end_offset:
             return None
-        return self.wait_replicated(topic, index, timeout_ms)
+        return functools.partial(self.wait_replicated, topic, index, timeout_ms)
 
     def high_watermark_moved(self, tp: tuple[str, int]) -> None:
         self.produce_purgatory.check_and_complete(tp)

@@ -51,9 +51,9 @@ class Marker:
 
 SendMarkers = Callable[[Marker], Awaitable[None]]
 WriteMarkersNow = Callable[[Marker], list[tuple[str, int]]]   # the partitions it could not write at once
-# None when everything appended to this state partition is on its ISR, else an awaitable of the error code once
-# it is (NONE) or cannot be (NOT_LEADER_OR_FOLLOWER: the shard moved; anything else: try again).
-StateReplicated = Callable[[int], Awaitable[ErrorCode] | None]
+# None when everything appended to this state partition is on its ISR, else a function whose awaitable gives the
+# error code once it is (NONE) or cannot be (NOT_LEADER_OR_FOLLOWER: the shard moved; anything else: try again).
+StateReplicated = Callable[[int], Callable[[], Awaitable[ErrorCode]] | None]
 
 
 @dataclass
@@ -281,13 +281,13 @@ class TransactionCoordinator:
                            epoch=meta.producer_epoch, partitions=set(), start_ms=meta.start_ms)
 
     async def _complete(self, meta: TransactionMetadata, marker: Marker, state_partition: int,
-                        waiting: Awaitable[ErrorCode] | None) -> None:
+                        waiting: Callable[[], Awaitable[ErrorCode]] | None) -> None:
         """Wait for the Prepare state's replication (``waiting``, from ``state_replicated``), write the markers,
         then the Complete state; retried until all are done (or the shard moves: its next coordinator finishes
         from what its log holds)."""
         commit = marker.commit
         while waiting is not None:
-            error = await waiting
+            error = await waiting()
             if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 log.info("transaction_completion_left_to_next_coordinator",
                          transactional_id=meta.transactional_id, state_partition=state_partition)

@@ -39,7 +39,7 @@ class Harness:
     def make(self, markers_now: set | None = None, state_replicated=None) -> TransactionCoordinator:
         """``markers_now``: the partitions whose markers the broker can append at once (those it leads with no
         follower in the ISR); the coordinator sends the others as WriteTxnMarkers. ``state_replicated``: the
-        broker's answer to "is the state partition's log on its ISR?" (None: yes, else an awaitable)."""
+        broker's answer to "is the state partition's log on its ISR?" (None: yes, else what to await)."""
         at_once = None if markers_now is None else lambda marker: self.write_markers_at_once(marker, markers_now)
         return TransactionCoordinator(TransactionConfig(state_partitions=3, max_timeout_ms=60_000), self.scheduler,
                                       self.store.append, self.new_pid, self.write_markers, at_once,
@@ -140,7 +140,7 @@ class StateIsr:
 
     def __call__(self, partition: int):
         self.asked.append(asyncio.get_running_loop().create_future())
-        return self.asked[-1]
+        return lambda future=self.asked[-1]: future
 
 
 async def test_no_marker_is_written_before_the_prepare_state_is_on_the_isr(h):

@@ -225,10 +225,7 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
             scenarios = asyncio.run(_prepare(broker.proc.port))
             for name, frames in scenarios.items():
                 asyncio.run(_check(broker.proc.port, frames))
-                asyncio.run(_drive(broker.proc.port, frames, 1.0))   # warm up
-                cpu0, wall0 = _cpu_seconds(broker.pid), time.monotonic()
-                sent = asyncio.run(_drive(broker.proc.port, frames, seconds))
-                cpu, wall = _cpu_seconds(broker.pid) - cpu0, time.monotonic() - wall0
+                rate, cpu_us = _timed_drive(broker.pid, broker.proc.port, frames, seconds)
                 profile_path = os.path.join(tmp, "profile.txt")
                 spy = _profile(broker.pid, 3, profile_path)
                 profile = ""
@@ -236,9 +233,8 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
                     asyncio.run(_drive(broker.proc.port, frames, 3.5))
                     spy.wait(30)
                     profile = top_frames(profile_path) if os.path.exists(profile_path) else ""
-                rows.append((name, round(sent / wall), cpu / sent * 1e6, profile))
-                print(f"  {name:30} {sent / wall:9.0f} req/s  {cpu / sent * 1e6:7.1f} µs broker CPU/req  {profile}",
-                      flush=True)
+                rows.append((name, round(rate), cpu_us, profile))
+                print(f"  {name:30} {rate:9.0f} req/s  {cpu_us:7.1f} µs broker CPU/req  {profile}", flush=True)
             rows += fetch_session_rows(broker, seconds)
             rows.append(echo_floor(scenarios["Heartbeat"], seconds))
         finally:
@@ -266,6 +262,16 @@ uvloop.run(main())
 """
 
 
+def _timed_drive(pid: int, port: int, frames: list[bytes], seconds: float) -> tuple[float, float]:
+    """After a second's warm-up, ``frames`` one after another for ``seconds``: (requests/s, CPU µs per request
+    of the server process ``pid``)."""
+    asyncio.run(_drive(port, frames, 1.0))
+    cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+    sent = asyncio.run(_drive(port, frames, seconds))
+    cpu, wall = _cpu_seconds(pid) - cpu0, time.monotonic() - wall0
+    return sent / wall, cpu / sent * 1e6
+
+
 def echo_floor(frames: list[bytes], seconds: float = SECONDS) -> tuple[str, int, float, str]:
     """The floor under every row: a uvloop server that does nothing but send each request's bytes back (no
     decoding, no task, no await), driven by the same client. What it costs per round trip any Python broker
@@ -274,17 +280,13 @@ def echo_floor(frames: list[bytes], seconds: float = SECONDS) -> tuple[str, int,
     server = subprocess.Popen([os.path.join(root, ".venv", "bin", "python"), "-c", ECHO_SERVER],
                               stdout=subprocess.PIPE, text=True)
     try:
-        port = int(server.stdout.readline())
-        asyncio.run(_drive(port, frames, 1.0))   # warm up
-        cpu0, wall0 = _cpu_seconds(server.pid), time.monotonic()
-        sent = asyncio.run(_drive(port, frames, seconds))
-        cpu, wall = _cpu_seconds(server.pid) - cpu0, time.monotonic() - wall0
+        rate, cpu_us = _timed_drive(server.pid, int(server.stdout.readline()), frames, seconds)
     finally:
         server.kill()
         server.wait()
     name = "(floor) uvloop echo of the Heartbeat frame"
-    print(f"  {name:30} {sent / wall:9.0f} req/s  {cpu / sent * 1e6:7.1f} µs server CPU/req", flush=True)
-    return name, round(sent / wall), cpu / sent * 1e6, "one Python callback per request, no decoding: event loop and kernel"
+    print(f"  {name:30} {rate:9.0f} req/s  {cpu_us:7.1f} µs server CPU/req", flush=True)
+    return name, round(rate), cpu_us, "one Python callback per request, no decoding: event loop and kernel"
 
 
 EMBEDDED_START = """

@@ -127,16 +127,16 @@ def test_replica_moves_to_another_log_dir_under_load(tmp_path, topic_name):
         proc.kill()
 
 
-def _set_broker_config(bootstrap: str, values: dict[str, str] | None) -> None:
-    """Set dynamic configs of broker 0, or (None) reset every one it has to its default."""
+def _set_broker_config(bootstrap: str, values: dict[str, str] | None, broker: int = 0) -> None:
+    """Set dynamic configs of ``broker``, or (None) reset every one it has to its default."""
     from kafka.admin import ConfigResource, ConfigResourceType
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         if values is None:
-            admin.reset_configs([ConfigResource(ConfigResourceType.BROKER, "0", {})])
+            admin.reset_configs([ConfigResource(ConfigResourceType.BROKER, str(broker), {})])
         else:
-            admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", values)])
+            admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, str(broker), values)])
     finally:
         admin.close()
 
@@ -196,8 +196,6 @@ def test_a_followers_move_cut_short_by_kill_9_goes_on_after_its_leader_and_isr(t
     """In a cluster: a follower replica moving between its broker's log dirs (throttled) when the broker is
     killed with kill -9 goes on with the move once the controller's LeaderAndIsr makes it a replica again;
     it completes, the replica rejoins the ISR and its batches are the leader's."""
-    from kafka.admin import ConfigResource, ConfigResourceType
-
     root = str(tmp_path)
     dirs = [os.path.join(root, "broker-1", "data"), os.path.join(root, "broker-1", "data-b")]
     cluster = Cluster(root, per_broker={1: {"log.dirs": ",".join(dirs), **FAST_IO}}).start()
@@ -217,10 +215,9 @@ def test_a_followers_move_cut_short_by_kill_9_goes_on_after_its_leader_and_isr(t
         target = next(d for d in dirs if d != source)
         wait_until(lambda: batches(source, topic_name, 0) == batches(cluster.brokers[2].data_dir, topic_name, 0),
                    message="the follower caught up")
+        _set_broker_config(cluster.bootstrap, {"replica.alter.log.dirs.io.max.bytes.per.second": "200000"}, 1)
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
         try:
-            admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1",
-                                                {"replica.alter.log.dirs.io.max.bytes.per.second": "200000"})])
             assert list(admin.alter_replica_log_dirs({TopicPartitionReplica(topic_name, 0, 1): target}).values()) \
                 == [NoError]
         finally:
@@ -232,11 +229,7 @@ def test_a_followers_move_cut_short_by_kill_9_goes_on_after_its_leader_and_isr(t
         wait_until(lambda: (target, True) in [(d, f) for d, f, _ in
                                               _placement(cluster.bootstrap, topic_name, 1).get(0, [])],
                    timeout=60, message="the move going on after the restart")
-        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
-        try:
-            admin.reset_configs([ConfigResource(ConfigResourceType.BROKER, "1", {})])
-        finally:
-            admin.close()
+        _set_broker_config(cluster.bootstrap, None, 1)   # the throttle lifted
         wait_until(lambda: _placement(cluster.bootstrap, topic_name, 1)[0] == [(target, False, 0)], timeout=90,
                    message="the move finished")
         wait_until(lambda: sorted(describe(cluster.bootstrap, topic_name)[0]["isr"]) == [1, 2], timeout=60,

@@ -66,6 +66,7 @@ class Connection:
         self.log = log.bind(peer=self.peer)
         self.responses: asyncio.Queue = asyncio.Queue(MAX_QUEUED_RESPONSES)
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
+        self.after_response: list = []   # RequestContext.run_after_response's actions for the current request
         self.sendfile = broker.config["kbroker.fetch.sendfile"]
         sock = stream.get_extra_info("socket")
         tls = stream.get_extra_info("ssl_object")
@@ -125,6 +126,9 @@ class Connection:
                 except CloseConnection as close:
                     answer_pending = close.after_responses
                     break
+                finally:
+                    if self.after_response:
+                        self._run_after_response()
         finally:
             if not (answer_pending or self.stopping) or responder.done():
                 # Nobody will read the answers: parked requests leave their purgatories now, not at timeout.
@@ -138,6 +142,14 @@ class Connection:
                     responder.cancel()
                     self._abandon_responses()
             self.stream.close()
+
+    def _run_after_response(self) -> None:
+        actions, self.after_response = self.after_response, []
+        for action in actions:
+            try:
+                action()
+            except Exception:
+                self.log.exception("after_response_action_failed")
 
     def stop_reading(self) -> None:
         """Broker shutdown: read no more requests; those already read are still answered."""

@@ -49,6 +49,13 @@ class RequestContext:
                                                  client_id=self.client_id)
         return self._log
 
+    def run_after_response(self, action) -> None:
+        """Run ``action()`` once this request's response has been handed to the socket (or the handler is done,
+        if there is none), before the connection reads its next request, as Kafka's request handler completes
+        its queued actions after ``handle`` answered: for work the answer need not wait for but the client's
+        next request must find done (a transaction's markers after EndTxn). Runs even if the connection fails."""
+        self.connection.after_response.append(action)
+
     def authorized(self, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:
         """May this request's principal do ``operation`` on the resource (always, without an authorizer)?
         ``log_denied``: False where a refusal is not the answer (a fallback follows, or a listing filters)."""

@@ -1,10 +1,15 @@
 """EndTxn: commit or abort.
 
-The outcome is decided once the Prepare state is written; the response then
-waits (up to ``MARKER_WAIT_S``) for the markers and the Complete state, so the
-producer's next transaction does not start by bouncing off
-CONCURRENT_TRANSACTIONS and its client's retry backoff. If markers are slow
-(a partition leader is away), the answer goes anyway and they complete later.
+The outcome is decided once the Prepare state is written (and on the state
+partition's ISR). Where this broker writes every marker itself, the markers
+and the Complete state follow right after the answer left and before the
+connection reads on (``run_after_response``): the client's next request finds
+the transaction complete, and the answer does not wait for two appends. Where
+markers go to other brokers, the answer waits (up to ``MARKER_WAIT_S``) for
+them and the Complete state, so the producer's next transaction does not start
+by bouncing off CONCURRENT_TRANSACTIONS and its client's retry backoff; if
+they are slow (a partition leader is away), it goes anyway and they complete
+later.
 """
 
 import asyncio
@@ -18,7 +23,8 @@ MARKER_WAIT_S = 5.0
 def handle(ctx, request):
     broker = ctx.broker
     error = transaction_error(ctx, request.transactional_id) or broker.txn_coordinator.end_transaction(
-        request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.api_version)
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.api_version,
+        ctx.run_after_response)
     response = {"throttle_time_ms": 0, "error_code": error}
     completion = None if error else broker.txn_coordinator.completion(request.transactional_id)
     if completion is None:

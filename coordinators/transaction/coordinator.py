@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
@@ -223,13 +224,18 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ EndTxn
     def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                        version: int) -> ErrorCode:
+                        version: int, after_response: Callable[[Callable[[], None]], None] | None = None
+                        ) -> ErrorCode:
+        """Decide the transaction (its Prepare state written) and start completing it. ``after_response``
+        (the request's ``run_after_response``): where every marker can be written here, they and the Complete
+        state are written by the action handed to it, after EndTxn's answer left, as Kafka's coordinator answers
+        once the Prepare is written and completes afterwards; without it, before this returns."""
         error, meta = self._validate(transactional_id, producer_id, epoch, version >= 2)
         if error:
             return error
         state = meta.state
         if state is T.ONGOING:
-            return self._prepare_end(meta, commit)
+            return self._prepare_end(meta, commit, after_response)
         if state is T.COMPLETE_COMMIT:
             return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
         if state is T.COMPLETE_ABORT:
@@ -240,7 +246,7 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
         return ErrorCode.INVALID_TXN_STATE   # Empty: nothing to end
 
-    def _prepare_end(self, meta: TransactionMetadata, commit: bool) -> ErrorCode:
+    def _prepare_end(self, meta: TransactionMetadata, commit: bool, after_response=None) -> ErrorCode:
         target = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
         error = self._write(meta, target, producer_id=meta.producer_id, epoch=meta.producer_epoch,
                             partitions=meta.partitions, start_ms=meta.start_ms)
@@ -249,7 +255,7 @@ class TransactionCoordinator:
         self.scheduler.cancel(("txn-timeout", meta.transactional_id))
         log.debug("transaction_prepared", transactional_id=meta.transactional_id, commit=commit,
                  partitions=len(meta.partitions))
-        self._start_completion(meta)
+        self._start_completion(meta, after_response)
         return ErrorCode.NONE
 
     def completion(self, transactional_id: str) -> asyncio.Task | None:
@@ -257,24 +263,33 @@ class TransactionCoordinator:
         task = self._completions.get(transactional_id)
         return task if task is not None and not task.done() else None
 
-    def _start_completion(self, meta: TransactionMetadata) -> None:
+    def _start_completion(self, meta: TransactionMetadata, after_response=None) -> None:
         """Markers, then the Complete state, as Kafka orders them: no marker before the Prepare state is on the
         state partition's ISR (a marker that outlived a Prepare lost with this broker would have decided a
         transaction the next coordinator knows as still open). At once where the Prepare already is and
-        ``write_markers_now`` can write every marker here (the transaction is complete when this returns),
-        else in a task that waits for the Prepare and retries until both are done."""
+        ``write_markers_now`` can write every marker here (in ``after_response``'s action, or before this
+        returns), else in a task that waits for the Prepare and retries until both are done."""
         commit = meta.state is T.PREPARE_COMMIT
         state_partition = self.partition_for(meta.transactional_id)
         epoch = self.coordinator_epochs.get(state_partition, 0)
         marker = Marker(meta.producer_id, meta.producer_epoch, commit, epoch, sorted(meta.partitions))
         waiting = None if self.state_replicated is None else self.state_replicated(state_partition)
         if waiting is None and self.write_markers_now is not None and marker.partitions:
-            marker.partitions = self.write_markers_now(marker)
-            if not marker.partitions and not self._write_complete(meta, commit):
-                log.debug("transaction_completed", transactional_id=meta.transactional_id, commit=commit)
-                return
+            if after_response is not None:
+                after_response(functools.partial(self._complete_here, meta, marker, state_partition))
+            else:
+                self._complete_here(meta, marker, state_partition)
+            return
         self._completions[meta.transactional_id] = self._spawn(self._complete(meta, marker, state_partition,
                                                                               waiting))
+
+    def _complete_here(self, meta: TransactionMetadata, marker: Marker, state_partition: int) -> None:
+        """Markers and the Complete state with no wait; what fails retriably goes on in ``_complete``'s task."""
+        marker.partitions = self.write_markers_now(marker)
+        if not marker.partitions and not self._write_complete(meta, marker.commit):
+            log.debug("transaction_completed", transactional_id=meta.transactional_id, commit=marker.commit)
+            return
+        self._completions[meta.transactional_id] = self._spawn(self._complete(meta, marker, state_partition, None))
 
     def _write_complete(self, meta: TransactionMetadata, commit: bool) -> ErrorCode:
         return self._write(meta, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT, producer_id=meta.producer_id,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from kbroker.protocol.errors import ErrorCode as E
@@ -182,3 +184,22 @@ async def test_list_transactions_filters(conn, topic):
     assert (await listed([], [started.producer_id]))[0] == {txn_id}
     assert txn_id not in (await listed(["Ongoing"], duration=3_600_000))[0]
     assert await end(conn, txn_id, started.producer_id, started.producer_epoch, commit=False) == 0
+
+
+async def test_the_next_request_finds_the_transaction_complete(conn, topic):
+    """EndTxn is answered once the Prepare state is written; the markers and the Complete state follow before
+    the connection reads on. So a client that sends its next transaction's AddPartitionsToTxn right behind
+    EndTxn, without waiting for the answer, finds the last one complete: no CONCURRENT_TRANSACTIONS."""
+    txn_id = f"pipelined-{topic}"
+    started = await init(conn, txn_id)
+    pid, epoch = started.producer_id, started.producer_epoch
+    for n in range(20):
+        assert await add(conn, txn_id, pid, epoch, topic) == [0]
+        assert await produce(conn, txn_id, topic, txn_batch(pid, epoch, n)) == 0
+        ended, added = await asyncio.gather(end(conn, txn_id, pid, epoch, commit=n % 2 == 0),
+                                            add(conn, txn_id, pid, epoch, topic, partitions=(1,)))
+        assert (ended, added) == (0, [0])
+        assert await produce(conn, txn_id, topic, txn_batch(pid, epoch, n), partition=1) == 0
+        assert await end(conn, txn_id, pid, epoch, commit=False) == 0
+    described = await conn.request(DESCRIBE_TXNS, 0, {"transactional_ids": [txn_id]})
+    assert described.transaction_states[0].transaction_state == "CompleteAbort"

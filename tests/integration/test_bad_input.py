@@ -3,6 +3,8 @@
 import asyncio
 import struct
 
+import crc32c
+
 import pytest
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
@@ -248,3 +250,27 @@ async def test_a_fetch_parked_when_the_broker_stops_is_answered_before_the_conne
     assert answer.responses[0].partitions[0].error_code == ErrorCode.NONE
     assert await stopped == 0
     assert await conn.wait_closed()
+
+
+async def test_records_broken_inside_a_valid_batch_are_invalid_record_on_a_compacted_topic(broker, topic):
+    """The CRC is right but a record's structure is not (a key length past the batch's end): a compacted topic
+    reads every record for its key check, and answers INVALID_RECORD as Kafka does, keeping the connection."""
+    conn = await connect(broker)
+    compacted = f"{topic}-compacted"
+    created = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": compacted, "num_partitions": 1,
+                                                                "replication_factor": 1, "configs": [
+                                                                    {"name": "cleanup.policy", "value": "compact"}]}],
+                                                    "timeout_ms": 5000})
+    assert created.topics[0].error_code == 0
+    good = build_batch([(b"k", b"value", [])])
+    # The record's key length varint: rewritten to a long run of continuation bytes, CRC recomputed.
+    body = bytearray(good[61:])
+    body[4:] = b"\xff" * (len(body) - 4)
+    broken = bytearray(good[:61]) + body
+    struct.pack_into(">I", broken, 17, crc32c.crc32c(bytes(broken[21:])))
+    resp = await produce(conn, compacted, bytes(broken))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_RECORD
+    resp = await produce(conn, compacted, good)   # the same connection goes on
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    await conn.close()
+    await still_serving(broker, topic)

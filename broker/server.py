@@ -422,7 +422,7 @@ class Broker:
                                                                self._close_idle_connections)))
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self._every(lambda: self.config["log.cleaner.backoff.ms"],
-                                                               self.log_manager.clean)))
+                                                               self.log_manager.clean_in_slices)))
 
     def _close_idle_connections(self) -> None:
         now, limit = time.monotonic(), self.connection_limits.idle_ms / 1000
@@ -443,7 +443,8 @@ class Broker:
         while True:
             await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
             try:
-                action()
+                if asyncio.iscoroutine(done := action()):
+                    await done
             except Exception:
                 log.exception("periodic_task_failed", task=getattr(action, "__name__", str(action)))
 

@@ -34,7 +34,11 @@ finishes an interrupted swap and discards a ``.cleaned`` file.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import os
+import time
 from dataclasses import dataclass
 
 import structlog
@@ -45,6 +49,7 @@ from kbroker.storage.segment import segment_name
 log = structlog.get_logger("storage.cleaner")
 
 CLEANED_SUFFIX = ".log.cleaned"
+RECORDS_PER_STEP = 256   # records decoded between two chances to pause (a few hundred microseconds)
 SWAP_SUFFIX = ".log.swap"
 
 
@@ -88,15 +93,17 @@ def needs_cleaning(plog, first_dirty: int, now_ms: int) -> bool:
     return total > 0 and sum(s.size for s in dirty) / total >= plog.config.min_cleanable_dirty_ratio
 
 
-def _offset_map(plog, first_dirty: int, upto: int) -> dict[bytes, int]:
-    latest: dict[bytes, int] = {}
+def _offset_map(plog, first_dirty: int, upto: int, latest: dict[bytes, int]):
+    """Fill ``latest`` with each key's newest offset below ``upto``; a generator, pausing after every batch and
+    every ``RECORDS_PER_STEP`` records."""
     for header, data in plog.iter_batches(first_dirty, upto):
-        if header.is_control:
-            continue
-        for record in iter_records(data):
-            if record.key is not None and record.offset < upto:
-                latest[bytes(record.key)] = record.offset
-    return latest
+        if not header.is_control:
+            for n, record in enumerate(iter_records(data), 1):
+                if record.key is not None and record.offset < upto:
+                    latest[bytes(record.key)] = record.offset
+                if n % RECORDS_PER_STEP == 0:
+                    yield
+        yield
 
 
 def _groups(segments: list, max_bytes: int) -> list[list]:
@@ -113,14 +120,84 @@ def _groups(segments: list, max_bytes: int) -> list[list]:
     return groups
 
 
+class Abandoned(Exception):
+    """The log's segments changed while a cleaning was paused: its output is dropped, the next pass retries."""
+
+
 def clean(plog, first_dirty: int, now_ms: int) -> CleanResult:
-    """Compact ``plog`` up to its first uncleanable offset; returns what changed (the new checkpoint)."""
+    """Compact ``plog`` up to its first uncleanable offset in one go; returns what changed (the new checkpoint)."""
+    return run_to_end(cleaning(plog, first_dirty, now_ms))
+
+
+def run_to_end(steps):
+    """Drive a ``cleaning`` generator without pausing, its blocking steps run where they come."""
+    failure = None
+    try:
+        while True:
+            step, failure = _resume(steps, failure), None
+            if step is not None:
+                try:
+                    step()
+                except OSError as exc:
+                    failure = exc   # raised inside the generator, where the step was asked for
+    except StopIteration as done:
+        return done.value
+
+
+def _resume(steps, failure: Exception | None):
+    """The generator's next yield; a failed step's error is raised inside it, where it asked for the step."""
+    return next(steps) if failure is None else steps.throw(failure)
+
+
+async def run_in_slices(steps, slice_s: float):
+    """Drive a ``cleaning`` generator on the event loop: other callbacks run at least every ``slice_s`` seconds
+    of cleaning, and its blocking steps (fsyncs) run on a worker thread."""
+    loop = asyncio.get_running_loop()
+    deadline = time.perf_counter() + slice_s
+    failure = None
+    try:
+        while True:
+            step, failure = _resume(steps, failure), None
+            if step is not None:
+                work = loop.run_in_executor(None, step)
+                try:
+                    await asyncio.shield(work)
+                except asyncio.CancelledError:
+                    await asyncio.wait([work])   # the generator's cleanup closes what the step uses: not before
+                    raise
+                except OSError as exc:
+                    failure = exc
+                deadline = time.perf_counter() + slice_s
+            elif time.perf_counter() >= deadline:
+                await asyncio.sleep(0)
+                deadline = time.perf_counter() + slice_s
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
+def cleaning(plog, first_dirty: int, now_ms: int):
+    """Compact ``plog`` up to its first uncleanable offset; a generator returning the CleanResult.
+
+    It yields None where it may pause (after each batch read) and a function
+    to run where the work blocks (an fsync). After every pause it checks that
+    the log's segments did not change (``Log.segments_changed``: retention,
+    truncation, a move or deletion) and otherwise raises ``Abandoned``,
+    leaving no swap and no ``.cleaned`` file. Each group's swap itself happens
+    between two pauses, so the log is never seen half swapped.
+    """
     upto = first_uncleanable_offset(plog, now_ms)
     result = CleanResult(first_uncleanable=upto)
     segments = _cleanable_segments(plog, upto)
     if not segments:
         return result
-    latest = _offset_map(plog, max(first_dirty, plog.log_start_offset), upto)
+    changed = plog.segments_changed
+    latest: dict[bytes, int] = {}
+    for _ in _offset_map(plog, max(first_dirty, plog.log_start_offset), upto, latest):
+        yield
+        if plog.segments_changed != changed:
+            raise Abandoned
     delete_horizon = now_ms - plog.config.delete_retention_ms
     producers = plog.producer_state.producers
     aborted = [entry for segment in plog.segments for entry in segment.txn_index.entries]
@@ -131,24 +208,40 @@ def clean(plog, first_dirty: int, now_ms: int) -> CleanResult:
         base = group[0].base_offset
         cleaned_path = os.path.join(plog.directory, segment_name(base) + CLEANED_SUFFIX)
         fd = os.open(cleaned_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        swapped = False
         try:
-            written = 0
+            written: list[tuple[int, int, int, int]] = []   # (position, size, last offset, max timestamp)
+            position = 0
             for segment in group:
                 end = plog._segment_end(plog.segments.index(segment))
                 for header, data in plog.iter_batches(segment.base_offset, end):
                     if header.base_offset < segment.base_offset:
                         continue   # iter_batches starts at the batch holding the offset
-                    out = _retained(header, data, latest, delete_horizon, first_dirty, producers, result, context)
+                    out = yield from _retained(header, data, latest, delete_horizon, first_dirty, producers,
+                                               result, context)
+                    if plog.segments_changed != changed:
+                        raise Abandoned
                     if out is not None:
                         os.write(fd, out)
-                        written += len(out)
-            os.fsync(fd)
+                        written.append((position, len(out), header.last_offset, header.max_timestamp))
+                        position += len(out)
+                    yield
+                    if plog.segments_changed != changed:
+                        raise Abandoned
+            yield functools.partial(os.fsync, fd)
+            if plog.segments_changed != changed:
+                raise Abandoned
+            swap_path = os.path.join(plog.directory, segment_name(base) + SWAP_SUFFIX)
+            os.rename(cleaned_path, swap_path)
+            swapped = True
+            plog.replace_segments(group, swap_path, written)
+            changed = plog.segments_changed   # this swap's own change
         finally:
             os.close(fd)
-        swap_path = os.path.join(plog.directory, segment_name(base) + SWAP_SUFFIX)
-        os.rename(cleaned_path, swap_path)
-        plog.replace_segments(group, swap_path)
-        result.bytes_after += written
+            if not swapped:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(cleaned_path)
+        result.bytes_after += position
         result.segments_after += 1
     log.info("log_cleaned", topic=plog.topic, partition=plog.partition, first_dirty=first_dirty,
              first_uncleanable=upto, segments_before=result.segments_before, segments_after=result.segments_after,
@@ -169,8 +262,9 @@ class _TxnContext:
 
 
 def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first_dirty: int, producers,
-              result: CleanResult, context: _TxnContext) -> bytes | None:
-    """The batch as it is after cleaning: unchanged bytes, a rebuilt batch, or None when it goes."""
+              result: CleanResult, context: _TxnContext):
+    """The batch as it is after cleaning: unchanged bytes, a rebuilt batch, or None when it goes; a generator
+    returning it, pausing every ``RECORDS_PER_STEP`` records."""
     if header.is_control:
         had_data = context.has_data.pop(header.producer_id, False)
         if not had_data and header.base_offset < first_dirty and header.max_timestamp < delete_horizon:
@@ -180,9 +274,11 @@ def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first
     if header.is_transactional and context.is_aborted(header):
         result.records_removed += header.records_count
         return None
-    records = list(iter_records(data))
     kept = []
-    for r in records:
+    total = 0
+    for total, r in enumerate(iter_records(data), 1):
+        if total % RECORDS_PER_STEP == 0:
+            yield
         if r.key is None:
             continue
         if latest.get(bytes(r.key), -1) > r.offset:
@@ -190,10 +286,10 @@ def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first
         if r.value is None and r.offset < first_dirty and header.max_timestamp < delete_horizon:
             continue   # a tombstone that has been through a clean and outlived delete.retention.ms
         kept.append(r)
-    result.records_removed += len(records) - len(kept)
+    result.records_removed += total - len(kept)
     if header.is_transactional and kept:
         context.has_data[header.producer_id] = True
-    if len(kept) == len(records):
+    if len(kept) == total:
         return bytes(data)
     if not kept:
         entry = producers.get(header.producer_id) if header.has_producer_id else None

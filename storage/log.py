@@ -72,6 +72,9 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         self.producer_state = ProducerStateManager()
         self.segments: list[LogSegment] = []
         self._pending_deletes: list[tuple[float, LogSegment]] = []
+        # Bumped whenever a segment other than the active one goes, is cut or is replaced, and when the log
+        # closes: a cleaner that paused between slices of its work gives up if this moved meanwhile.
+        self.segments_changed = 0
         self.unflushed_messages = 0
         self.last_flush_ms = self._now_ms()
         os.makedirs(directory, exist_ok=True)
@@ -160,14 +163,18 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         os.rename(swap_path, os.path.join(self.directory, segment_name(base) + LOG_SUFFIX))
         log.warning("cleaner_swap_completed", topic=self.topic, partition=self.partition, base_offset=base)
 
-    def replace_segments(self, old: list[LogSegment], swap_path: str) -> LogSegment:
+    def replace_segments(self, old: list[LogSegment], swap_path: str,
+                         batches: list[tuple[int, int, int, int]] | None = None) -> LogSegment:
         """Put the cleaned segment at ``swap_path`` in place of ``old`` (consecutive, not the active one).
 
         Old files are unlinked first and their descriptors closed later (a
         fetch may still be sending from them); the swap is renamed last, so a
         crash at any point leaves either the old segments or a ``.swap`` that
-        ``_load`` completes.
+        ``_load`` completes. ``batches``: (position, size, last offset, max
+        timestamp) of every batch in the swap, as its writer knows them, to
+        index it without reading it back; without them it is read and checked.
         """
+        self.segments_changed += 1
         base = old[0].base_offset
         position = self.segments.index(old[0])
         for segment in old:
@@ -176,7 +183,10 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
             self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, segment))
         os.rename(swap_path, os.path.join(self.directory, segment_name(base) + LOG_SUFFIX))
         fresh = LogSegment(self.directory, base, self.config.index_interval_bytes, old[0].created_ms)
-        fresh.recover()   # builds its indexes
+        if batches is None:
+            fresh.recover()   # builds its indexes
+        else:
+            fresh.index_written(batches)
         fresh.txn_index.reset()
         for segment in old:   # aborted transactions stay known to read_committed fetches
             for entry in segment.txn_index.entries:
@@ -409,6 +419,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
 
     def _delete_segment(self, segment: LogSegment, reason: str) -> None:
         """Unlink now, close later: a fetch response may still be sending from the open file."""
+        self.segments_changed += 1
         self.segments.remove(segment)
         segment.unlink_files()
         self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, segment))
@@ -426,6 +437,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
+        self.segments_changed += 1
         self.active_segment.seal_time_index()
         for segment in self.segments:
             segment.flush()
@@ -438,6 +450,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
     def delete(self) -> None:
         import shutil
 
+        self.segments_changed += 1
         for segment in self.segments:
             segment.close()
         for _, segment in self._pending_deletes:

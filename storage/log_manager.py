@@ -309,37 +309,49 @@ class LogManager:
         return self._each_log(lambda lg: lg.delete_old_segments())
 
     def clean(self) -> int:
-        """One log cleaner pass over every compacted log that needs it; returns how many were cleaned.
+        """One log cleaner pass over every compacted log that needs it, in one go; returns how many were cleaned.
 
         ``cleaner-offset-checkpoint`` keeps, per log dir, where each log's
         dirty part begins, so a restart does not recompact what is clean.
         """
-        now_ms = int(self.clock() * 1000)
+        return sum(cleaner.run_to_end(self._cleaning_dir(d)) for d in self.online_dirs)
+
+    async def clean_in_slices(self, slice_s: float = 0.005) -> int:
+        """The broker's pass, on its event loop: as ``clean``, but everything else runs at least every ``slice_s``
+        seconds of cleaning and fsyncs run on a worker thread (Kafka's cleaner has threads of its own; a
+        compaction done in one go here would stall every client for as long as it takes)."""
         cleaned = 0
         for d in self.online_dirs:
-            try:
-                cleaned += self._clean_dir(d, now_ms)
-            except OSError as exc:
-                self.report(d, exc)
+            cleaned += await cleaner.run_in_slices(self._cleaning_dir(d), slice_s)
         return cleaned
 
-    def _clean_dir(self, d: str, now_ms: int) -> int:
+    def _cleaning_dir(self, d: str):
+        """A generator (see ``cleaner.cleaning``) cleaning the logs of one dir; returns how many it cleaned. A log
+        whose segments changed while it was being cleaned is left for the next pass; a failing dir is reported."""
         cleaned = 0
-        path = os.path.join(d, CLEANER)
-        checkpoints = read_checkpoint(path)
-        changed = False
-        for tp, lg in list(self.logs.items()):
-            if lg.parent_dir != d or not lg.config.compact:
-                continue
-            first_dirty = max(checkpoints.get(tp, 0), lg.log_start_offset)
-            if not cleaner.needs_cleaning(lg, first_dirty, now_ms):
-                continue
-            result = cleaner.clean(lg, first_dirty, now_ms)
-            checkpoints[tp] = result.first_uncleanable
-            changed = True
-            cleaned += 1
-        if changed:
-            write_checkpoint(path, {tp: o for tp, o in checkpoints.items() if tp in self.logs})
+        try:
+            path = os.path.join(d, CLEANER)
+            checkpoints = read_checkpoint(path)
+            changed = False
+            now_ms = int(self.clock() * 1000)
+            for tp, lg in list(self.logs.items()):
+                if self.logs.get(tp) is not lg or lg.parent_dir != d or not lg.config.compact:
+                    continue
+                first_dirty = max(checkpoints.get(tp, 0), lg.log_start_offset)
+                if not cleaner.needs_cleaning(lg, first_dirty, now_ms):
+                    continue
+                try:
+                    result = yield from cleaner.cleaning(lg, first_dirty, now_ms)
+                except cleaner.Abandoned:
+                    log.info("log_cleaning_abandoned", topic=tp[0], partition=tp[1])
+                    continue
+                checkpoints[tp] = result.first_uncleanable
+                changed = True
+                cleaned += 1
+            if changed:
+                write_checkpoint(path, {tp: o for tp, o in checkpoints.items() if tp in self.logs})
+        except OSError as exc:
+            self.report(d, exc)
         return cleaned
 
     def expire_producers(self, expiration_ms: int) -> int:

@@ -106,6 +106,7 @@ class ReplicaLogMixin:
         log.info("log_truncated_fully", topic=self.topic, partition=self.partition, offset=offset)
 
     def _after_truncation(self, end: int) -> None:
+        self.segments_changed += 1
         self.log_end_offset = end
         self.high_watermark = min(self.high_watermark, end)
         self.recovery_point = min(self.recovery_point, end)

@@ -208,6 +208,20 @@ class LogSegment:
         self.indexes_missing = False
         return valid
 
+    def index_written(self, batches: list[tuple[int, int, int, int]]) -> None:
+        """Index a segment whose writer knows its batches, (position, size, last offset, max timestamp) each,
+        as ``recover`` would but without reading the file back (the cleaner's swap)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp = -1
+        self.bytes_since_index_entry = 0
+        for position, size, last_offset, max_timestamp in batches:
+            self._index_batch(position, size, last_offset, max_timestamp)
+        if batches:
+            self.first_batch_timestamp = batches[0][3]
+        self.seal_time_index()
+        self.indexes_missing = False
+
     @property
     def last_modified_ms(self) -> int:
         return int(os.fstat(self.fd).st_mtime * 1000)

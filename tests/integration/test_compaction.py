@@ -72,3 +72,60 @@ def test_consumer_offsets_are_compacted_and_still_resume(tmp_path):
         assert committed.offset == 1000
     finally:
         broker.kill()
+
+
+def test_the_broker_keeps_answering_while_it_compacts(tmp_path):
+    """A compaction is long work (here 80 MiB rewritten to a few hundred KiB); done in one go on the event loop
+    it held every client for its whole length (hundreds of milliseconds here, seconds for a 1 GiB segment).
+    Cleaned in slices, requests sent all through it are answered within a small fraction of that."""
+    import asyncio
+    import time
+
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    from kbroker.client.connection import KafkaConnection
+
+    data = str(tmp_path / "data")
+    broker = BrokerProcess(data, overrides={"log.cleaner.backoff.ms": "200"}).start()
+    try:
+        # Nothing is cleanable while it is written (min.compaction.lag.ms), so one pass compacts all of it.
+        make_topic(broker.bootstrap, "compacted", 1, {"cleanup.policy": "compact", "segment.bytes": str(4 << 20),
+                                                      "min.cleanable.dirty.ratio": "0.01",
+                                                      "min.compaction.lag.ms": "3600000"})
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+        for i in range(80 * 1024):
+            producer.produce("compacted", key=b"key-%d" % (i % 300), value=b"v" * 1000)
+            if i % 5000 == 0:
+                producer.poll(0)
+        assert producer.flush(60) == 0
+        directory = os.path.join(data, "compacted-0")
+
+        def log_bytes() -> int:
+            return sum(os.path.getsize(p) for p in glob.glob(os.path.join(directory, "*.log")))
+
+        assert log_bytes() > 75 << 20
+
+        async def probe() -> float:
+            conn = await KafkaConnection.open("127.0.0.1", broker.port)
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            resource = ConfigResource(ResourceType.TOPIC, "compacted", incremental_configs=[ConfigEntry(
+                "min.compaction.lag.ms", "0", incremental_operation=AlterConfigOpType.SET)])
+            admin.incremental_alter_configs([resource])[resource].result(30)
+            slowest, deadline = 0.0, time.monotonic() + 60
+            try:
+                while log_bytes() > 8 << 20 and time.monotonic() < deadline:
+                    sent = time.monotonic()
+                    await conn.request(18, 3, {"client_software_name": "probe", "client_software_version": "1"})
+                    slowest = max(slowest, time.monotonic() - sent)
+                    await asyncio.sleep(0.002)
+            finally:
+                await conn.close()
+            return slowest
+
+        slowest = asyncio.run(probe())
+        assert log_bytes() <= 8 << 20, "the cleaner did not compact within a minute"
+        assert slowest < 0.15, f"a request waited {slowest * 1000:.0f} ms while the log was compacted"
+        latest = {m.key(): m.offset() for m in read_partition(broker.bootstrap, "compacted", poll_timeout=5)}
+        assert len(latest) == 300 and max(latest.values()) == 80 * 1024 - 1
+    finally:
+        broker.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -38,6 +39,11 @@ def raise_open_files_limit() -> None:
 async def run_broker(config: BrokerConfig) -> None:
     broker = Broker(config)
     await broker.start()
+    # What start-up built (modules, message schemas, loaded logs and coordinators) lives as long as the broker:
+    # frozen, it is left out of the collector's full passes, which otherwise walk all of it (12 ms measured)
+    # whenever a burst of allocations (a log cleaning, a coordinator loading) sets one off.
+    gc.collect()
+    gc.freeze()
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

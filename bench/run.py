@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from bench import brokers, groups, latency, loadgen, replication, requests, security, spark, transactions
+from bench import brokers, groups, latency, loadgen, replication, requests, security, spark, transactions, txn_floor
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -187,6 +187,14 @@ def main() -> int:
                     spark_rows = spark.measure(broker, create_topic, args.scale)
             finally:
                 broker.stop()
+        if args.suite in ("all", "transactions") and (not args.only or "kbroker" in args.only):
+            print(f"{txn_floor.Floor.name}:", flush=True)
+            floor = txn_floor.Floor()
+            notes[floor.name] = floor.note
+            try:
+                rows += transactions.measure(floor, lambda bootstrap, topic: None)
+            finally:
+                floor.stop()
     result = table(rows, notes) if rows else ""
     if args.suite in ("all", "replication") and (not args.only or "kbroker" in args.only):
         print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)

@@ -50,10 +50,11 @@ class RequestContext:
         return self._log
 
     def run_after_response(self, action) -> None:
-        """Run ``action()`` once this request's response has been handed to the socket (or the handler is done,
-        if there is none), before the connection reads its next request, as Kafka's request handler completes
-        its queued actions after ``handle`` answered: for work the answer need not wait for but the client's
-        next request must find done (a transaction's markers after EndTxn). Runs even if the connection fails."""
+        """Run ``action()`` once the handler is done and its response written to the socket (or queued behind
+        earlier ones, or none is due), before the connection reads its next request, as Kafka's request handler
+        completes its queued actions after ``handle`` answered: for work the answer need not wait for but the
+        client's next request must find done (a transaction's markers after EndTxn). Runs even if the
+        connection fails."""
         self.connection.after_response.append(action)
 
     def authorized(self, operation: int, resource_type: int, name: str, log_denied: bool = True) -> bool:

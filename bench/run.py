@@ -188,8 +188,8 @@ def main() -> int:
             finally:
                 broker.stop()
         if args.suite in ("all", "transactions") and (not args.only or "kbroker" in args.only):
-            print(f"{txn_floor.Floor.name}:", flush=True)
-            floor = txn_floor.Floor()
+            print(f"{txn_floor.NAME}:", flush=True)
+            floor = txn_floor.floor(os.path.join(tmp, "floor"))
             notes[floor.name] = floor.note
             try:
                 rows += transactions.measure(floor, lambda bootstrap, topic: None)

@@ -4,7 +4,7 @@ Produce, EndTxn) with success, decoding each request and encoding each answer wi
 keeping nothing: no log, no state, no coordinator. What a transaction costs a Python broker before it does
 any of a broker's work; measured by the same driver as the brokers (``transactions.measure``).
 
-Run as ``python -m bench.txn_floor PORT``; it prints ``ready`` once it listens.
+Run as ``python bench/txn_floor.py PORT``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ import asyncio
 import itertools
 import os
 import struct
-import subprocess
 import sys
-
-from bench.brokers import free_port, wait_for_port
 
 PARTITIONS = 6   # every topic asked for has as many partitions as the bench's topics
 _SIZE = struct.Struct(">i")
@@ -100,35 +97,19 @@ class _Answering(asyncio.BufferedProtocol):
 async def _serve(port: int) -> None:
     offsets = itertools.count(0, 100)
     await asyncio.get_running_loop().create_server(lambda: _Answering(port, offsets), "127.0.0.1", port)
-    print("ready", flush=True)
     await asyncio.Future()
 
 
-class Floor:
-    """Started like the brokers of ``bench.brokers`` (``bootstrap``, ``pid``, ``stop``)."""
+NAME = "(floor) canned answers"
 
-    name = "(floor) canned answers"
-    note = ("a Python uvloop server that decodes each request and answers success with kbroker's codecs, "
-            "keeping nothing (`bench/txn_floor.py`): the cost of a transaction to any Python broker")
 
-    def __init__(self) -> None:
-        self.port = free_port()
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        self.process = subprocess.Popen([sys.executable, "-m", "bench.txn_floor", str(self.port)], cwd=root,
-                                        stdout=subprocess.DEVNULL)
-        wait_for_port(self.port)
+def floor(workdir: str):
+    """The floor started as the peers are (``bench.brokers.Peer``)."""
+    from bench.brokers import Peer
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
+    return Peer(NAME, lambda port, _: [sys.executable, os.path.abspath(__file__), str(port)], workdir,
+                "a Python uvloop server that decodes each request and answers success with kbroker's codecs, "
+                "keeping nothing (`bench/txn_floor.py`): the cost of a transaction to any Python broker")
 
 
 if __name__ == "__main__":

@@ -95,8 +95,9 @@ class InterBrokerChannel:
         (no follower to wait for, so the append is the whole write); the partitions still to write: all of
         them when that is not so (``write_markers`` then takes them), those that failed retriably otherwise.
 
-        A single broker's EndTxn thus completes its transaction inside the handler, with no task and no
-        extra event-loop turns between the Prepare state, the markers and the Complete state."""
+        A single broker thus completes a transaction right after EndTxn's answer (the coordinator's
+        after-response action), with no task and no extra event-loop turns between the Prepare state, the
+        markers and the Complete state."""
         rm, me = self.broker.replica_manager, self.broker.broker_id
         for tp in marker.partitions:
             partition = rm.partitions.get(tp)

@@ -164,7 +164,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         log.warning("cleaner_swap_completed", topic=self.topic, partition=self.partition, base_offset=base)
 
     def replace_segments(self, old: list[LogSegment], swap_path: str,
-                         batches: list[tuple[int, int, int, int]] | None = None) -> LogSegment:
+                         batches: list[tuple[int, int, int, int]]) -> LogSegment:
         """Put the cleaned segment at ``swap_path`` in place of ``old`` (consecutive, not the active one).
 
         Old files are unlinked first and their descriptors closed later (a
@@ -172,7 +172,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         crash at any point leaves either the old segments or a ``.swap`` that
         ``_load`` completes. ``batches``: (position, size, last offset, max
         timestamp) of every batch in the swap, as its writer knows them, to
-        index it without reading it back; without them it is read and checked.
+        index it without reading it back.
         """
         self.segments_changed += 1
         base = old[0].base_offset
@@ -183,10 +183,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
             self._pending_deletes.append((self._now_ms() + self.config.file_delete_delay_ms, segment))
         os.rename(swap_path, os.path.join(self.directory, segment_name(base) + LOG_SUFFIX))
         fresh = LogSegment(self.directory, base, self.config.index_interval_bytes, old[0].created_ms)
-        if batches is None:
-            fresh.recover()   # builds its indexes
-        else:
-            fresh.index_written(batches)
+        fresh.index_written(batches)
         fresh.txn_index.reset()
         for segment in old:   # aborted transactions stay known to read_committed fetches
             for entry in segment.txn_index.entries:

@@ -186,31 +186,24 @@ class LogSegment:
 
         Returns the valid batches' (position, header) in order.
         """
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.max_timestamp = -1
-        self.bytes_since_index_entry = 0
         valid: list[tuple[int, BatchHeader]] = []
         end = 0
         for position, header in self.iter_headers(0):
             data = os.pread(self.fd, header.size, position)
             if not verify_crc(data, 0, header):
                 break
-            self._index_batch(position, header.size, header.last_offset, header.max_timestamp)
             valid.append((position, header))
             end = position + header.size
         if end != self.size:
             os.ftruncate(self.fd, end)
             self.size = end
-        if valid:
-            self.first_batch_timestamp = valid[0][1].max_timestamp
-        self.seal_time_index()
-        self.indexes_missing = False
+        self.index_written([(position, header.size, header.last_offset, header.max_timestamp)
+                            for position, header in valid])
         return valid
 
     def index_written(self, batches: list[tuple[int, int, int, int]]) -> None:
-        """Index a segment whose writer knows its batches, (position, size, last offset, max timestamp) each,
-        as ``recover`` would but without reading the file back (the cleaner's swap)."""
+        """Rebuild both indexes from the segment's batches, (position, size, last offset, max timestamp) each:
+        read back by ``recover``, or as their writer knows them (the cleaner's swap, which reads nothing)."""
         self.offset_index.reset()
         self.time_index.reset()
         self.max_timestamp = -1

@@ -1,5 +1,6 @@
 """The log cleaner on real segment files: latest value per key, tombstones, merging, crash safety."""
 
+import asyncio
 import os
 import shutil
 
@@ -232,8 +233,6 @@ def test_aborted_transactions_go_and_empty_markers_go_after_delete_retention(log
 async def test_a_pass_in_slices_lets_the_event_loop_run_and_cleans_as_in_one_go(tmp_path):
     """The broker's pass yields to the loop between slices; the outcome is the one-go pass's, and the
     cleaned segment is indexed from what the cleaner wrote (a lookup lands where a rebuilt index would)."""
-    import asyncio
-
     clock = Clock()
     manager = LogManager([str(tmp_path)], clock=clock)
     lg = manager.get_or_create("compacted", 0, config())
@@ -263,8 +262,6 @@ async def test_a_pass_in_slices_lets_the_event_loop_run_and_cleans_as_in_one_go(
 async def test_a_pass_whose_log_changed_while_paused_gives_up_and_the_next_one_cleans(tmp_path):
     """Retention, truncation or a move may change the segments between two slices: the pass drops its work
     (no swap, no .cleaned file, the log as it was) and leaves the log to the next pass."""
-    import asyncio
-
     clock = Clock()
     manager = LogManager([str(tmp_path)], clock=clock)
     lg = manager.get_or_create("compacted", 0, config())
@@ -289,8 +286,6 @@ async def test_a_pass_whose_log_changed_while_paused_gives_up_and_the_next_one_c
 
 
 async def test_a_pass_cancelled_midway_leaves_the_log_as_it_was(tmp_path):
-    import asyncio
-
     clock = Clock()
     manager = LogManager([str(tmp_path)], clock=clock)
     lg = manager.get_or_create("compacted", 0, config())

@@ -34,10 +34,20 @@ class Peer:
         self.name, self.note = name, note
         self.port = free_port()
         self.workdir = workdir
+        self.command = command
         os.makedirs(workdir, exist_ok=True)
-        self.proc = subprocess.Popen(command(self.port, workdir), cwd=workdir, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self._start()
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen(self.command(self.port, self.workdir), cwd=self.workdir,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
+
+    def kill_and_restart(self) -> None:
+        """kill -9, then the same command on the same port and data directory."""
+        self.proc.kill()
+        self.proc.wait()
+        self._start()
 
     @property
     def pid(self) -> int:
@@ -74,6 +84,11 @@ class KBroker:
     def bootstrap(self) -> str:
         return self.proc.bootstrap
 
+    def kill_and_restart(self) -> None:
+        """kill -9, then a broker again on the same port and log dirs."""
+        self.proc.kill()
+        self.proc.start()
+
     def stop(self) -> None:
         self.proc.stop()
 
@@ -94,4 +109,5 @@ def noida(workdir: str) -> Peer:
     binary = os.path.join(os.path.dirname(noida_db.__file__), "noida-db")
     return Peer("noida-db", lambda port, wd: [binary, "start", "--only", "kafka", "--kafka-port", str(port),
                                               "--data-dir", os.path.join(wd, "noida")],
-                workdir, "Kafka service of noida-db, data in its --data-dir")
+                workdir, "Kafka service of noida-db with a --data-dir, which it writes a snapshot of "
+                "later: no write in the request path (see the kill -9 row)")

@@ -12,11 +12,12 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
 
-from bench import brokers, groups, latency, loadgen, replication, requests, security, spark, transactions, txn_floor
+from bench import brokers, durability, groups, latency, loadgen, replication, requests, security, spark, transactions, txn_floor
 from tests.brokerproc import ROOT
 
 PARTITIONS = 6
@@ -101,30 +102,59 @@ def machine() -> str:
            f"Python {platform.python_version()}"
 
 
+def _cell(run, scenario: str, name: str) -> str:
+    if run is None or isinstance(run, str):
+        return run or "n/a"
+    cell = f"{run.mb_per_s:.1f} MB/s, {run.msgs_per_s:,.0f} rec/s (gen {run.loadgen_cpu:.0%}, broker {run.broker_cpu:.0%})"
+    return cell + " *" if scenario.startswith("fetch") and name == "noida-db" else cell
+
+
+def _table_lines(names: list[str], scenarios: list[str], cell) -> list[str]:
+    lines = ["| scenario | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    return lines + [f"| {s} | " + " | ".join(cell(s, n) for n in names) + " |" for s in scenarios]
+
+
 def table(rows: list[tuple], notes: dict[str, str]) -> str:
     scenarios = list(dict.fromkeys(r[1] for r in rows))
     names = list(dict.fromkeys(r[0] for r in rows))
     by = {(r[0], r[1]): r[2] for r in rows}
-    head = "| scenario | " + " | ".join(names) + " |"
-    lines = [head, "|" + "---|" * (len(names) + 1)]
-    for s in scenarios:
-        cells = []
-        for n in names:
-            run = by.get((n, s))
-            if run is None or isinstance(run, str):
-                cells.append(run or "n/a")
-                continue
-            cell = f"{run.mb_per_s:.1f} MB/s, {run.msgs_per_s:,.0f} rec/s (gen {run.loadgen_cpu:.0%}, broker {run.broker_cpu:.0%})"
-            if s.startswith("fetch") and n == "noida-db":
-                cell += " *"
-            cells.append(cell)
-        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines = _table_lines(names, scenarios, lambda s, n: _cell(by.get((n, s)), s, n))
     lines.append("")
     lines.append("CPU shares are of one core, measured over each run's wall time: `gen` is the load generator, "
                  "which shares the two cores with the broker.")
     lines += [f"- {n}: {notes[n]}" for n in names]
     lines.append("- \\* noida-db ignores the fetch `max_bytes` limit, so its fetch figure is not comparable.")
     return "\n".join(lines)
+
+
+def merge_rows(rows: list[tuple], suite: str) -> None:
+    """``--suite throughput``, ``groups`` or ``transactions`` runs some rows of the main table: those rows are
+    replaced (or added) and the others kept, with a line saying which rows came from which suite's run when."""
+    path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    doc = open(path).read()
+    start = doc.index("| scenario |")
+    end = doc.index("\n\n", start)
+    lines = doc[start:end].splitlines()
+    names = [c.strip() for c in lines[0].strip().strip("|").split("|")][1:]
+    scenarios, cells = [], {}
+    for line in lines[2:]:
+        parts = [c.strip() for c in line.strip().strip("|").split("|")]
+        scenarios.append(parts[0])
+        cells[parts[0]] = dict(zip(names, parts[1:]))
+    for name, scenario, run in rows:
+        if scenario not in cells:
+            scenarios.append(scenario)
+        if name not in names:
+            names.append(name)
+        cells.setdefault(scenario, {})[name] = _cell(run, scenario, name)
+    merged = "\n".join(_table_lines(names, scenarios, lambda s, n: cells[s].get(n, "n/a")))
+    stamp = f"(`SUITE={suite}` rows: {datetime.date.today().isoformat()}.)"
+    after = doc[end:]
+    found = re.search(rf"^\(`SUITE={suite}` rows: [^)]*\.\)$", after, re.M)
+    after = after[:found.start()] + stamp + after[found.end():] if found else "\n\n" + stamp + after
+    with open(path, "w") as f:
+        f.write(doc[:start] + merged + after)
+    print(f"wrote {path}")
 
 
 def latency_table(rows: list[tuple]) -> str:
@@ -185,6 +215,8 @@ def main() -> int:
                     rows += transactions.measure(broker, create_topic)
                 if args.suite in ("all", "spark") and name == "kbroker":
                     spark_rows = spark.measure(broker, create_topic, args.scale)
+                if args.suite in ("all", "transactions"):   # last: it kills the broker and starts it again
+                    rows += durability.measure(broker, create_topic)
             finally:
                 broker.stop()
         if args.suite in ("all", "transactions") and (not args.only or "kbroker" in args.only):
@@ -231,6 +263,8 @@ def main() -> int:
             splice(result, "Security", "security")
         elif args.suite == "latency":
             splice(result, "Latency", "latency")
+        elif args.suite in ("throughput", "groups", "transactions"):
+            merge_rows(rows, args.suite)
         else:
             write_doc(result, args)
     return 0

@@ -23,7 +23,7 @@ from kbroker.broker.partition import READ_COMMITTED, Partition
 from kbroker.broker.purgatory import DelayedOperation, Purgatory
 from kbroker.broker.replication.delayed_produce import DelayedProduce
 from kbroker.protocol.errors import ErrorCode
-from kbroker.protocol.records import InvalidBatch, iter_records, validate_produce_records
+from kbroker.protocol.records import BatchHeader, InvalidBatch, iter_records, validate_produce_records
 from kbroker.protocol.types import FileRegion
 from kbroker.storage.log import AppendInfo, OffsetOutOfRange
 from kbroker.storage.log_config import LogConfig
@@ -191,7 +191,8 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ produce
     def append_records(self, topic: str, index: int, records, required_acks: int, *,
-                       from_coordinator: bool = False, wake_fetches: bool = True) -> PartitionResult:
+                       from_coordinator: bool = False, wake_fetches: bool = True,
+                       validated: BatchHeader | None = None) -> PartitionResult:
         """Validate and append one partition's batch. Errors come back as Kafka error codes.
 
         ``from_coordinator``: a coordinator's own batch (built by the broker,
@@ -201,6 +202,8 @@ class ReplicaManager:
         request and calls ``wake_fetches`` once they are all in (Kafka's
         delayed-action queue), so a parked follower fetch answers with every
         partition of the request in one response instead of one per partition.
+        ``validated``: the batch's header from ``validate_produce_records`` on these very bytes (a produce that
+        checked the batch before asking for its KIP-890 verification), so the CRC pass is not made twice.
         """
         partition = self.partitions.get((topic, index))
         if partition is None:
@@ -215,7 +218,8 @@ class ReplicaManager:
             return PartitionResult(ErrorCode.NOT_ENOUGH_REPLICAS,
                                    message=f"ISR {len(partition.isr)} < min.insync.replicas {config.min_insync_replicas}")
         try:
-            header = validate_produce_records(records, config.max_message_bytes, allow_control=from_coordinator)
+            header = validated if validated is not None else validate_produce_records(
+                records, config.max_message_bytes, allow_control=from_coordinator)
             if config.compact and not from_coordinator and not header.is_control:
                 _require_keys(records)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)

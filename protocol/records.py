@@ -358,6 +358,20 @@ _MARKER_VALUE = struct.Struct(">hi")      # version, coordinator epoch (EndTrans
 
 def control_type(batch) -> int:
     """COMMIT or ABORT, from the key of a control batch's single record."""
+    if len(batch) > HEADER_SIZE and batch[ATTRIBUTES_OFFSET + 1] & 0x07 == 0:
+        # Uncompressed (every marker Kafka writes): the key is read in place, without decoding the record
+        # (its length, attributes, timestamp delta, offset delta, key length, then the key); anything odd is
+        # left to the full decoding below, and its errors.
+        try:
+            _, pos = _zigzag_at(batch, HEADER_SIZE)
+            _, pos = _zigzag_at(batch, pos + 1)
+            _, pos = _zigzag_at(batch, pos)
+            length, pos = _zigzag_at(batch, pos)
+        except StreamError:
+            pass
+        else:
+            if length >= _CONTROL_KEY.size and pos + _CONTROL_KEY.size <= len(batch):
+                return _CONTROL_KEY.unpack_from(batch, pos)[1]
     record = next(iter_records(batch))
     return _CONTROL_KEY.unpack_from(record.key)[1]
 

@@ -14,8 +14,9 @@ from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the
 from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
 
 
-def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] | None:
-    """(producer id, epoch) of a transactional batch opening a transaction in this partition, else None."""
+def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, BatchHeader] | None:
+    """(producer id, epoch, validated header) of a transactional batch opening a transaction in this partition,
+    else None. (The append takes the header as validated: the CRC pass over the batch is made once.)"""
     partition = rm.get(topic, index)
     if partition is None or records is None or len(records) < HEADER_SIZE:
         return None   # the append reports what is wrong
@@ -26,13 +27,13 @@ def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int] 
     if not header.is_transactional or header.producer_id in state.ongoing:
         return None
     try:
-        validate_produce_records(records, partition.log.config.max_message_bytes)
+        header = validate_produce_records(records, partition.log.config.max_message_bytes)
     except InvalidBatch:
         return None   # a bad batch gets its own error from the append, not a verification
     known = state.producers.get(header.producer_id)
     if known is not None and header.producer_epoch < known.epoch:
         return None   # a stale epoch: the append answers INVALID_PRODUCER_EPOCH, as Produce does
-    return header.producer_id, header.producer_epoch
+    return header.producer_id, header.producer_epoch, header
 
 
 def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
@@ -56,23 +57,25 @@ def handle(ctx, request):
         return _append_all(ctx, request, refused)
     rm = ctx.broker.replica_manager
     to_verify: dict[tuple[str, int], tuple[int, int]] = {}
+    validated: dict[tuple[str, int], BatchHeader] = {}
     for topic in request.topic_data:
         for pdata in topic.partition_data:
             if (topic.name, pdata.index) in refused:
                 continue
             found = _needs_verification(rm, topic.name, pdata.index, pdata.records)
             if found is not None:
-                to_verify[(topic.name, pdata.index)] = found
+                to_verify[(topic.name, pdata.index)] = found[:2]
+                validated[(topic.name, pdata.index)] = found[2]
     if not to_verify:
         return _append_all(ctx, request, refused)
-    return _verify_then_append(ctx, request, to_verify, refused)
+    return _verify_then_append(ctx, request, to_verify, refused, validated)
 
 
 _REFUSALS = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to write to the topic",
              ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "not authorized to use the transactional id"}
 
 
-async def _verify_then_append(ctx, request, to_verify, refused):
+async def _verify_then_append(ctx, request, to_verify, refused, validated):
     errors: dict[tuple[str, int], ErrorCode] = dict(refused)
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for tp, producer in to_verify.items():
@@ -87,10 +90,10 @@ async def _verify_then_append(ctx, request, to_verify, refused):
             if error:
                 errors[tp] = error
                 ctx.log.info("transactional_produce_unverified", topic=tp[0], partition=tp[1], error=error.name)
-    return _append_all(ctx, request, errors)
+    return _append_all(ctx, request, errors, validated)
 
 
-def _append_all(ctx, request, refused: dict):
+def _append_all(ctx, request, refused: dict, validated: dict | None = None):
     rm = ctx.broker.replica_manager
     acks = request.acks
     responses = []
@@ -108,7 +111,8 @@ def _append_all(ctx, request, refused: dict):
                 result_error, info = error, None
                 message = _REFUSALS.get(error, "the partition is not in the producer's transaction")
             else:
-                result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False)
+                result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False,
+                                           validated=validated.get((topic.name, pdata.index)) if validated else None)
                 result_error, info, message = result.error, result.info, result.message
             failed = failed or result_error != ErrorCode.NONE
             counted = topics_counted[topic.name]

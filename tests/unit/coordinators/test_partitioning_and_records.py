@@ -1,11 +1,16 @@
-"""Coordinator partition choice (Java's String.hashCode) and the __consumer_offsets record format."""
+"""Coordinator partition choice (Java's String.hashCode) and the __consumer_offsets and __transaction_state
+record formats."""
 
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbroker.coordinators.group import records
 from kbroker.coordinators.partitioning import java_string_hash, kafka_abs, partition_for
+from kbroker.coordinators.transaction import records as txn_records
+from kbroker.protocol import schema
 
 
 @pytest.mark.parametrize("value,expected", [
@@ -55,3 +60,34 @@ def test_group_metadata_record_round_trip():
 def test_unknown_key_versions_are_rejected():
     with pytest.raises(ValueError):
         records.decode_key(struct.pack(">h", 9) + b"\x00\x00")
+
+
+_TXN_VALUES = st.fixed_dictionaries({
+    "producer_id": st.integers(-1, 2**63 - 1), "producer_epoch": st.integers(-1, 32767),
+    "transaction_timeout_ms": st.integers(0, 2**31 - 1), "transaction_status": st.integers(0, 7),
+    "transaction_partitions": st.none() | st.lists(st.fixed_dictionaries({
+        "topic": st.text(max_size=40), "partition_ids": st.lists(st.integers(0, 2**31 - 1), max_size=20)}),
+        max_size=5),
+    "transaction_last_update_timestamp_ms": st.integers(-1, 2**62), "transaction_start_timestamp_ms": st.integers(-1, 2**62)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TXN_VALUES)
+def test_transaction_state_value_packs_as_the_schema_encodes_it(fields):
+    """The directly packed TransactionLogValue v0 is the schema's encoding, byte for byte, and decodes back."""
+    out, _ = schema.encode(schema.data_struct("TransactionLogValue", 0), fields)
+    packed = txn_records.value(fields)
+    assert packed == struct.pack(">h", 0) + out.getvalue()
+    decoded = txn_records.decode_value(packed)
+    assert decoded.producer_id == fields["producer_id"] and decoded.transaction_status == fields["transaction_status"]
+    assert decoded.transaction_start_timestamp_ms == fields["transaction_start_timestamp_ms"]
+    if fields["transaction_partitions"] is None:
+        assert decoded.transaction_partitions is None
+    else:
+        assert [(p.topic, list(p.partition_ids)) for p in decoded.transaction_partitions] == \
+            [(p["topic"], p["partition_ids"]) for p in fields["transaction_partitions"]]
+
+
+def test_transaction_state_key_is_the_same_each_time_and_decodes():
+    assert txn_records.key("tx-é") is txn_records.key("tx-é")
+    assert txn_records.decode_key(txn_records.key("tx-é")) == "tx-é"

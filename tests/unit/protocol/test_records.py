@@ -1,9 +1,12 @@
+import struct
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbroker.protocol.records import (BatchHeader, InvalidBatch, build_batch, iter_records, patch_base_offset,
-                              validate_produce_records, verify_crc)
+from kbroker.protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, HEADER_SIZE, BatchHeader, InvalidBatch,
+                                      build_batch, build_marker_batch, control_type, iter_records,
+                                      patch_base_offset, validate_produce_records, verify_crc)
 
 
 def test_patching_the_base_offset_keeps_the_crc_valid():
@@ -123,3 +126,31 @@ def test_damaged_records_decode_as_the_stream_reader_does(data):
     for _ in range(data.draw(st.integers(1, 4))):
         batch[data.draw(st.integers(61, len(batch) - 1))] = data.draw(st.integers(0, 255))
     assert _outcome(iter_records(batch)) == _outcome(_stream_records(batch))
+
+
+@settings(max_examples=300, deadline=None)
+@given(commit=st.booleans(), producer_id=st.integers(0, 2**62), epoch=st.integers(0, 32766),
+       coordinator_epoch=st.integers(-1, 2**31 - 1), timestamp=st.integers(0, 2**45), codec=st.sampled_from([0, 1, 4]),
+       key_padding=st.binary(max_size=300))
+def test_control_type_reads_the_marker_key_as_the_record_decoding_does(commit, producer_id, epoch, coordinator_epoch,
+                                                                      timestamp, codec, key_padding):
+    """The in-place read of an uncompressed marker's key (with any record-field widths: long keys make a
+    two-byte length) gives what decoding the record gives; a compressed marker goes through the decoding."""
+    key = struct.pack(">hh", 0, CONTROL_COMMIT if commit else CONTROL_ABORT) + key_padding
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    batch = build_batch([(key, value, [])], timestamp_ms=timestamp, producer_id=producer_id, producer_epoch=epoch,
+                        transactional=True, control=True, compression=codec)
+    decoded = struct.unpack_from(">hh", next(iter_records(batch)).key)[1]
+    assert control_type(batch) == control_type(memoryview(batch)) == decoded
+    if not key_padding:
+        assert control_type(build_marker_batch(producer_id, epoch, commit, coordinator_epoch, timestamp)) == decoded
+
+
+def test_control_type_of_a_marker_cut_short_fails_as_the_decoding_does():
+    batch = build_marker_batch(1, 0, True, 0, 1)
+    for cut in (HEADER_SIZE + 1, HEADER_SIZE + 3, HEADER_SIZE + 6):
+        with pytest.raises(Exception) as fast:
+            control_type(batch[:cut])
+        with pytest.raises(Exception) as full:
+            struct.unpack_from(">hh", next(iter_records(batch[:cut])).key)
+        assert type(fast.value) is type(full.value)

@@ -101,6 +101,11 @@ class KBroker:
         await self._stopping.wait()
         await self.broker.stop()
 
+    def run_on_loop(self, coro):
+        """Run ``coro`` on the broker's own event loop and return its result: for a benchmark or test that
+        calls into the broker's objects, which belong to that loop's thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
     def stop(self) -> None:
         if self._thread is not None and self._thread.is_alive() and self._loop is not None:
             self._loop.call_soon_threadsafe(self._stopping.set)

@@ -67,6 +67,30 @@ def test_the_context_manager_cleans_up_after_itself(topic_name):
     assert not os.path.exists(data_dir)
 
 
+def test_run_on_loop_calls_into_the_broker_on_its_own_loop(topic_name):
+    """A caller on another thread reaches the broker's objects through ``run_on_loop``: the coroutine runs on
+    the broker's loop (not the caller's thread) and its result, or its exception, comes back."""
+    import asyncio
+    import threading
+
+    async def where_and_topics():
+        return threading.current_thread(), sorted(broker.broker.metadata.topics)
+
+    async def fails():
+        raise KeyError("nope")
+
+    with KBroker() as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        producer.produce(topic_name, b"x")
+        assert producer.flush(10) == 0
+        thread, topics = broker.run_on_loop(where_and_topics())
+        assert thread is not threading.current_thread()
+        assert topic_name in topics
+        with pytest.raises(KeyError):
+            broker.run_on_loop(fails())
+        assert broker.run_on_loop(asyncio.sleep(0, "done")) == "done"
+
+
 def test_a_users_own_modules_named_like_kbrokers_folders_stay_theirs(tmp_path):
     """Installed, kbroker is one import name: a project with its own ``protocol``, ``client``, ``storage``,
     ``broker`` and ``coordinators`` modules (first on sys.path) runs an in-process broker and a client, and its

@@ -91,3 +91,30 @@ def test_transaction_state_value_packs_as_the_schema_encodes_it(fields):
 def test_transaction_state_key_is_the_same_each_time_and_decodes():
     assert txn_records.key("tx-é") is txn_records.key("tx-é")
     assert txn_records.decode_key(txn_records.key("tx-é")) == "tx-é"
+
+
+@settings(max_examples=300, deadline=None)
+@given(offset=st.integers(-1, 2**63 - 1), leader_epoch=st.integers(-1, 2**31 - 1), metadata=st.text(max_size=300),
+       commit_timestamp=st.integers(-1, 2**62), expire_timestamp=st.none() | st.integers(0, 2**62))
+def test_offset_commit_value_packs_as_the_schema_encodes_it(offset, leader_epoch, metadata, commit_timestamp,
+                                                            expire_timestamp):
+    """The directly packed OffsetCommitValue (v3, or v1 with an expiry) is the schema's encoding, byte for byte,
+    and decodes back to what was committed."""
+    version = 3 if expire_timestamp is None else 1
+    fields = {"offset": offset, "leader_epoch": leader_epoch, "metadata": metadata,
+              "commit_timestamp": commit_timestamp,
+              "expire_timestamp": -1 if expire_timestamp is None else expire_timestamp}
+    out, _ = schema.encode(schema.data_struct("OffsetCommitValue", version), fields)
+    packed = records.offset_commit_value(offset, leader_epoch, metadata, commit_timestamp, fields["expire_timestamp"])
+    assert packed == struct.pack(">h", version) + out.getvalue()
+    decoded = records.decode_value(records.OffsetKey("g", "t", 0), packed)
+    assert (decoded.offset, decoded.metadata, decoded.commit_timestamp) == (offset, metadata, commit_timestamp)
+    if version == 3:
+        assert decoded.leader_epoch == leader_epoch
+    else:
+        assert decoded.expire_timestamp == expire_timestamp
+
+
+def test_offset_commit_key_is_the_same_each_time():
+    assert records.offset_commit_key("g-é", "t", 1) is records.offset_commit_key("g-é", "t", 1)
+    assert records.decode_key(records.offset_commit_key("g-é", "t", 1)) == records.OffsetKey("g-é", "t", 1)

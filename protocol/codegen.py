@@ -160,7 +160,7 @@ def _decode_value(src: _Source, out: list[str], ind: str, target: str, f, versio
 
 
 def _struct_decoder(src: _Source, fields, version: int, flexible: bool) -> str:
-    from kbroker.protocol.schema import Message, _absent_value
+    from kbroker.protocol.schema import _absent_value, message_class
 
     fn = src.name("_d")
     out = [f"def {fn}(mv, pos, end):"]
@@ -175,8 +175,8 @@ def _struct_decoder(src: _Source, fields, version: int, flexible: bool) -> str:
                 tagged[f.tag] = f
         else:
             regular.append(f)
-    src.consts.setdefault("_Message", Message)
-    out.append(f"    m = _Message({src.const(absent, '_A')})" if absent else "    m = _Message()")
+    cls = src.const(message_class(tuple(f.name for f in fields)), "_M")
+    out.append(f"    m = {cls}({src.const(absent, '_A')})" if absent else f"    m = {cls}()")
     i = 0
     while i < len(regular):
         f = regular[i]

@@ -38,9 +38,26 @@ def check_same(struct, message) -> bytes:
     assert generated == by_construct
     reference = schema.decode_construct(struct, BufferReader(by_construct))
     reader = BufferReader(by_construct)
-    assert plain(schema.decode(struct, reader)) == plain(reference)
+    decoded = schema.decode(struct, reader)
+    assert plain(decoded) == plain(reference)
     assert reader.remaining() == 0
+    assert_attributes_read_as_items(decoded)
+    assert_attributes_read_as_items(reference)
     return by_construct
+
+
+def assert_attributes_read_as_items(value) -> None:
+    """Every field of a decoded message (at every depth) reads the same as an attribute as by its key, but for
+    names that are dict methods, which stay methods."""
+    if isinstance(value, list):
+        for item in value:
+            assert_attributes_read_as_items(item)
+    elif isinstance(value, dict):
+        assert isinstance(value, schema.Message)
+        for key, item in value.items():
+            if not hasattr(dict, key):
+                assert getattr(value, key) is item
+            assert_attributes_read_as_items(item)
 
 
 def _check_declaration(struct, fields, version, flexible):
@@ -126,3 +143,24 @@ def test_a_nullable_struct_is_an_int8_marker_then_its_fields():
                  ["cursor"]) == cursor
     with pytest.raises(HANDLED):
         schema.decode(struct, BufferReader(head))   # the marker cut off
+
+
+def test_a_message_class_reads_its_fields_as_attributes_and_behaves_as_a_message():
+    import copy
+    import pickle
+
+    cls = schema.message_class(("topics", "items", "error_code"))
+    assert cls is schema.message_class(("topics", "items", "error_code"))     # one class per field list
+    m = cls({"topics": [1], "items": 5, "error_code": 0})
+    assert (m.topics, m.error_code) == ([1], 0)
+    assert callable(m.items) and m["items"] == 5                              # a dict method stays one
+    m.error_code = 7                                                           # writes go to the dict
+    assert m["error_code"] == 7 and m.error_code == 7
+    m.extra = "x"                                                              # so do keys it was not made with
+    assert m.extra == "x"
+    with pytest.raises(AttributeError):
+        m.missing
+    assert getattr(m, "missing", None) is None
+    assert m == {"topics": [1], "items": 5, "error_code": 7, "extra": "x"}
+    for other in (pickle.loads(pickle.dumps(m)), copy.copy(m), copy.deepcopy(m)):
+        assert type(other) is schema.Message and other == m and other.topics == [1]

@@ -40,16 +40,23 @@ _ZERO = {"int8": 0, "int16": 0, "uint16": 0, "int32": 0, "uint32": 0, "int64": 0
          "float64": 0.0, "bool": False, "uuid": bytes(16), "string": "", "bytes": b"", "records": None}
 
 
+class MissingField(KeyError, AttributeError):
+    """A name a Message does not hold, read by key or as an attribute: ``except KeyError`` and ``getattr``'s
+    default both work, whichever way it was read."""
+
+
 class Message(dict):
     """A decoded message or struct: a dict whose keys are also attributes."""
 
     __slots__ = ()
 
+    def __missing__(self, name: str) -> Any:
+        # (also reached through a message_class property's itemgetter, which Python would not turn into
+        # AttributeError by itself: a field deleted from a decoded message still reads as missing)
+        raise MissingField(name)
+
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        return self[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         self[name] = value

@@ -165,6 +165,13 @@ def test_a_message_class_reads_its_fields_as_attributes_and_behaves_as_a_message
     with pytest.raises(AttributeError):
         m.missing
     assert getattr(m, "missing", None) is None
+    with pytest.raises(KeyError):
+        m["missing"]
+    del m["topics"]                                                            # a field of the class, gone
+    assert getattr(m, "topics", None) is None and not hasattr(m, "topics")
+    with pytest.raises(KeyError):
+        m["topics"]
+    m["topics"] = [1]
     assert m == {"topics": [1], "items": 5, "error_code": 7, "extra": "x"}
     for other in (pickle.loads(pickle.dumps(m)), copy.copy(m), copy.deepcopy(m)):
         assert type(other) is schema.Message and other == m and other.topics == [1]

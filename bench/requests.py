@@ -106,10 +106,20 @@ async def _check(port: int, frames: list[bytes]) -> None:
             size = struct.unpack(">i", await reader.readexactly(4))[0]
             answer = await reader.readexactly(size)
             api_key, version = struct.unpack(">hh", f[4:8])
-            codes = re.findall(r"'error_code': (-?\d+)", repr(_decode(api_key, version, answer)))
-            assert all(c == "0" for c in codes), f"api {api_key} answered {codes}"
+            codes = error_codes(_decode(api_key, version, answer))
+            assert not any(codes), f"api {api_key} answered {codes}"
     finally:
         writer.close()
+
+
+def error_codes(body) -> list[int]:
+    """Every ``*error_code`` in a decoded answer, at every depth."""
+    if isinstance(body, dict):
+        return [int(v) for k, v in body.items() if k.endswith("error_code")] + \
+            [c for v in body.values() for c in error_codes(v)]
+    if isinstance(body, list):
+        return [c for v in body for c in error_codes(v)]
+    return []
 
 
 def _decode(api_key: int, version: int, answer: bytes):

@@ -20,7 +20,7 @@ import time
 import crc32c
 import structlog
 
-from bench.requests import frame
+from bench.requests import error_codes, frame
 from kbroker.broker.context import RequestContext
 from kbroker.broker.embedded import KBroker
 from kbroker.broker.registry import HANDLERS
@@ -105,7 +105,7 @@ async def _phases(broker, producer_id: int, epoch: int, transactions: int) -> di
             for action in actions:
                 action()
             lap(f"{name} after the answer", started)
-        codes = [c for c in _error_codes(result) if c]
+        codes = [c for c in error_codes(result) if c]
         if codes:
             raise RuntimeError(f"{name} answered {codes}")
 
@@ -120,15 +120,6 @@ async def _phases(broker, producer_id: int, epoch: int, transactions: int) -> di
         await one(bytes(produce), "Produce")
         await one(end, "EndTxn")
     return times
-
-
-def _error_codes(body) -> list[int]:
-    if isinstance(body, dict):
-        return [int(v) for k, v in body.items() if k.endswith("error_code")] + \
-            [c for v in body.values() for c in _error_codes(v)]
-    if isinstance(body, list):
-        return [c for v in body for c in _error_codes(v)]
-    return []
 
 
 def measure(transactions: int = TRANSACTIONS) -> dict[str, float]:

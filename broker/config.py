@@ -74,6 +74,10 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "unclean.leader.election.enable": (_bool, False),
     "socket.request.max.bytes": (int, 104857600),
     "queued.max.requests": (int, 500),
+    # Kafka's default is -1 (unbounded); bounded here so that no set of clients can make the broker allocate
+    # more than this for requests it has not handled yet (protocol.framing.ReceiveBudget).
+    "queued.max.request.bytes": (int, 209715200),
+    "max.connection.creation.rate": (int, 2147483647),
     "connections.max.idle.ms": (int, 600000),
     "max.connections": (int, 2147483647),
     "max.connections.per.ip": (int, 2147483647),

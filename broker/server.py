@@ -22,7 +22,9 @@ from kbroker.broker.quotas import QuotaManager
 from kbroker.broker.security.authorizer import Authorizer
 from kbroker.broker.security.credentials import ScramCredentialCache
 from kbroker.broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
+from kbroker.broker.heap import CHECK_MS, HeapTrimmer
 from kbroker.protocol.framing import FrameStream
+from kbroker.protocol.receive_budget import ReceiveBudget
 from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata
 from kbroker.broker.producer_ids import ProducerIdManager
 from kbroker.broker.replica_manager import ReplicaManager
@@ -106,6 +108,7 @@ class Broker:
                                                           TXN_TOPIC, partition, config["request.timeout.ms"]))
         self.connections: set = set()
         self.connection_limits = ConnectionLimits(config)
+        self.receive_budget: ReceiveBudget | None = None   # queued.max.request.bytes, made with the listeners
         self.servers: list[asyncio.AbstractServer] = []
         self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
         self.bound: list[tuple[str, int]] = []              # where the listeners actually listen
@@ -362,10 +365,16 @@ class Broker:
         await self.producer_ids.start()
 
     async def _start_listeners(self) -> None:
+        # One budget for the requests every client listener is receiving; a separate inter-broker listener has
+        # none, so that replication and markers never wait behind clients' requests.
+        self.receive_budget = ReceiveBudget(self.config["queued.max.request.bytes"])
+        separate = len(self.config.listeners) > 1
         for name, host, port in self.config.listeners:
+            budget = None if separate and name == self.config.inter_broker_listener else self.receive_budget
             server = await asyncio.get_running_loop().create_server(
-                lambda n=name: FrameStream(self.config["socket.request.max.bytes"],
-                                           on_connect=lambda stream, n=n: accept(self, stream, n)),
+                lambda n=name, b=budget: FrameStream(self.config["socket.request.max.bytes"],
+                                                     on_connect=lambda stream, n=n: accept(self, stream, n),
+                                                     budget=b),
                 host or None, port, reuse_address=True, ssl=self.listener_security[name].tls,
                 # a peer that stops reading never answers our close_notify: give up on it well within shutdown
                 **({"ssl_shutdown_timeout": 5} if self.listener_security[name].tls else {}))
@@ -420,6 +429,8 @@ class Broker:
         if idle_ms > 0:
             self._tasks.append(asyncio.create_task(self._every(max(100, min(idle_ms // 4, 30000)),
                                                                self._close_idle_connections)))
+        if self.receive_budget is not None:
+            self._tasks.append(asyncio.create_task(self._every(CHECK_MS, HeapTrimmer(self.receive_budget))))
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.create_task(self._every(lambda: self.config["log.cleaner.backoff.ms"],
                                                                self.log_manager.clean_in_slices)))

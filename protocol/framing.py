@@ -4,41 +4,59 @@ Both ends of the protocol (the broker's connections and ``client``'s) read
 ``int32 size`` + ``size`` bytes at a time. asyncio's StreamReader copies every
 byte twice on the way (into its buffer, then out of it for ``readexactly``);
 at replication rates those copies cost as much as writing the log. This is a
-``BufferedProtocol`` instead: the transport receives into a scratch buffer,
-frames that arrived whole are cut out of it with one copy, and a large frame
-that has not yet arrived whole gets a buffer of its own that the socket then
-fills in place (no copy at all beyond the kernel's).
+``BufferedProtocol`` instead: the transport receives into a scratch buffer
+shared by every stream of the thread, frames that arrived whole are cut out of
+it with one copy, and a large frame that has not yet arrived whole gets a
+buffer of its own that the socket then fills in place.
 
 Invariants:
 * a frame's size is checked against ``max_frame`` before anything is
   allocated for it; a bad size ends the stream with ``FrameTooLarge``;
+* memory grows with the bytes that arrived, never with a size that was only
+  announced: a large frame's buffer starts small and doubles as it fills (a
+  client that announces 100 MB and sends ten bytes holds about 64 KiB);
+* with a ``ReceiveBudget`` (``queued.max.request.bytes``) every frame received
+  and not yet handed out, and every large frame's buffer, is charged to it;
+  past its limit a large frame's buffer waits to start or grow, reading
+  paused, until frames are handed out or streams close. Frames that arrive
+  whole are never held back, so small requests are served even while
+  clients that send large frames slowly hold the whole budget;
+* an idle stream holds no receive buffer: the scratch buffer is the thread's
+  (a transport fills it and hands it back within one callback, so no two
+  streams ever use it at once) and what is left in it after a callback (a
+  frame's first bytes) is copied out;
 * frames come out of ``read_frame`` in arrival order: ``bytes``, or for a large
-  one a ``memoryview`` of a pooled buffer that is received into again only
+  one a ``memoryview`` of a buffer that, if pooled, is received into again only
   once no view of it is left anywhere (so a frame's bytes never change
   under whoever still holds them);
-* memory is bounded: reading pauses while ``PAUSE_BYTES`` of frames wait for
-  the consumer, and writers wait in ``drain`` while the transport's buffer is
-  above its high-water mark.
+* memory is bounded: cutting stops and reading pauses while ``PAUSE_BYTES`` or
+  ``PAUSE_FRAMES`` of frames wait for the consumer, and writers wait in
+  ``drain`` while the transport's buffer is above its high-water mark.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import struct
 import sys
+import threading
+
+from kbroker.protocol.receive_budget import ReceiveBudget
 
 _SIZE = struct.Struct(">i")
-SCRATCH_BYTES = 256 * 1024
-OWN_BUFFER_BYTES = 32 * 1024   # an incomplete frame at least this large is received straight into its own buffer
+SCRATCH_BYTES = 256 * 1024      # the thread's receive buffer, shared by its streams
+OWN_BUFFER_BYTES = 32 * 1024    # an incomplete frame at least this large is received straight into its own buffer
+FIRST_OWN_BYTES = 64 * 1024     # what such a buffer starts at (or the frame's size, if smaller)
+GROWTH_MAX = 16 << 20           # a buffer grows by at most this much at a time (the budget's overshoot)
 PAUSE_BYTES = 1 << 20
 PAUSE_FRAMES = 64
-POOLED_BUFFERS = 4
-POOLED_BYTES_MAX = 4 << 20     # larger frames get a buffer of their own that is not kept
+POOLED_BUFFERS = 8              # a thread's buffers kept for reuse by large frames
+POOLED_BYTES_MAX = 4 << 20      # larger frames get a buffer of their own that is not kept
+_ZEROS = memoryview(bytes(GROWTH_MAX))
 
 
 def _references_when_unused() -> int:
-    """What ``sys.getrefcount`` reports for a pooled buffer seen in ``_buffer``'s loop when nothing else holds
+    """What ``sys.getrefcount`` reports for a pooled buffer seen in ``_pooled``'s loop when nothing else holds
     it (the pool, the loop variable, the call's argument), measured rather than assumed."""
     pool = [bytearray(1)]
     for buf in pool:
@@ -47,6 +65,40 @@ def _references_when_unused() -> int:
 
 
 _UNREFERENCED = _references_when_unused()
+
+
+class _ThreadBuffers(threading.local):
+    """One receive buffer and one pool of large-frame buffers per thread (each event loop has its thread)."""
+
+    def __init__(self) -> None:
+        self.scratch = bytearray(SCRATCH_BYTES)
+        self.view = memoryview(self.scratch)
+        self.pool: list[bytearray] = []
+
+
+_BUFFERS = _ThreadBuffers()
+
+
+def _pooled(size: int) -> bytearray | None:
+    """A pooled buffer of at least ``size`` bytes that nothing refers to any more, or None. A buffer is free
+    when its only references are the pool's: every frame handed out is a view that holds the buffer until the
+    last slice of it is gone."""
+    for buf in _BUFFERS.pool:
+        if len(buf) >= size and sys.getrefcount(buf) <= _UNREFERENCED:
+            return buf
+    return None
+
+
+def _keep(buf: bytearray) -> None:
+    pool = _BUFFERS.pool
+    if len(buf) > POOLED_BYTES_MAX or any(b is buf for b in pool):
+        return
+    if len(pool) >= POOLED_BUFFERS:
+        smallest = min(pool, key=len)
+        if len(smallest) >= len(buf):
+            return
+        pool.remove(smallest)   # keep the larger ones: they fit more frames
+    pool.append(buf)
 
 
 class StreamEnded(ConnectionError):
@@ -62,25 +114,28 @@ class FrameTooLarge(ConnectionError):
 
 class FrameStream(asyncio.BufferedProtocol):
     """One connection's frames in, bytes out. ``on_connect(stream)`` runs when the transport is made
-    (a server starts its per-connection task there)."""
+    (a server starts its per-connection task there); ``budget`` bounds large frames across streams."""
 
-    def __init__(self, max_frame: int = 0x7FFFFFFF, on_connect=None) -> None:
+    def __init__(self, max_frame: int = 0x7FFFFFFF, on_connect=None, budget: ReceiveBudget | None = None) -> None:
         self.max_frame = max_frame
         self._on_connect = on_connect
+        self._budget = budget
         self.transport: asyncio.Transport | None = None
-        self._scratch = bytearray(SCRATCH_BYTES)
-        self._view = memoryview(self._scratch)
-        self._start = self._end = 0          # unparsed bytes in the scratch buffer
-        self._own: memoryview | None = None   # a large frame being received in place
+        self._buffers = _BUFFERS
+        self._pending = b""                   # bytes received but not yet cut (a frame's start, or a backlog)
+        self._own: bytearray | None = None    # a large frame being received in place
+        self._own_size = 0
         self._own_filled = 0
-        self._pool: list[bytearray] = []      # buffers large frames were received into, for reuse
-        self._frames: collections.deque = collections.deque()
+        self._own_granted = 0                 # bytes the budget granted it (its buffer grows to this)
+        self._charged = 0                     # bytes this stream holds of the budget
+        self._waiting_budget = False
+        self._frames: list = []               # (a list, not a deque: a deque costs an idle stream 760 bytes)
         self._queued_bytes = 0
         self._reading_paused = False
         self._ended: Exception | None = None  # why no more frames will come (after those queued)
         self._frame_waiter: asyncio.Future | None = None
         self._writing_paused = False
-        self._drain_waiters: collections.deque = collections.deque()
+        self._drain_waiters: list = []
         self._lost: Exception | None = None
         self._closed = asyncio.get_running_loop().create_future()
 
@@ -91,79 +146,193 @@ class FrameStream(asyncio.BufferedProtocol):
             self._on_connect(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._own is not None:
-            return self._own[self._own_filled:]
-        if self._start == self._end:
-            self._start = self._end = 0
-        elif SCRATCH_BYTES - self._end < OWN_BUFFER_BYTES:
-            # Move the unparsed tail (less than one own-buffer frame plus a header) to the front.
-            tail = self._view[self._start:self._end].tobytes()   # (a copy: source and target may overlap)
-            self._scratch[:len(tail)] = tail
-            self._start, self._end = 0, len(tail)
-        return self._view[self._end:]
+        own = self._own
+        if own is not None:
+            if self._own_filled == len(own):
+                own = self._grow(own)
+            return memoryview(own)[self._own_filled:self._own_size]   # (a pooled buffer may be longer)
+        return self._buffers.view
+
+    def _grow(self, own: bytearray) -> bytearray:
+        """Enlarge the large frame's buffer to what the budget granted. In place where nothing holds a view of
+        it (a realloc, which the allocator can often do without copying), else into a new buffer."""
+        extra = self._own_granted - len(own)
+        try:
+            own += _ZEROS[:extra]
+        except BufferError:
+            grown = bytearray(self._own_granted)
+            grown[:self._own_filled] = memoryview(own)[:self._own_filled]
+            own = grown
+        self._own = own
+        return own
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._own is not None:
             self._own_filled += nbytes
-            if self._own_filled == len(self._own):
-                frame, self._own = self._own, None
-                self._push(frame)
+            if self._own_filled == self._own_size:
+                self._own_done()
+            elif self._own_filled == len(self._own):   # (a pooled buffer never gets here: it fits the frame)
+                self._ask_growth()
             return
-        self._end += nbytes
-        self._cut_frames()
+        data = self._buffers.view[:nbytes]
+        if self._pending:
+            self._pending += data
+            data = self._pending
+        self._cut_frames(data)
 
-    def _cut_frames(self) -> None:
-        scratch, start, end = self._scratch, self._start, self._end
-        while end - start >= 4:
-            (size,) = _SIZE.unpack_from(scratch, start)
+    def _cut_frames(self, data) -> None:
+        """Cut the whole frames out of ``data`` (the scratch buffer's new bytes, or ``_pending``) and keep the
+        rest: a large frame's start goes to its own buffer, anything else is copied into ``_pending``."""
+        view = memoryview(data)
+        start, end = 0, len(data)
+        while end - start >= 4 and not self._queue_full():
+            (size,) = _SIZE.unpack_from(view, start)
             if size < 0 or size > self.max_frame:
-                self._start = self._end = 0
+                start = end
                 self._end_stream(FrameTooLarge(size, self.max_frame))
-                self._reading_paused = True
-                self.transport.pause_reading()
-                return
+                self._pause()
+                break
             have = end - start - 4
             if have >= size:
-                self._push(bytes(self._view[start + 4:start + 4 + size]))
+                # A frame that arrived whole is charged but never held back: its bytes are here already, and
+                # requests too small to need a buffer of their own are served whoever holds the budget.
+                frame = bytes(view[start + 4:start + 4 + size])
                 start += 4 + size
+                self._push(frame, self._charge(size))
             elif size >= OWN_BUFFER_BYTES:
-                frame = self._buffer(size)
-                frame[:have] = self._view[start + 4:end]
-                self._own, self._own_filled = frame, have
-                start = end = 0
+                if not self._start_own(size, view[start + 4:end]):
+                    break   # waiting for the budget: the bytes stay pending
+                start = end
                 break
             else:
                 break
-        self._start, self._end = start, end
+        rest = view[start:end]
+        self._pending = bytes(rest) if len(rest) else b""
+        view.release()
 
-    def _buffer(self, size: int) -> memoryview:
-        """``size`` bytes to receive a large frame into: a pooled buffer nothing refers to any more, if one is
-        big enough. (Allocating a fresh one costs more than the copy it saves: the allocator zero-fills it and
-        the kernel faults its pages in.) A buffer is free when its only references are the pool's: every
-        frame handed out is a view that holds the buffer until the last slice of it is gone."""
-        for buf in self._pool:
-            if len(buf) >= size and sys.getrefcount(buf) <= _UNREFERENCED:
-                return memoryview(buf)[:size]
-        buf = bytearray(max(size, OWN_BUFFER_BYTES * 2))
-        if size <= POOLED_BYTES_MAX:
-            if len(self._pool) >= POOLED_BUFFERS:
-                self._pool.remove(min(self._pool, key=len))   # keep the larger ones: they fit more frames
-            self._pool.append(buf)
-        return memoryview(buf)[:size]
+    def _start_own(self, size: int, have) -> bool:
+        buf = _pooled(size)
+        want = size if buf is not None else min(size, max(FIRST_OWN_BYTES, 2 * len(have)))
+        if not self._take(want):
+            return False
+        if buf is None:
+            buf = bytearray(want)
+        else:
+            want = size
+        buf[:len(have)] = have
+        self._own, self._own_size, self._own_filled, self._own_granted = buf, size, len(have), want
+        if self._own_filled == size:
+            self._own_done()
+        return True
+
+    def _ask_growth(self) -> None:
+        step = min(self._own_size - len(self._own), max(len(self._own), FIRST_OWN_BYTES), GROWTH_MAX)
+        if self._take(step):
+            self._own_granted = len(self._own) + step
+        else:
+            self._pause()
+
+    def _take(self, n: int) -> bool:
+        if self._budget is None:
+            return True
+        if self._waiting_budget:
+            return False
+        if not self._budget.take(self, n):
+            self._waiting_budget = True
+            self._pause()
+            return False
+        self._charged += n
+        return True
+
+    def _charge(self, n: int) -> int:
+        if self._budget is None:
+            return 0
+        self._budget.used += n
+        self._charged += n
+        return n
+
+    def _budget_freed(self) -> None:
+        """The budget has room again: carry on with what was waiting for it."""
+        self._waiting_budget = False
+        if self._own is not None:
+            self._ask_growth()
+        elif self._pending:
+            self._cut_frames(self._pending)
+        self._maybe_resume()
+
+    def _own_done(self) -> None:
+        buf, size = self._own, self._own_size
+        self._own = None
+        _keep(buf)
+        self._push(memoryview(buf)[:size], self._own_granted if self._budget is not None else 0)
+        if self._budget is not None:
+            self._budget.frame_ended(self)
+
+    def _queue_full(self) -> bool:
+        return self._queued_bytes >= PAUSE_BYTES or len(self._frames) >= PAUSE_FRAMES
+
+    def _pause(self) -> None:
+        if not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def _maybe_resume(self) -> None:
+        """Read again once the queue is down to half and nothing waits for the budget; a backlog kept in
+        ``_pending`` is cut first."""
+        if not self._reading_paused or self._ended is not None or self._waiting_budget:
+            return
+        if self._queued_bytes >= PAUSE_BYTES // 2 or len(self._frames) >= PAUSE_FRAMES // 2:
+            return
+        if self._pending and self._own is None:
+            self._cut_frames(self._pending)
+            if self._waiting_budget or self._queue_full():
+                return
+        if self._own is not None and self._own_filled == self._own_granted:
+            return   # its growth waits for the budget
+        self._reading_paused = False
+        self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         self._end_stream(StreamEnded("connection closed by the peer"))
+        self._drop_partial()
         return True   # keep the transport open for what is still to be written; the owner closes it
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = exc or ConnectionResetError("connection lost")
         self._end_stream(StreamEnded(str(exc) if exc else "connection closed"))
+        self._drop_partial()
+        self._release_budget()
         while self._drain_waiters:
-            waiter = self._drain_waiters.popleft()
+            waiter = self._drain_waiters.pop(0)
             if not waiter.done():
                 waiter.set_exception(self._lost)
         if not self._closed.done():
             self._closed.set_result(None)
+
+    def _drop_partial(self) -> None:
+        """A frame cut short can never be completed: its buffer and its share of the budget go now."""
+        if self._own is not None:
+            self._own = None
+            self._give(self._own_granted)
+        self._pending = b""
+        if self._budget is not None:
+            if self._waiting_budget:
+                self._waiting_budget = False
+                try:
+                    self._budget.waiting.remove(self)
+                except ValueError:
+                    pass
+            self._budget.frame_ended(self)
+
+    def _release_budget(self) -> None:
+        """Give back all this stream holds (frames still queued included: the budget bounds memory being
+        received, and nothing more will be received here); later hand-outs then give nothing back."""
+        budget, self._budget = self._budget, None
+        if budget is None:
+            return
+        charged, self._charged = self._charged, 0
+        if charged:
+            budget.give(charged)
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -171,20 +340,25 @@ class FrameStream(asyncio.BufferedProtocol):
     def resume_writing(self) -> None:
         self._writing_paused = False
         while self._drain_waiters:
-            waiter = self._drain_waiters.popleft()
+            waiter = self._drain_waiters.pop(0)
             if not waiter.done():
                 waiter.set_result(None)
 
     # ------------------------------------------------------------------ reading
-    def _push(self, frame) -> None:
+    def _push(self, frame, charge: int = 0) -> None:
         if self._ended is not None:
+            self._give(charge)
             return   # reading was stopped: what arrives afterwards is not a request anyone will answer
-        self._frames.append(frame)
+        self._frames.append((frame, charge))
         self._queued_bytes += len(frame)
-        if not self._reading_paused and (self._queued_bytes >= PAUSE_BYTES or len(self._frames) >= PAUSE_FRAMES):
-            self._reading_paused = True
-            self.transport.pause_reading()
+        if self._queue_full():
+            self._pause()
         self._wake_reader()
+
+    def _give(self, charge: int) -> None:
+        if charge and self._budget is not None:
+            self._charged -= charge
+            self._budget.give(charge)
 
     def _end_stream(self, reason: Exception) -> None:
         if self._ended is None:
@@ -199,9 +373,13 @@ class FrameStream(asyncio.BufferedProtocol):
     def end_input(self) -> None:
         """Read no more: ``read_frame`` raises ``StreamEnded`` once the frames already queued are taken."""
         self._end_stream(StreamEnded("reading stopped"))
-        if self.transport is not None and not self._reading_paused and not self.transport.is_closing():
-            self._reading_paused = True
-            self.transport.pause_reading()
+        if self.transport is not None and not self.transport.is_closing():
+            self._pause()
+
+    @property
+    def frames_waiting(self) -> int:
+        """Frames received whole and not yet taken by ``read_frame``."""
+        return len(self._frames)
 
     async def read_frame(self):
         """The next frame's bytes (without its size prefix); ``StreamEnded`` / ``FrameTooLarge`` after the last."""
@@ -213,19 +391,23 @@ class FrameStream(asyncio.BufferedProtocol):
                 await self._frame_waiter
             finally:
                 self._frame_waiter = None
-        frame = self._frames.popleft()
+        frame, charge = self._frames.pop(0)   # (at most PAUSE_FRAMES and a read's worth are queued)
         self._queued_bytes -= len(frame)
-        if self._reading_paused and self._queued_bytes < PAUSE_BYTES // 2 and len(self._frames) < PAUSE_FRAMES // 2 \
-                and self._ended is None:
-            self._reading_paused = False
-            self.transport.resume_reading()
+        if charge:
+            self._give(charge)
+        if self._reading_paused:
+            self._maybe_resume()
         return frame
 
     # ------------------------------------------------------------------ writing
     def write(self, data) -> None:
+        if self._lost is not None:
+            raise self._lost   # (not the transport's RuntimeError: to a writer a lost connection is a ConnectionError)
         self.transport.write(data)
 
     def writelines(self, chunks) -> None:
+        if self._lost is not None:
+            raise self._lost
         self.transport.writelines(chunks)
 
     async def drain(self) -> None:

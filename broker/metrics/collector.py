@@ -176,3 +176,20 @@ class BrokerCollector(Collector):
         for listener, n in sorted(counts.items()):
             connections.add_metric([listener], n)
         yield connections
+        refused = CounterMetricFamily("kafka_server_socket_server_metrics_connections_refused",
+                                      "Connections closed at once by a connection limit", labels=["listener", "limit"])
+        for (listener, limit), n in sorted(self.broker.connection_limits.refused.items()):
+            refused.add_metric([listener, limit], n)
+        yield refused
+        budget = self.broker.receive_budget
+        if budget is not None:
+            # Kafka's SocketServer MemoryPoolUsed / MemoryPoolAvailable, for queued.max.request.bytes
+            yield GaugeMetricFamily("kafka_network_socketserver_memorypoolused",
+                                    "Bytes held by requests being received or waiting to be handled",
+                                    value=budget.used)
+            yield GaugeMetricFamily("kafka_network_socketserver_memorypoolavailable",
+                                    "What queued.max.request.bytes leaves of the request memory",
+                                    value=max(0, budget.limit - budget.used) if budget.limit > 0 else -1)
+            yield CounterMetricFamily("kafka_network_socketserver_memorypooldepleted",
+                                      "Times a connection stopped reading to wait for request memory",
+                                      value=budget.pauses)

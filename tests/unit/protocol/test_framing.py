@@ -9,7 +9,9 @@ import struct
 import pytest
 import uvloop
 
-from kbroker.protocol.framing import OWN_BUFFER_BYTES, FrameStream, FrameTooLarge, StreamEnded
+from kbroker.protocol.framing import (FIRST_OWN_BYTES, GROWTH_MAX, OWN_BUFFER_BYTES, FrameStream, FrameTooLarge,
+                                      StreamEnded)
+from kbroker.protocol.receive_budget import ReceiveBudget
 
 
 def on_both_loops(body):
@@ -164,3 +166,79 @@ async def test_stopping_input_still_hands_out_what_was_queued_and_writes_still_g
     await stream.wait_closed()
     assert stream.closed
     writer.close()
+
+
+async def until(condition, timeout: float = 5.0) -> None:
+    """Wait (a few event-loop turns at a time) until ``condition()`` holds; fail after ``timeout``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.005)
+
+
+async def budget_server(budget: ReceiveBudget):
+    """A server whose accepted streams share ``budget``: (queue of accepted streams, port, server)."""
+    accepted: asyncio.Queue = asyncio.Queue()
+    server = await asyncio.get_running_loop().create_server(
+        lambda: FrameStream(1 << 30, on_connect=accepted.put_nowait, budget=budget), "127.0.0.1", 0)
+    return accepted, server.sockets[0].getsockname()[1], server
+
+
+@on_both_loops
+async def test_an_announced_frame_holds_only_what_arrived():
+    budget = ReceiveBudget(0)   # unbounded: only counts
+    accepted, port, server = await budget_server(budget)
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(struct.pack(">i", 100_000_000) + b"x" * 10)
+    await writer.drain()
+    await asyncio.wait_for(accepted.get(), 5)
+    await until(lambda: budget.used)
+    assert budget.used <= FIRST_OWN_BYTES        # not 100 MB
+    writer.write(b"y" * 1_000_000)
+    await writer.drain()
+    await until(lambda: budget.used >= 1_000_010)
+    assert budget.used <= 4 * 1_000_010          # it grows with what arrives, doubling at most
+    writer.close()
+    await until(lambda: budget.used == 0)       # a frame cut short gives its share back
+    server.close()
+
+
+@on_both_loops
+async def test_past_the_budget_large_frames_wait_small_ones_pass_and_a_reset_frees_the_share():
+    budget = ReceiveBudget(1 << 20)
+    accepted, port, server = await budget_server(budget)
+    writers = []
+    for _ in range(4):   # each sends 1 MB of a 10 MB frame: together more than the budget
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(struct.pack(">i", 10_000_000) + b"z" * 1_000_000)
+        writers.append(writer)
+    streams = [await asyncio.wait_for(accepted.get(), 5) for _ in writers]
+    await until(lambda: len(budget.waiting) >= 2)   # (one more may go past the limit: the overflow stream)
+    assert budget.used < (1 << 20) + 2 * GROWTH_MAX   # one grant may go past the limit, as in Kafka's pool
+    reader, small = await asyncio.open_connection("127.0.0.1", port)
+    small.write(framed(b"still served"))
+    stream = await asyncio.wait_for(accepted.get(), 5)
+    assert await asyncio.wait_for(stream.read_frame(), 5) == b"still served"
+    for writer in writers:   # RST: the waiting streams do not read, so only the hang-up check sees it
+        writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+    for s in streams:
+        await asyncio.wait_for(s.wait_closed(), 5)
+    assert budget.used == 0 and not budget.waiting
+    small.close()
+    server.close()
+
+
+@on_both_loops
+async def test_a_frame_larger_than_the_whole_budget_still_gets_through():
+    budget = ReceiveBudget(1 << 20)
+    accepted, port, server = await budget_server(budget)
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    payload = random.Random(3).randbytes(5_000_000)
+    writer.write(framed(payload))
+    stream = await asyncio.wait_for(accepted.get(), 5)
+    frame = await asyncio.wait_for(stream.read_frame(), 10)
+    assert bytes(frame) == payload
+    assert budget.used == 0   # handed out: no longer charged
+    writer.close()
+    server.close()

@@ -33,7 +33,8 @@ TOPIC_KEY_OF = {broker_key: topic_key for topic_key, broker_key in BROKER_SYNONY
 # The broker defaults of topic configs (Kafka's DynamicLogConfig; message.format.version stays static there).
 LOG_KEYS = frozenset(k for k in TOPIC_KEY_OF if k != "log.message.format.version")
 THREAD_KEYS = frozenset({"num.replica.fetchers"})
-CONNECTION_KEYS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"})
+CONNECTION_KEYS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+                             "max.connection.creation.rate"})
 LISTENER_KEYS = frozenset({"advertised.listeners"})
 # Kafka's AllDynamicConfigs, as far as kbroker has the keys and applies them without a restart.
 DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | {

@@ -1,0 +1,145 @@
+"""Hostile and heavy connections against a real broker process, its resident memory measured: frames announced
+and never sent, thousands of idle connections, a pipelined flood beside a probe, and connections opened faster
+than max.connection.creation.rate allows."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+from tests import hostile
+from tests.brokerproc import BrokerProcess
+from tests.integration.test_metrics import metrics_port, scrape
+
+pytestmark = pytest.mark.timeout(180)
+MB = 1 << 20
+
+
+def answers(port: int) -> bool:
+    try:
+        hostile.probe_round_trip(port, timeout=2)
+        return True
+    except (ConnectionError, socket.timeout):
+        return False
+
+
+def reset_on_close(socks: list) -> None:
+    """Close with RST: the kernel drops what the broker has not read yet instead of delivering it first."""
+    for sock in socks:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+
+
+def test_frames_announced_but_not_sent_cost_only_what_arrived(tmp_path):
+    broker = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        pid = broker.proc.pid
+        before = hostile.settled_rss(pid)
+        socks = hostile.announce_frames(broker.port, 300, 100_000_000)   # 30 GB announced
+        hostile.trickle(socks, seconds=2)
+        grown = hostile.rss_bytes(pid) - before
+        assert grown < 100 * MB, f"+{grown / MB:.0f} MB for 300 frames of a few bytes"
+        assert hostile.probe_round_trip(broker.port) < 1.0
+        hostile.close_all(socks)
+        assert hostile.wait_for(lambda: hostile.open_fds(pid) < 50, 10), "the closed connections stayed open"
+        assert hostile.settled_rss(pid) - before < 50 * MB
+    finally:
+        assert broker.stop() == 0
+
+
+def test_frames_sent_fast_are_bounded_by_queued_max_request_bytes(tmp_path):
+    """Clients that really send most of a large frame hold what they sent, until together they reach
+    queued.max.request.bytes; then the broker stops reading from them, serves small requests as before, and
+    frees their share when they go."""
+    budget = 64 * MB
+    broker = BrokerProcess(str(tmp_path / "data"), {"queued.max.request.bytes": str(budget)}).start()
+    try:
+        pid = broker.proc.pid
+        before = hostile.settled_rss(pid)
+        socks = hostile.announce_frames(broker.port, 100, 100_000_000)
+        chunk = bytes(MB)
+        sent = dict.fromkeys(socks, 0)
+        for sock in socks:
+            sock.setblocking(False)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(n < 4 * MB for n in sent.values()):
+            for sock in socks:
+                if sent[sock] < 4 * MB:
+                    try:
+                        sent[sock] += sock.send(chunk)
+                    except BlockingIOError:
+                        pass
+            time.sleep(0.01)
+        assert sum(sent.values()) > 2 * budget   # the kernel's buffers hold the rest
+        grown = hostile.rss_bytes(pid) - before
+        assert grown < budget + 60 * MB, f"+{grown / MB:.0f} MB with a budget of {budget / MB:.0f} MB"
+        assert hostile.probe_round_trip(broker.port) < 1.0
+        reset_on_close(socks)
+        assert hostile.wait_for(lambda: hostile.open_fds(pid) < 50, 10), "connections waiting for memory stayed"
+        assert hostile.settled_rss(pid) - before < 40 * MB
+        assert hostile.probe_round_trip(broker.port) < 1.0
+    finally:
+        assert broker.stop() == 0
+
+
+def test_an_idle_connection_costs_a_few_kilobytes(tmp_path):
+    broker = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        pid = broker.proc.pid
+        before = hostile.settled_rss(pid)
+        socks = [hostile.connect(broker.port) for _ in range(3000)]
+        assert hostile.wait_for(lambda: hostile.open_fds(pid) > 3000, 10)
+        per_connection = (hostile.settled_rss(pid) - before) / 3000
+        assert per_connection < 16 * 1024, f"{per_connection / 1024:.1f} KiB per idle connection"
+        assert hostile.probe_round_trip(broker.port) < 1.0
+        hostile.close_all(socks)
+        assert hostile.wait_for(lambda: hostile.open_fds(pid) < 50, 10)
+        # Closed connections' memory is reused: a second round takes the broker no higher than the first.
+        peak = hostile.rss_bytes(pid)
+        socks = [hostile.connect(broker.port) for _ in range(3000)]
+        assert hostile.wait_for(lambda: hostile.open_fds(pid) > 3000, 10)
+        assert hostile.settled_rss(pid) - peak < 6 * MB
+        hostile.close_all(socks)
+    finally:
+        assert broker.stop() == 0
+
+
+def test_a_pipelined_flood_delays_another_connection_by_milliseconds(tmp_path):
+    broker = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        times = hostile.flood_probe(broker.port, connections=20, requests=100_000, probes=60, seconds=30)
+        assert len(times) == 60
+        p99 = hostile.percentile(times, 0.99)
+        assert p99 < 0.05, f"p99 {p99 * 1000:.0f} ms beside a 20-connection flood"
+        assert hostile.probe_round_trip(broker.port) < 1.0
+    finally:
+        assert broker.stop() == 0
+
+
+def test_connections_beyond_the_creation_rate_are_closed_and_counted(tmp_path):
+    # The listener's own rate: the broker-wide one leaves out the inter-broker listener (here the only one).
+    broker = BrokerProcess(str(tmp_path / "data"), {"listener.name.plaintext.max.connection.creation.rate": "20",
+                                                    "metrics.port": "0"}).start()
+    try:
+        answered = 0
+        for _ in range(60):   # a burst: the first second's worth is let through, the rest closed at once
+            with hostile.connect(broker.port) as sock:
+                sock.sendall(hostile.API_VERSIONS_FRAME)
+                try:
+                    hostile.read_frame(sock)
+                    answered += 1
+                except (ConnectionError, socket.timeout):
+                    pass
+        assert 20 <= answered < 30, answered
+        metrics = scrape(metrics_port(broker))
+        refused = metrics[("kafka_server_socket_server_metrics_connections_refused_total",
+                           (("limit", "max.connection.creation.rate"), ("listener", "PLAINTEXT")))]
+        assert refused == 60 - answered
+        assert hostile.wait_for(lambda: answers(broker.port), 5)   # the rate refills: admitted again
+    finally:
+        assert broker.stop() == 0
+    log = open(broker.log_path, encoding="utf-8").read()
+    assert "connection_refused" in log and "max.connection.creation.rate" in log

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
 import struct
 import time
 
@@ -31,6 +30,7 @@ import structlog
 from construct import ConstructError
 
 from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from kbroker.broker.log_regions import write_answer
 from kbroker.broker.registry import HANDLERS, api_versions_list
 from kbroker.broker.quotas import EXEMPT_APIS, REQUEST, throttle_for
 from kbroker.broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
@@ -39,7 +39,7 @@ from kbroker.protocol import schema
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.framing import FrameStream, FrameTooLarge
 from kbroker.protocol.headers import API_VERSIONS_KEY, decode_request_header, peek_header, response_header
-from kbroker.protocol.types import BufferReader, FileRegion, read_region
+from kbroker.protocol.types import BufferReader
 
 _SIZE = struct.Struct(">i")
 MAX_QUEUED_RESPONSES = 64
@@ -78,10 +78,11 @@ class Connection:
         self._responder: asyncio.Task | None = None
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
         self.after_response: list = []   # RequestContext.run_after_response's actions for the current request
-        self.sendfile = broker.config["kbroker.fetch.sendfile"]
         sock = stream.get_extra_info("socket")
         tls = stream.get_extra_info("ssl_object")
-        self.socket_fd = sock.fileno() if sock is not None and tls is None else -1   # (no sendfile under TLS)
+        # Where large log regions may go out by sendfile: plaintext only (TLS must encrypt them)
+        self.sendfile_fd = sock.fileno() if sock is not None and tls is None and \
+            broker.config["kbroker.fetch.sendfile"] else -1
         security = broker.listener_security.get(listener)
         self.principal = ANONYMOUS
         self.refused = False   # run() closes the connection at once
@@ -341,44 +342,13 @@ class Connection:
         buf = out.getbuffer()
         size = len(buf) - 4 + sum(region.length for _, region in regions)
         _SIZE.pack_into(buf, 0, size)
-        # Small regions are read into the response, which then leaves in one writev (not a syscall per piece);
-        # a large one goes by sendfile after what precedes it.
-        chunks, start = [], 0
-        for position, region in regions:
-            chunks.append(buf[start:position])
-            start = position
-            if self._use_sendfile(region):
-                self.stream.writelines(chunks)
-                chunks = []
-                await self._send_region(region)
-            else:
-                chunks.append(read_region(region.file, region.position, region.length))
-        chunks.append(buf[start:])
-        self.stream.writelines(chunks)
-        del buf, chunks
-        await self.stream.drain()
+        if not regions:
+            self.stream.write(buf)
+            del buf
+            await self.stream.drain()
+        else:
+            await write_answer(self.stream, buf, regions, self.broker.send_memory, self.sendfile_fd)
         self.last_active = time.monotonic()
-
-    def _use_sendfile(self, region: FileRegion) -> bool:
-        return self.sendfile and self.socket_fd >= 0 and region.length >= 64 * 1024
-
-    async def _send_region(self, region: FileRegion) -> None:
-        """Send a large log file region with sendfile once the transport's buffer is empty; whatever the
-        socket does not take at once (or all of it, if the buffer never empties) is read and written."""
-        sent = 0
-        await self.stream.drain()
-        if self.stream.transport.get_write_buffer_size() == 0:
-            try:
-                while sent < region.length:
-                    n = os.sendfile(self.socket_fd, region.file.fileno(), region.position + sent,
-                                    region.length - sent)
-                    if n == 0:
-                        break
-                    sent += n
-            except (BlockingIOError, InterruptedError):
-                pass
-        if sent < region.length:
-            self.stream.write(read_region(region.file, region.position + sent, region.length - sent))
 
 
 def accept(broker, stream: FrameStream, listener: str = "") -> "Connection":

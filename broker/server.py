@@ -23,6 +23,7 @@ from kbroker.broker.security.authorizer import Authorizer
 from kbroker.broker.security.credentials import ScramCredentialCache
 from kbroker.broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
 from kbroker.broker.heap import CHECK_MS, HeapTrimmer
+from kbroker.broker.log_regions import SendMemory
 from kbroker.protocol.framing import FrameStream
 from kbroker.protocol.receive_budget import ReceiveBudget
 from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata
@@ -109,6 +110,7 @@ class Broker:
         self.connections: set = set()
         self.connection_limits = ConnectionLimits(config)
         self.receive_budget: ReceiveBudget | None = None   # queued.max.request.bytes, made with the listeners
+        self.send_memory = SendMemory(config["kbroker.fetch.send.memory.bytes"])
         self.servers: list[asyncio.AbstractServer] = []
         self.endpoints: list[tuple[str, str, int]] = []   # advertised (listener, host, port)
         self.bound: list[tuple[str, int]] = []              # where the listeners actually listen

@@ -419,6 +419,23 @@ class FrameStream(asyncio.BufferedProtocol):
         self._drain_waiters.append(waiter)
         await waiter
 
+    async def flushed(self) -> None:
+        """Wait until the transport's buffer is empty (every byte written has gone to the socket): for a
+        writer that then writes to the socket directly, as sendfile does. The transport reports that only to
+        a paused writer, so its limits go to zero for the wait (it pauses at once, resumes when empty)."""
+        transport = self.transport
+        if self._lost is not None:
+            raise self._lost
+        if transport.get_write_buffer_size() == 0:
+            return
+        limits = transport.get_write_buffer_limits()
+        transport.set_write_buffer_limits(high=0, low=0)
+        try:
+            await self.drain()
+        finally:
+            if self._lost is None:
+                transport.set_write_buffer_limits(high=limits[1], low=limits[0])
+
     def get_extra_info(self, name: str, default=None):
         return self.transport.get_extra_info(name, default)
 

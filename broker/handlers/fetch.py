@@ -80,6 +80,8 @@ def handle(ctx, request):
         refused = {(d.topic, d.partition) for d in denied}
         requests = [r for r in requests if (r.topic, r.partition) not in refused]
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
+    if request.replica_id < 0:   # a consumer: the broker's own fetch.max.bytes bounds the answer (KIP-541)
+        max_bytes = min(max_bytes, ctx.broker.config["fetch.max.bytes"])
     results = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                        max_bytes=max_bytes) + denied
     available = sum(r.records.length for r in results if r.records is not None)

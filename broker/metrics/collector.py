@@ -181,6 +181,12 @@ class BrokerCollector(Collector):
         for (listener, limit), n in sorted(self.broker.connection_limits.refused.items()):
             refused.add_metric([listener, limit], n)
         yield refused
+        memory = self.broker.send_memory
+        yield GaugeMetricFamily("kbroker_fetch_send_memory_bytes",
+                                "Bytes of log read into memory for fetch answers being written",
+                                value=memory.used)
+        yield CounterMetricFamily("kbroker_fetch_send_memory_waits",
+                                  "Times a fetch answer waited for kbroker.fetch.send.memory.bytes", value=memory.waits)
         budget = self.broker.receive_budget
         if budget is not None:
             # Kafka's SocketServer MemoryPoolUsed / MemoryPoolAvailable, for queued.max.request.bytes

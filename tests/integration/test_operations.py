@@ -185,9 +185,11 @@ async def test_list_offsets_max_timestamp_and_describe_cluster(broker, topic_nam
         await conn.close()
 
 
-def test_sendfile_fetch_path_serves_the_same_bytes(fresh_broker):
-    """kbroker.fetch.sendfile=true (opt-in): regions of 64 KiB and more go out with os.sendfile."""
-    fresh_broker.overrides["kbroker.fetch.sendfile"] = "true"
+@pytest.mark.parametrize("sendfile", ["true", "false"])
+def test_large_fetch_regions_serve_the_same_bytes(fresh_broker, sendfile):
+    """Regions of 64 KiB and more go out with os.sendfile (the default) or in chunks read one at a time
+    (kbroker.fetch.sendfile=false, as under TLS)."""
+    fresh_broker.overrides["kbroker.fetch.sendfile"] = sendfile
     broker = fresh_broker.start()
     make_topic(broker.bootstrap, "sent", partitions=1)
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap, batch_size=256 * 1024, linger_ms=20)

@@ -9,7 +9,7 @@ start-up with a message naming the key.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import structlog
@@ -175,6 +175,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "kbroker.fetch.sendfile": (_bool, True),
     # What the broker holds in memory, all connections together, of log read for answers being written.
     "kbroker.fetch.send.memory.bytes": (int, 67108864),
+    # A batch may decompress to at most this many times max.message.bytes (100 MiB by default): honest data
+    # stays far below (compressible logs reach 10-20x), a compressed bomb is refused while it is read.
+    "kbroker.compression.max.ratio": (int, 100),
 }
 
 
@@ -297,7 +300,7 @@ class BrokerConfig:
         overrides = {topic_key: str(self.broker_value(broker_key)).lower()
                      if isinstance(self.broker_value(broker_key), bool) else str(self.broker_value(broker_key))
                      for topic_key, broker_key in BROKER_SYNONYMS.items()}
-        return LogConfig().with_overrides(overrides)
+        return replace(LogConfig().with_overrides(overrides), compression_max_ratio=self["kbroker.compression.max.ratio"])
 
     @property
     def listeners(self) -> list[tuple[str, str, int]]:

@@ -17,13 +17,13 @@ import time
 from dataclasses import dataclass
 
 import structlog
-from construct import StreamError
 
 from kbroker.broker.partition import READ_COMMITTED, Partition
 from kbroker.broker.purgatory import DelayedOperation, Purgatory
 from kbroker.broker.replication.delayed_produce import DelayedProduce
 from kbroker.protocol.errors import ErrorCode
-from kbroker.protocol.records import BatchHeader, InvalidBatch, iter_records, validate_produce_records
+from kbroker.protocol.record_check import check_keyed_batch
+from kbroker.protocol.records import BatchHeader, InvalidBatch, validate_produce_records
 from kbroker.protocol.types import FileRegion
 from kbroker.storage.log import AppendInfo, OffsetOutOfRange
 from kbroker.storage.log_config import LogConfig
@@ -192,7 +192,7 @@ class ReplicaManager:
     # ------------------------------------------------------------------ produce
     def append_records(self, topic: str, index: int, records, required_acks: int, *,
                        from_coordinator: bool = False, wake_fetches: bool = True,
-                       validated: BatchHeader | None = None) -> PartitionResult:
+                       validated: BatchHeader | None = None, keys_checked: bool = False) -> PartitionResult:
         """Validate and append one partition's batch. Errors come back as Kafka error codes.
 
         ``from_coordinator``: a coordinator's own batch (built by the broker,
@@ -204,6 +204,8 @@ class ReplicaManager:
         partition of the request in one response instead of one per partition.
         ``validated``: the batch's header from ``validate_produce_records`` on these very bytes (a produce that
         checked the batch before asking for its KIP-890 verification), so the CRC pass is not made twice.
+        ``keys_checked``: the produce handler already read the records of this batch for a compacted topic
+        (off the event loop, for a compressed one: ``handlers.produce``).
         """
         partition = self.partitions.get((topic, index))
         if partition is None:
@@ -220,8 +222,8 @@ class ReplicaManager:
         try:
             header = validated if validated is not None else validate_produce_records(
                 records, config.max_message_bytes, allow_control=from_coordinator)
-            if config.compact and not from_coordinator and not header.is_control:
-                _require_keys(records)
+            if config.compact and not from_coordinator and not header.is_control and not keys_checked:
+                check_keyed_batch(records, 0, header, config.max_inflated_bytes)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))
@@ -383,18 +385,6 @@ class ReplicaManager:
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
-
-
-def _require_keys(records) -> None:
-    """Compaction works by key: Kafka refuses keyless records on a compacted topic. Reading every record, this
-    also finds a record whose structure is broken inside a batch with a right CRC: INVALID_RECORD too, as
-    Kafka's validator answers."""
-    try:
-        keyless = any(r.key is None for r in iter_records(records))
-    except (StreamError, UnicodeDecodeError, ValueError) as exc:
-        raise InvalidBatch("INVALID_RECORD", f"invalid record structure: {exc}") from None
-    if keyless:
-        raise InvalidBatch("INVALID_RECORD", "Compacted topic cannot accept message without key")
 
 
 class DelayedFetch(DelayedOperation):

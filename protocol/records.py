@@ -23,6 +23,7 @@ from typing import Iterable, Iterator
 import crc32c
 from construct import StreamError
 
+from kbroker.protocol.inflate import CorruptBody, InflateLimit, inflate
 from kbroker.protocol.types import encode_varint
 
 HEADER_SIZE = 61
@@ -43,6 +44,9 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
 COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+# What one batch may decompress to where no topic says otherwise (the broker derives a topic's bound from its
+# max.message.bytes and kbroker.compression.max.ratio): far above any honest batch, far below a bomb's.
+DEFAULT_MAX_INFLATED = 128 << 20
 
 
 class InvalidBatch(Exception):
@@ -183,75 +187,55 @@ class Record:
     headers: list[tuple[str, bytes | None]]
 
 
-def _codecs() -> dict[int, tuple]:
-    """codec id -> (compress, decompress), over cramjam (imported on first use)."""
+def _compressors() -> dict:
+    """codec id -> compress, over cramjam (imported on first use); decompression is ``inflate``'s."""
     import cramjam
 
-    def snappy_decompress(data: bytes) -> bytes:
-        # Java clients frame snappy the xerial way; librdkafka may send it raw.
-        if data[:8] == b"\x82SNAPPY\x00":
-            return _xerial_snappy_decompress(data)
-        return bytes(cramjam.snappy.decompress_raw(data))
-
-    return {
-        1: (cramjam.gzip.compress, cramjam.gzip.decompress),
-        2: (cramjam.snappy.compress_raw, snappy_decompress),
-        3: (cramjam.lz4.compress, cramjam.lz4.decompress),
-        4: (cramjam.zstd.compress, cramjam.zstd.decompress),
-    }
+    return {1: cramjam.gzip.compress, 2: cramjam.snappy.compress_raw, 3: cramjam.lz4.compress,
+            4: cramjam.zstd.compress}
 
 
-_CODECS: dict[int, tuple] = {}
+_COMPRESSORS: dict = {}
 
 
-def _codec(codec: int) -> tuple:
-    if not _CODECS:
-        _CODECS.update(_codecs())
-    if codec not in _CODECS:
-        raise ValueError(f"unknown compression codec {codec}")
-    return _CODECS[codec]
-
-
-def decompress(codec: int, data: bytes) -> bytes:
-    return data if codec == 0 else bytes(_codec(codec)[1](data))
+def decompress(codec: int, data: bytes, max_inflated: int = DEFAULT_MAX_INFLATED) -> bytes:
+    """The body decompressed, streaming, to at most ``max_inflated`` bytes (``inflate.InflateLimit`` past it)."""
+    return data if codec == 0 else inflate(codec, data, max_inflated)
 
 
 def compress(codec: int, data: bytes) -> bytes:
-    return data if codec == 0 else bytes(_codec(codec)[0](data))
+    if codec == 0:
+        return data
+    if not _COMPRESSORS:
+        _COMPRESSORS.update(_compressors())
+    if codec not in _COMPRESSORS:
+        raise ValueError(f"unknown compression codec {codec}")
+    return bytes(_COMPRESSORS[codec](data))
 
 
-def _xerial_snappy_decompress(data: bytes) -> bytes:
-    """Xerial framing: a 16-byte header, then blocks of (int32 length, raw snappy block)."""
-    import cramjam
-
-    out, pos = bytearray(), 16
-    while pos < len(data):
-        (n,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        out += bytes(cramjam.snappy.decompress_raw(data[pos:pos + n]))
-        pos += n
-    return bytes(out)
-
-
-def iter_records(data, position: int = 0) -> Iterator[Record]:
-    """Decode every record of the batch at ``position`` (decompressing if needed)."""
+def iter_records(data, position: int = 0, max_inflated: int = DEFAULT_MAX_INFLATED) -> Iterator[Record]:
+    """Decode every record of the batch at ``position`` (decompressing if needed, to at most ``max_inflated``
+    bytes: past that, or for a body its codec cannot read, ``InvalidBatch("INVALID_RECORD")``)."""
     header = BatchHeader.parse(data, position)
     body = bytes(data[position + HEADER_SIZE:position + header.size])
-    body = decompress(header.compression, body)
+    try:
+        body = decompress(header.compression, body, max_inflated)
+    except (InflateLimit, CorruptBody) as exc:
+        raise InvalidBatch("INVALID_RECORD", str(exc)) from None
     # Over the bytes with an index, not through a stream reader (4-5x faster): the log cleaner and the
     # coordinators' loading decode every record this way. It reads what the stream reader reads, damage
     # included (a short key or value is cut, a broken varint raises StreamError): the unit tests compare the two.
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     pos = 0
     for _ in range(header.records_count):
-        length, pos = _zigzag_at(body, pos)
+        length, pos = zigzag_at(body, pos)
         start = pos
-        ts_delta, pos = _zigzag_at(body, pos + 1)   # (after the record attributes, unused)
-        offset_delta, pos = _zigzag_at(body, pos)
+        ts_delta, pos = zigzag_at(body, pos + 1)   # (after the record attributes, unused)
+        offset_delta, pos = zigzag_at(body, pos)
         key, pos = _nullable_at(body, pos)
         value, pos = _nullable_at(body, pos)
         headers = []
-        count, pos = _zigzag_at(body, pos)
+        count, pos = zigzag_at(body, pos)
         for _ in range(count):
             hkey, pos = _nullable_at(body, pos)
             hkey = (hkey or b"").decode()   # (before the value is read, as the stream reader did)
@@ -263,13 +247,13 @@ def iter_records(data, position: int = 0) -> Iterator[Record]:
 
 def _nullable_at(buf: bytes, pos: int) -> tuple[bytes | None, int]:
     """The length-prefixed bytes at ``pos`` (None for a negative length; cut short at the end of ``buf``)."""
-    n, pos = _zigzag_at(buf, pos)
+    n, pos = zigzag_at(buf, pos)
     if n < 0:
         return None, pos
     return buf[pos:pos + n], min(pos + n, len(buf))
 
 
-def _zigzag_at(buf: bytes, pos: int) -> tuple[int, int]:
+def zigzag_at(buf: bytes, pos: int) -> tuple[int, int]:
     """The zigzag varint at ``pos`` and the position after it (one byte, the usual case, without a loop)."""
     if 0 <= pos < len(buf) - 1:
         byte = buf[pos]
@@ -363,10 +347,10 @@ def control_type(batch) -> int:
         # (its length, attributes, timestamp delta, offset delta, key length, then the key); anything odd is
         # left to the full decoding below, and its errors.
         try:
-            _, pos = _zigzag_at(batch, HEADER_SIZE)
-            _, pos = _zigzag_at(batch, pos + 1)
-            _, pos = _zigzag_at(batch, pos)
-            length, pos = _zigzag_at(batch, pos)
+            _, pos = zigzag_at(batch, HEADER_SIZE)
+            _, pos = zigzag_at(batch, pos + 1)
+            _, pos = zigzag_at(batch, pos)
+            length, pos = zigzag_at(batch, pos)
         except StreamError:
             pass
         else:

@@ -42,8 +42,9 @@ import time
 from dataclasses import dataclass
 
 import structlog
+from construct import StreamError
 
-from kbroker.protocol.records import iter_records, rebuild_batch
+from kbroker.protocol.records import InvalidBatch, iter_records, rebuild_batch
 from kbroker.storage.segment import segment_name
 
 log = structlog.get_logger("storage.cleaner")
@@ -96,13 +97,17 @@ def needs_cleaning(plog, first_dirty: int, now_ms: int) -> bool:
 def _offset_map(plog, first_dirty: int, upto: int, latest: dict[bytes, int]):
     """Fill ``latest`` with each key's newest offset below ``upto``; a generator, pausing after every batch and
     every ``RECORDS_PER_STEP`` records."""
+    bound = plog.config.max_inflated_bytes
     for header, data in plog.iter_batches(first_dirty, upto):
         if not header.is_control:
-            for n, record in enumerate(iter_records(data), 1):
-                if record.key is not None and record.offset < upto:
-                    latest[bytes(record.key)] = record.offset
-                if n % RECORDS_PER_STEP == 0:
-                    yield
+            try:
+                for n, record in enumerate(iter_records(data, max_inflated=bound), 1):
+                    if record.key is not None and record.offset < upto:
+                        latest[bytes(record.key)] = record.offset
+                    if n % RECORDS_PER_STEP == 0:
+                        yield
+            except UNREADABLE as exc:
+                _unreadable(plog, header, exc)   # its keys stay unmapped: it is kept whole below, too
         yield
 
 
@@ -217,8 +222,8 @@ def cleaning(plog, first_dirty: int, now_ms: int):
                 for header, data in plog.iter_batches(segment.base_offset, end):
                     if header.base_offset < segment.base_offset:
                         continue   # iter_batches starts at the batch holding the offset
-                    out = yield from _retained(header, data, latest, delete_horizon, first_dirty, producers,
-                                               result, context)
+                    out = yield from _retained(plog, header, data, latest, delete_horizon, first_dirty,
+                                               producers, result, context)
                     if plog.segments_changed != changed:
                         raise Abandoned
                     if out is not None:
@@ -249,6 +254,16 @@ def cleaning(plog, first_dirty: int, now_ms: int):
     return result
 
 
+# A stored batch the cleaner cannot read: one that decompresses past its topic's bound (a compressed bomb
+# written before produce refused them), or whose records are broken. It is logged and kept whole.
+UNREADABLE = (InvalidBatch, StreamError, UnicodeDecodeError, ValueError)
+
+
+def _unreadable(plog, header, exc: Exception) -> None:
+    log.error("batch_not_cleaned", topic=plog.topic, partition=plog.partition, base_offset=header.base_offset,
+              last_offset=header.last_offset, reason=str(exc))
+
+
 class _TxnContext:
     """What the cleaner knows of transactions while it walks the log in offset order."""
 
@@ -261,7 +276,7 @@ class _TxnContext:
                    for a in self.aborted)
 
 
-def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first_dirty: int, producers,
+def _retained(plog, header, data, latest: dict[bytes, int], delete_horizon: int, first_dirty: int, producers,
               result: CleanResult, context: _TxnContext):
     """The batch as it is after cleaning: unchanged bytes, a rebuilt batch, or None when it goes; a generator
     returning it, pausing every ``RECORDS_PER_STEP`` records."""
@@ -276,16 +291,20 @@ def _retained(header, data, latest: dict[bytes, int], delete_horizon: int, first
         return None
     kept = []
     total = 0
-    for total, r in enumerate(iter_records(data), 1):
-        if total % RECORDS_PER_STEP == 0:
-            yield
-        if r.key is None:
-            continue
-        if latest.get(bytes(r.key), -1) > r.offset:
-            continue
-        if r.value is None and r.offset < first_dirty and header.max_timestamp < delete_horizon:
-            continue   # a tombstone that has been through a clean and outlived delete.retention.ms
-        kept.append(r)
+    try:
+        for total, r in enumerate(iter_records(data, max_inflated=plog.config.max_inflated_bytes), 1):
+            if total % RECORDS_PER_STEP == 0:
+                yield
+            if r.key is None:
+                continue
+            if latest.get(bytes(r.key), -1) > r.offset:
+                continue
+            if r.value is None and r.offset < first_dirty and header.max_timestamp < delete_horizon:
+                continue   # a tombstone that has been through a clean and outlived delete.retention.ms
+            kept.append(r)
+    except UNREADABLE as exc:
+        _unreadable(plog, header, exc)
+        return bytes(data)   # kept as it is: the rest of the log is still cleaned
     result.records_removed += total - len(kept)
     if header.is_transactional and kept:
         context.has_data[header.producer_id] = True

@@ -88,6 +88,15 @@ class LogConfig:
     follower_replication_throttled_replicas: str = ""
     message_format_version: str = "3.0-IV1"
     message_downconversion_enable: bool = True
+    # Not a topic config: the broker's kbroker.compression.max.ratio, which with max.message.bytes bounds
+    # what one batch may decompress to (max_inflated_bytes).
+    compression_max_ratio: int = 100
+
+    @property
+    def max_inflated_bytes(self) -> int:
+        """What one batch of this topic may decompress to: past it the batch is refused (produce) or left as
+        it is (the cleaner), never inflated further."""
+        return self.max_message_bytes * self.compression_max_ratio
 
     @property
     def compact(self) -> bool:

@@ -169,3 +169,88 @@ def flood_probe(port: int, connections: int = 20, requests: int = 100_000, probe
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+# ---------------------------------------------------------------------------------------------- compressed bombs
+CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def _zero_stream_compressed(codec: int, prefix: bytes, zeros: int, suffix: bytes) -> bytes:
+    """``prefix`` + ``zeros`` zero bytes + ``suffix``, compressed a MiB at a time (gigabytes never exist)."""
+    import zlib
+
+    block = bytes(1 << 20)
+
+    def pieces():
+        yield prefix
+        left = zeros
+        while left:
+            n = min(left, len(block))
+            yield block[:n]
+            left -= n
+        yield suffix
+
+    if codec == 1:
+        comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return b"".join(comp.compress(p) for p in pieces()) + comp.flush()
+    if codec == 3:
+        import lz4.frame
+
+        comp = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX4MB, compression_level=9)
+        return comp.begin() + b"".join(comp.compress(p) for p in pieces()) + comp.flush()
+    if codec == 4:
+        import zstandard
+
+        comp = zstandard.ZstdCompressor(level=3).compressobj()
+        return b"".join(comp.compress(p) for p in pieces()) + comp.flush()
+    if codec == 2:   # xerial framing, as the Java client writes snappy: blocks of 32 KiB
+        import cramjam
+
+        data = b"".join(pieces())
+        out = [b"\x82SNAPPY\x00", struct.pack(">ii", 1, 1)]
+        for start in range(0, len(data), 32 * 1024):
+            block = bytes(cramjam.snappy.compress_raw(data[start:start + 32 * 1024]))
+            out += [struct.pack(">i", len(block)), block]
+        return b"".join(out)
+    raise ValueError(codec)
+
+
+def bomb_batch(codec: int, inflated: int, well_formed: bool) -> bytes:
+    """A v2 batch with a right CRC whose compressed records section decompresses to ``inflated`` bytes.
+    ``well_formed``: one keyed record whose value is the zeros (its structure adds up, so only a bound on the
+    decompressed size refuses it); otherwise zeros alone (the first record does not add up)."""
+    import crc32c
+
+    from kbroker.protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, LOG_OVERHEAD
+    from kbroker.protocol.types import encode_varint
+
+    if well_formed:
+        value = inflated - 64
+        fields = b"\0" + encode_varint(0) + encode_varint(0) + encode_varint(1) + b"k" + encode_varint(value)
+        length = len(fields) + value + 1
+        prefix, suffix = encode_varint(length) + fields, encode_varint(0)
+        body = _zero_stream_compressed(codec, prefix, value, suffix)
+    else:
+        body = _zero_stream_compressed(codec, b"", inflated, b"")
+    now = int(time.time() * 1000)
+    header = bytearray(struct.pack(">qiibIhiqqqhii", 0, HEADER_SIZE - LOG_OVERHEAD + len(body), -1, 2, 0, codec,
+                                   0, now, now, -1, -1, -1, 1))
+    batch = header + body
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(bytes(batch[ATTRIBUTES_OFFSET:])))
+    return bytes(batch)
+
+
+def produce_frame(topic: str, records: bytes, correlation_id: int = 1, acks: int = 1) -> bytes:
+    """A whole Produce v9 request frame (size prefix included) carrying ``records`` to partition 0."""
+    import io
+
+    from kbroker.protocol import schema
+    from kbroker.protocol.headers import RequestHeader, encode_request_header
+
+    out = io.BytesIO()
+    out.write(encode_request_header(RequestHeader(0, 9, correlation_id, "bomber"), True))
+    schema.encode(schema.struct_for(0, 9, True), {
+        "transactional_id": None, "acks": acks, "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]}, out)
+    body = out.getvalue()
+    return struct.pack(">i", len(body)) + body

@@ -4,13 +4,22 @@ A transactional batch for a partition where its producer has no open
 transaction yet is first verified with the transaction coordinator
 (AddPartitionsToTxn v4, verify only: KIP-890 part 1); a partition that was
 not added to the transaction gets INVALID_TXN_STATE and nothing is written.
+
+A compressed batch for a compacted topic has its records read on a worker
+thread before anything is appended (``_check_then_handle``): a batch of a few
+kilobytes may decompress to its bound (``kbroker.compression.max.ratio``),
+which must not hold the event loop. Requests on one connection still take
+effect in order, since the connection awaits each before it reads the next.
 """
+
+import asyncio
 
 from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE
 from kbroker.broker.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.record_check import check_keyed_batch
 from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
 
 
@@ -51,10 +60,62 @@ def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
     return refused
 
 
+def _compressed_for_compaction(rm, request, refused) -> dict:
+    """(topic, partition) -> (records, header, bound) of each compressed batch bound for a compacted topic:
+    its records must be read (keys), and reading a compressed batch can take long."""
+    found = {}
+    for topic in request.topic_data:
+        for pdata in topic.partition_data:
+            tp = (topic.name, pdata.index)
+            records = pdata.records
+            if tp in refused or records is None or len(records) < HEADER_SIZE:
+                continue
+            partition = rm.get(*tp)
+            if partition is None or not partition.log.config.compact:
+                continue
+            header = BatchHeader.parse(records)
+            if header.compression and not header.is_control:
+                found[tp] = (records, partition.log.config)
+    return found
+
+
+def _check_keyed(records, config) -> str | None:
+    """On a worker thread: why the batch cannot go to its compacted topic, or None. A batch whose framing or
+    CRC is wrong is left to the append, which answers it as for any topic."""
+    try:
+        header = validate_produce_records(records, config.max_message_bytes)
+    except InvalidBatch:
+        return None
+    try:
+        check_keyed_batch(records, 0, header, config.max_inflated_bytes)
+    except InvalidBatch as exc:
+        return str(exc)
+    return None
+
+
+async def _check_then_handle(ctx, request, refused, batches: dict):
+    """Read the records of compressed batches for compacted topics on worker threads (a batch may take up to
+    its decompression bound: the event loop serves everyone else meanwhile), then produce as usual."""
+    loop = asyncio.get_running_loop()
+    checks = {tp: loop.run_in_executor(None, _check_keyed, records, config)
+              for tp, (records, config) in batches.items()}
+    checked = {tp: await check for tp, check in checks.items()}
+    result = _handle(ctx, request, refused, checked)
+    return await result if asyncio.iscoroutine(result) else result
+
+
 def handle(ctx, request):
     refused = _unauthorized(ctx, request)
+    batches = _compressed_for_compaction(ctx.broker.replica_manager, request, refused)
+    if batches:
+        return _check_then_handle(ctx, request, refused, batches)
+    return _handle(ctx, request, refused, None)
+
+
+def _handle(ctx, request, refused, checked: dict | None):
+    """``checked``: (topic, partition) -> None where the records were read and pass, or why they do not."""
     if request.transactional_id is None:
-        return _append_all(ctx, request, refused)
+        return _append_all(ctx, request, refused, checked=checked)
     rm = ctx.broker.replica_manager
     to_verify: dict[tuple[str, int], tuple[int, int]] = {}
     validated: dict[tuple[str, int], BatchHeader] = {}
@@ -67,15 +128,15 @@ def handle(ctx, request):
                 to_verify[(topic.name, pdata.index)] = found[:2]
                 validated[(topic.name, pdata.index)] = found[2]
     if not to_verify:
-        return _append_all(ctx, request, refused)
-    return _verify_then_append(ctx, request, to_verify, refused, validated)
+        return _append_all(ctx, request, refused, checked=checked)
+    return _verify_then_append(ctx, request, to_verify, refused, validated, checked)
 
 
 _REFUSALS = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to write to the topic",
              ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "not authorized to use the transactional id"}
 
 
-async def _verify_then_append(ctx, request, to_verify, refused, validated):
+async def _verify_then_append(ctx, request, to_verify, refused, validated, checked):
     errors: dict[tuple[str, int], ErrorCode] = dict(refused)
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
     for tp, producer in to_verify.items():
@@ -90,10 +151,10 @@ async def _verify_then_append(ctx, request, to_verify, refused, validated):
             if error:
                 errors[tp] = error
                 ctx.log.info("transactional_produce_unverified", topic=tp[0], partition=tp[1], error=error.name)
-    return _append_all(ctx, request, errors, validated)
+    return _append_all(ctx, request, errors, validated, checked)
 
 
-def _append_all(ctx, request, refused: dict, validated: dict | None = None):
+def _append_all(ctx, request, refused: dict, validated: dict | None = None, checked: dict | None = None):
     rm = ctx.broker.replica_manager
     acks = request.acks
     responses = []
@@ -110,9 +171,13 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None):
                 error = refused[(topic.name, pdata.index)]
                 result_error, info = error, None
                 message = _REFUSALS.get(error, "the partition is not in the producer's transaction")
+            elif checked and checked.get((topic.name, pdata.index)) is not None:
+                result_error, info = ErrorCode.INVALID_RECORD, None
+                message = checked[(topic.name, pdata.index)]
             else:
                 result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False,
-                                           validated=validated.get((topic.name, pdata.index)) if validated else None)
+                                           validated=validated.get((topic.name, pdata.index)) if validated else None,
+                                           keys_checked=bool(checked) and (topic.name, pdata.index) in checked)
                 result_error, info, message = result.error, result.info, result.message
             failed = failed or result_error != ErrorCode.NONE
             counted = topics_counted[topic.name]

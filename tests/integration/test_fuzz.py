@@ -2,7 +2,7 @@
 well-behaved client alongside, and logs no unhandled exception.
 
 Frames are recorded through a proxy from librdkafka (idempotent and transactional producers, a consumer
-group) and kafka-python (admin requests), then mutated the way a broken client or a bad network would:
+group) and kafka-python (admin requests), beside produce frames carrying compressed bombs to a compacted topic, then mutated the way a broken client or a bad network would:
 bytes flipped, an int32 field set to an extreme, the API key or version changed, the size prefix made to lie,
 the stream cut short. Each mutated session is written pipelined on its own connection and closed after a
 short read, often while its requests are parked (long-poll fetches, acks=all produces, group joins): the
@@ -64,6 +64,18 @@ def record_sessions(port: int, topic: str) -> list[bytes]:
     finally:
         proxy.stop()
     return [b"".join(frames) for frames in proxy.sessions if frames]
+
+
+def bomb_sessions(bootstrap: str, topic: str) -> list[bytes]:
+    """Produce frames carrying compressed bombs (every codec; zeros alone and one well-formed record) to a
+    compacted topic, whose records the broker must read: small ones (16 MiB inflated), which mutation turns into
+    broken streams, lying lengths and cut-short bodies."""
+    from tests.hostile import CODECS, bomb_batch, produce_frame
+    from tests.integration.workload import make_topic
+
+    make_topic(bootstrap, topic, 1, {"cleanup.policy": "compact"})
+    return [produce_frame(topic, bomb_batch(codec, 16 << 20, well_formed), correlation_id=n)
+            for n, (codec, well_formed) in enumerate(((c, w) for c in CODECS.values() for w in (True, False)), 1)]
 
 
 def mutate(rng: random.Random, session: bytes) -> bytes:
@@ -135,6 +147,7 @@ async def run_fuzz(broker, topic_name: str, count: int, seed: int) -> None:
     await create_topic(broker, well_behaved)
     sessions = await asyncio.to_thread(record_sessions, broker.port, topic_name)
     assert len(sessions) >= 3
+    sessions += await asyncio.to_thread(bomb_sessions, broker.bootstrap, topic_name + "-compacted")
     await fuzz(broker, sessions, count, seed, well_behaved)
     await asyncio.sleep(1.5)   # parked operations reach their timeouts: a late completion would log now
     # Stopping completes whatever is still parked, after the connections are gone: that must log nothing either.

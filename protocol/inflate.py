@@ -1,0 +1,156 @@
+"""Compressed batch bodies decompressed as streams with a hard bound on what comes out.
+
+A record batch of a few kilobytes can hold gigabytes once decompressed (a
+"bomb": one zstd batch of 32 KB is 1 GiB of zeros). Nothing here decompresses
+a body in one call: ``chunks`` yields the output a piece at a time, each piece
+at most ``chunk`` bytes, and raises ``InflateLimit`` as soon as the total
+would pass ``limit``, having produced at most ``limit`` bytes. A reader that
+consumes the pieces as they come (``record_check``) holds one piece at a time;
+``inflate`` joins them, for callers that need the whole body and accept
+holding up to ``limit``.
+
+Per codec, as Kafka's clients write them: gzip (zlib, one or more members),
+snappy (raw, as librdkafka writes it, or xerial-framed, as the Java client
+does: each block's uncompressed length is declared in front of it and checked
+before it is decompressed), lz4 (the frame format), zstd (frames, read with a
+bounded window).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterator
+
+CHUNK_BYTES = 256 * 1024
+ZSTD_MAX_WINDOW = 8 << 20     # honest producers' windows are a few MiB at most; a declared 2 GiB one is refused
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+SNAPPY_MAX_RATIO = 24         # a raw snappy block cannot expand more (a 3-byte copy makes at most 64 bytes)
+
+
+class InflateLimit(ValueError):
+    """The body decompresses to more than the bound allows."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the batch decompresses to more than {limit} bytes")
+        self.limit = limit
+
+
+class CorruptBody(ValueError):
+    """The compressed bytes are not a valid stream of their codec."""
+
+
+def inflate(codec: int, data, limit: int) -> bytes:
+    """The whole decompressed body (at most ``limit`` bytes, else ``InflateLimit``)."""
+    if codec == 0:
+        return bytes(data)
+    # One piece where the decoder grows its output as it goes (zlib: no join, no copy); else pieces sized
+    # from the input, so that an honest body is one or two of them.
+    chunk = limit if codec == 1 else max(CHUNK_BYTES, 4 * len(data))
+    parts = list(chunks(codec, data, limit, chunk=chunk))
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def chunks(codec: int, data, limit: int, chunk: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """The decompressed body, a piece of at most ``chunk`` bytes at a time, at most ``limit`` in all."""
+    decoder = _DECODERS.get(codec)
+    if decoder is None:
+        raise CorruptBody(f"unknown compression codec {codec}")
+    total = 0
+    try:
+        for piece in decoder(data, chunk, limit):
+            total += len(piece)
+            if total > limit:
+                raise InflateLimit(limit)
+            yield piece
+    except InflateLimit:
+        raise
+    except Exception as exc:   # each library its own kind (zlib.error, ZstdError, cramjam's, lz4's RuntimeError)
+        raise CorruptBody(f"{type(exc).__name__}: {exc}") from None
+
+
+def _plain(data, chunk: int, limit: int) -> Iterator[bytes]:
+    view = memoryview(data)
+    for start in range(0, len(view), chunk):
+        yield bytes(view[start:start + chunk])
+
+
+def _gzip(data, chunk: int, limit: int) -> Iterator[bytes]:
+    pending = bytes(data)
+    while pending:
+        stream = zlib.decompressobj(wbits=47)   # a gzip or zlib header, detected
+        while True:
+            out = stream.decompress(pending, chunk)
+            pending = stream.unconsumed_tail
+            if out:
+                yield out
+            if stream.eof:
+                pending = stream.unused_data   # a following gzip member, as GZIPInputStream reads on
+                break
+            if not out and not pending:
+                raise zlib.error("truncated gzip stream")
+
+
+def _lz4(data, chunk: int, limit: int) -> Iterator[bytes]:
+    import lz4.frame
+
+    stream = lz4.frame.LZ4FrameDecompressor()
+    out = stream.decompress(bytes(data), max_length=chunk)
+    while True:
+        if out:
+            yield out
+        if stream.eof:
+            return
+        if stream.needs_input:
+            raise RuntimeError("truncated lz4 frame")
+        out = stream.decompress(b"", max_length=chunk)
+
+
+def _zstd(data, chunk: int, limit: int) -> Iterator[bytes]:
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW).stream_reader(
+        bytes(data), read_across_frames=True)
+    while True:
+        out = reader.read(chunk)
+        if not out:
+            return
+        yield out
+
+
+def _snappy(data, chunk: int, limit: int) -> Iterator[bytes]:
+    data = bytes(data)
+    if data[:8] != XERIAL_MAGIC:
+        yield _snappy_block(data, limit)
+        return
+    pos, total = 16, 0
+    while pos < len(data):
+        (n,) = struct.unpack_from(">i", data, pos)
+        if n < 0 or pos + 4 + n > len(data):
+            raise struct.error("xerial block past the end of the body")
+        block = _snappy_block(data[pos + 4:pos + 4 + n], limit - total)
+        total += len(block)
+        yield block
+        pos += 4 + n
+
+
+def _snappy_block(block: bytes, limit: int) -> bytes:
+    """A raw snappy block, whose uncompressed length (a varint in front) is checked first."""
+    import cramjam
+
+    declared, shift = 0, 0
+    for i, byte in enumerate(block[:5]):
+        declared |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    else:
+        raise struct.error("bad snappy length")
+    if declared > limit:
+        raise InflateLimit(limit)
+    if declared > SNAPPY_MAX_RATIO * len(block) + 64:
+        raise struct.error(f"snappy block of {len(block)} bytes declares {declared}")
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+_DECODERS = {0: _plain, 1: _gzip, 2: _snappy, 3: _lz4, 4: _zstd}

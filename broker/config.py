@@ -178,6 +178,8 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     # A batch may decompress to at most this many times max.message.bytes (100 MiB by default): honest data
     # stays far below (compressible logs reach 10-20x), a compressed bomb is refused while it is read.
     "kbroker.compression.max.ratio": (int, 100),
+    # Segment and index files held open at once (storage/open_files.py); -1: half the descriptor limit.
+    "kbroker.log.open.files.max": (int, -1),
 }
 
 

@@ -25,15 +25,18 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def raise_open_files_limit() -> None:
-    """Every partition holds three files open (.log, .index, .timeindex): use the hard limit."""
+    """Connections and log files both take descriptors: use the hard limit, and say what it is."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    raised = soft
     if soft != hard:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            raised = hard
         except (ValueError, OSError):
             pass
+    structlog.get_logger("broker").info("open_files_limit", soft_was=soft, hard=hard, soft=raised)
 
 
 async def run_broker(config: BrokerConfig) -> None:

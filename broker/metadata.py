@@ -147,3 +147,7 @@ def _new_cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class TopicNotCreated(Exception):
+    """A single broker could not make a new topic's logs; nothing of the topic is left."""

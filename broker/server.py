@@ -25,8 +25,9 @@ from kbroker.broker.security.listeners import inter_broker_sasl, inter_broker_tl
 from kbroker.broker.heap import CHECK_MS, HeapTrimmer
 from kbroker.broker.log_regions import SendMemory
 from kbroker.protocol.framing import FrameStream
+from kbroker.storage.open_files import OPEN_FILES, capacity_for_limit
 from kbroker.protocol.receive_budget import ReceiveBudget
-from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata
+from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata, TopicNotCreated
 from kbroker.broker.producer_ids import ProducerIdManager
 from kbroker.broker.replica_manager import ReplicaManager
 from kbroker.broker.log_dir_failure import handle_log_dir_failure
@@ -133,10 +134,19 @@ class Broker:
         if self.cluster is not None:
             # The controller makes the leaders and tells every replica.
             return self.metadata.create_topic(name, partitions, replication_factor, configs, assignment)
-        topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
+        try:
+            topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
+        except OSError as exc:   # its metadata could not be saved (out of descriptors, a full disk)
+            self.metadata.topics.pop(name, None)
+            raise TopicNotCreated(f"{name} could not be created: {exc}") from None
         config = self.topic_config(name)
-        for index in range(partitions):
-            self.replica_manager.make_leader(name, index, config)
+        made = [self.replica_manager.make_leader(name, index, config) for index in range(partitions)]
+        if any(p is None for p in made):
+            # A log could not be made (a failed dir, or no descriptor to be had even after the cache of open
+            # files gave its own back): the topic is not created, and the client is told.
+            self.replica_manager.remove_topic(name)
+            self.metadata.delete_topic(name)
+            raise TopicNotCreated(f"the logs of {name} could not be created (see the broker's log)")
         log.info("topic_created", topic=name, partitions=partitions, configs=configs)
         return topic
 
@@ -330,7 +340,13 @@ class Broker:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         started = time.monotonic()
+        self._size_open_files()
         self.log_manager.load_all(self.topic_config)
+        if len(self.log_manager.logs) > OPEN_FILES.capacity:
+            log.warning("partitions_beyond_open_files", partitions=len(self.log_manager.logs),
+                        open_files_max=OPEN_FILES.capacity,
+                        note="log files are opened on demand and closed least recently used first; raise the "
+                             "descriptor limit (ulimit -n) to keep more of them open")
         if self.config["zookeeper.connect"]:
             await self._start_listeners()
             await self._start_metrics()
@@ -354,6 +370,15 @@ class Broker:
         self._load_transaction_coordinator()
         log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
                  partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
+
+    def _size_open_files(self) -> None:
+        """The cache of open log files gets half the process's descriptors (or kbroker.log.open.files.max)."""
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = self.config["kbroker.log.open.files.max"]
+        OPEN_FILES.capacity = wanted if wanted > 0 else capacity_for_limit(soft)
+        log.info("log_files_cache", open_files_max=OPEN_FILES.capacity, descriptor_limit=soft, hard_limit=hard)
 
     async def _start_cluster(self) -> None:
         """ZooKeeper mode: register, join the controller election; the controller assigns our replicas."""

@@ -15,11 +15,16 @@ import os
 import struct
 from array import array
 
+from kbroker.storage.open_files import OPEN_FILES, CachedFile
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
 
-class _Index:
+class _Index(CachedFile):
+    """``fd`` comes from the broker's cache of open files (``storage.open_files``): the entries live in memory,
+    so the file is only opened to append, truncate or sync."""
+
     entry: struct.Struct
 
     def __init__(self, path: str, base_offset: int) -> None:
@@ -27,8 +32,17 @@ class _Index:
         self.base_offset = base_offset
         self.keys = array("q")
         self.values = array("q")
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._created = False
         self._load()
+
+    def open_file(self) -> int:
+        # O_APPEND: an entry goes after those already there (the file's offset starts at 0 on every open).
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | (0 if self._created else os.O_CREAT), 0o644)
+        self._created = True
+        return fd
+
+    def __repr__(self) -> str:
+        return self.path
 
     def _load(self) -> None:
         data = os.pread(self.fd, os.fstat(self.fd).st_size, 0)
@@ -56,9 +70,7 @@ class _Index:
         os.fsync(self.fd)
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        OPEN_FILES.close(self)
 
 
 class OffsetIndex(_Index):

@@ -433,12 +433,15 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         self._pending_deletes = keep
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
+    def close(self, durable: bool = True) -> None:
+        """``durable=False``: nothing is fsynced here; the caller syncs the file system once for every log it
+        closes (``LogManager.shutdown``)."""
         self.segments_changed += 1
         self.active_segment.seal_time_index()
-        for segment in self.segments:
-            segment.flush()
-        self.take_snapshot()   # the next start-up reads no batch headers for producer state
+        if durable:
+            for segment in self.segments:
+                segment.flush()
+        self.take_snapshot(durable, unless_current=True)   # the next start-up reads no batch headers for it
         for segment in self.segments:
             segment.close()
         for _, segment in self._pending_deletes:

@@ -18,6 +18,7 @@ import os
 import structlog
 
 from kbroker.protocol.records import CONTROL_ABORT, BatchHeader, control_type
+from kbroker.storage.checkpoint import write_atomically
 from kbroker.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshot, decode_snapshot, encode_snapshot
 from kbroker.storage.segment import LogSegment, segment_name
 from kbroker.storage.transaction_index import AbortedTxn
@@ -26,6 +27,8 @@ log = structlog.get_logger("storage.log")
 
 
 class ProducerLogMixin:
+    snapshot_offset: int | None = None   # the log end offset of the newest snapshot loaded or written
+
     def _snapshot_path(self, offset: int) -> str:
         return os.path.join(self.directory, segment_name(offset) + SNAPSHOT_SUFFIX)
 
@@ -55,6 +58,7 @@ class ProducerLogMixin:
         """Producer state, open transactions and aborted-transaction indexes, from the newest snapshot plus
         the batches after it (or the whole log without one): start-up reads only what the snapshot lacks."""
         snapshot = self._load_snapshot()
+        self.snapshot_offset = snapshot
         start = snapshot if snapshot is not None else -1
         for i, segment in enumerate(self.segments):
             if self._segment_end(i) <= start and segment.size:
@@ -73,15 +77,14 @@ class ProducerLogMixin:
         log.debug("producer_state_loaded", topic=self.topic, partition=self.partition, snapshot=snapshot,
                   producers=len(self.producer_state.producers))
 
-    def take_snapshot(self) -> None:
-        """Write the producer state as of the log end offset (atomically), keeping the newest two."""
-        path = self._snapshot_path(self.log_end_offset)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(encode_snapshot(self.producer_state))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+    def take_snapshot(self, durable: bool = True, unless_current: bool = False) -> None:
+        """Write the producer state as of the log end offset (atomically), keeping the newest two.
+        ``unless_current``: not if the newest snapshot (loaded or written) is already at the log end: nothing
+        was appended since (a restarted broker stopping again writes nothing for idle partitions)."""
+        if unless_current and self.snapshot_offset == self.log_end_offset:
+            return
+        write_atomically(self._snapshot_path(self.log_end_offset), encode_snapshot(self.producer_state), durable)
+        self.snapshot_offset = self.log_end_offset
         for offset in self._snapshot_offsets()[:-2]:
             try:
                 os.unlink(self._snapshot_path(offset))

@@ -14,6 +14,7 @@ import os
 import time
 
 from kbroker.protocol.records import HEADER_SIZE, BatchHeader, iter_records, verify_crc
+from kbroker.storage.open_files import OPEN_FILES, CachedFile
 
 LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX = ".log", ".index", ".timeindex"
 # Past this many batches a fetch slice is cut at max_bytes instead of at a batch boundary.
@@ -24,7 +25,9 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
-class LogSegment:
+class LogSegment(CachedFile):
+    """``fd``: the ``.log`` file's descriptor, from the broker's cache of open files (``storage.open_files``)."""
+
     def __init__(self, directory: str, base_offset: int, index_interval_bytes: int = 4096,
                  created_ms: int | None = None) -> None:
         from kbroker.storage.index import OffsetIndex, TimeIndex
@@ -36,7 +39,7 @@ class LogSegment:
         stem = os.path.join(directory, segment_name(base_offset))
         self.path = stem + LOG_SUFFIX
         indexes_existed = os.path.exists(stem + INDEX_SUFFIX) and os.path.exists(stem + TIME_INDEX_SUFFIX)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._created = False   # once the file exists, a reopen never creates it again (it may be gone)
         self.offset_index = OffsetIndex(stem + INDEX_SUFFIX, base_offset)
         self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset)
         self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX)
@@ -48,8 +51,14 @@ class LogSegment:
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         self.first_batch_timestamp: int | None = None
 
-    def fileno(self) -> int:
-        return self.fd
+    def open_file(self) -> int:
+        flags = os.O_RDWR | os.O_APPEND | (0 if self._created else os.O_CREAT)
+        fd = os.open(self.path, flags, 0o644)
+        self._created = True
+        return fd
+
+    def __repr__(self) -> str:
+        return self.path
 
     # ------------------------------------------------------------------ writing
     def append(self, last_offset: int, max_timestamp: int, buffers: list) -> None:
@@ -224,14 +233,18 @@ class LogSegment:
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        OPEN_FILES.close(self)
         self.offset_index.close()
         self.time_index.close()
 
+    def detach(self) -> None:
+        """The files are about to be removed or moved: keep the ``.log`` descriptor (a fetch may still be
+        sending from it) out of the cache's eviction until ``close``."""
+        OPEN_FILES.detach(self)
+
     def unlink_files(self) -> None:
-        """Remove the segment's three files; open descriptors stay valid until ``close``."""
+        """Remove the segment's three files; the ``.log`` descriptor stays valid until ``close``."""
+        self.detach()
         for path in (self.path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(path)

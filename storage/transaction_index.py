@@ -16,6 +16,8 @@ import os
 import struct
 from dataclasses import dataclass
 
+from kbroker.storage.open_files import with_room
+
 TXN_INDEX_SUFFIX = ".txnindex"
 _ENTRY = struct.Struct(">hqqqq")
 
@@ -41,9 +43,12 @@ class TransactionIndex:
 
     def append(self, entry: AbortedTxn) -> None:
         self.entries.append(entry)
+        with_room(self._write, _ENTRY.pack(0, entry.producer_id, entry.first_offset, entry.last_offset,
+                                           entry.last_stable_offset))
+
+    def _write(self, data: bytes) -> None:
         with open(self.path, "ab") as f:
-            f.write(_ENTRY.pack(0, entry.producer_id, entry.first_offset, entry.last_offset,
-                                entry.last_stable_offset))
+            f.write(data)
 
     def overlapping(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Entries of transactions that may have records in [fetch_offset, upper_bound)."""

@@ -29,6 +29,7 @@ class BrokerProcess:
     port: int = 0
     proc: subprocess.Popen | None = None
     log_path: str = ""
+    open_files_limit: int | None = None   # the process's RLIMIT_NOFILE (soft and hard), if not inherited
 
     @property
     def bootstrap(self) -> str:
@@ -45,7 +46,7 @@ class BrokerProcess:
         self.log_path = os.path.join(os.path.dirname(self.data_dir.rstrip("/")), "broker.log")
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, env={**os.environ,
-                                     "PYTHONUNBUFFERED": "1"})
+                                     "PYTHONUNBUFFERED": "1"}, preexec_fn=self._limit_open_files)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline().decode()
@@ -55,6 +56,12 @@ class BrokerProcess:
             if not line and self.proc.poll() is not None:
                 break
         raise RuntimeError(f"broker did not start; see {self.log_path}:\n{self.tail_log()}")
+
+    def _limit_open_files(self) -> None:
+        if self.open_files_limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files_limit, self.open_files_limit))
 
     def tail_log(self, lines: int = 40) -> str:
         try:

@@ -1,7 +1,7 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
 from kbroker.broker.handlers.describe_configs import topic_config_entries
-from kbroker.broker.metadata import topic_name_error
+from kbroker.broker.metadata import TopicNotCreated, topic_name_error
 from kbroker.protocol.acls import CREATE, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
@@ -98,7 +98,14 @@ def _create(ctx, request):
         topic_id = bytes(16)
         if not request.validate_only:
             assignment = [list(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition_index)]
-            topic_id = broker.create_topic(topic.name, partitions, replication, configs, assignment or None).topic_id
+            try:
+                topic_id = broker.create_topic(topic.name, partitions, replication, configs,
+                                               assignment or None).topic_id
+            except TopicNotCreated as exc:
+                results.append({"name": topic.name, "topic_id": bytes(16), "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
+                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
+                                "configs": []})
+                continue
         entries = topic_config_entries(broker, broker.default_log_config.with_overrides(configs), configs)
         results.append({"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
                         "num_partitions": partitions, "replication_factor": replication,

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from kbroker.broker.metadata import topic_name_error
+from kbroker.broker.metadata import TopicNotCreated, topic_name_error
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
@@ -109,8 +109,12 @@ def answer(ctx, request):
                         and not ctx.authorized(acls.CREATE, acls.TOPIC, name):
                     topics.append(_refused(name))
                     continue
-                broker.create_topic(name, broker.config["num.partitions"],
-                                    broker.config["default.replication.factor"], {})
+                try:
+                    broker.create_topic(name, broker.config["num.partitions"],
+                                        broker.config["default.replication.factor"], {})
+                except TopicNotCreated:
+                    topics.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "name": name, "partitions": []})
+                    continue
             topics.append(describe_topic(ctx, name))
     if request.include_topic_authorized_operations:
         for t in topics:

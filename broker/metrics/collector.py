@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from kbroker.broker.metrics.counters import PHASES
+from kbroker.storage.open_files import OPEN_FILES
 
 _PHASE_NAMES = {"queue": "requestqueuetimems", "local": "localtimems", "remote": "remotetimems",
                 "response_send": "responsesendtimems", "total": "totaltimems"}
@@ -40,6 +41,7 @@ class BrokerCollector(Collector):
         yield from self._groups()
         yield from self._transactions()
         yield from self._network()
+        yield from self._open_files()
 
     # ------------------------------------------------------------------ request path counters
     def _topic_counters(self):
@@ -166,6 +168,14 @@ class BrokerCollector(Collector):
         for state, n in sorted(counts.items()):
             states.add_metric([state], n)
         yield states
+
+    def _open_files(self):
+        yield GaugeMetricFamily("kbroker_log_open_files", "Segment and index files open now", value=len(OPEN_FILES))
+        yield CounterMetricFamily("kbroker_log_files_opened", "Segment and index files opened (cache misses)",
+                                  value=OPEN_FILES.opened)
+        yield CounterMetricFamily("kbroker_log_descriptor_failures",
+                                  "Log operations that failed for want of a file descriptor",
+                                  value=self.broker.log_manager.descriptor_failures)
 
     def _network(self):
         connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",

@@ -5,6 +5,7 @@ import os
 from kbroker.protocol.records import build_batch, build_marker_batch, validate_produce_records
 from kbroker.storage.log import Log
 from kbroker.storage.log_config import LogConfig
+from kbroker.storage.open_files import OPEN_FILES
 from kbroker.storage.transaction_index import AbortedTxn
 
 
@@ -56,8 +57,7 @@ def test_aborted_index_is_rebuilt_from_the_markers_after_a_crash(tmp_path):
     assert [(a.producer_id, a.first_offset, a.last_offset) for a in expected] == [(7, 0, 1), (7, 2, 4)]
     assert any(n.endswith(".txnindex") for n in os.listdir(directory))
     for segment in log.segments:
-        os.close(segment.fd)   # no clean shutdown: the next open recovers
-        segment.fd = -1
+        OPEN_FILES.close(segment)   # no clean shutdown: the next open recovers
     reopened = Log(directory, "t", 0, LogConfig(segment_bytes=200), high_watermark=5)
     assert reopened.aborted_transactions(0, reopened.log_end_offset) == expected
     assert reopened.last_stable_offset == 3    # producer 8's transaction is still open

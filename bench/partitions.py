@@ -1,0 +1,75 @@
+"""`make bench SUITE=partitions`: one broker with many partitions (issue 35's figures).
+
+At 5,000 and 50,000 partitions (topics of 100): how long creating them takes, the broker's CPU while they sit
+idle, its resident memory and open descriptors, a full Metadata round trip, and a restart on the same data.
+The broker runs with a descriptor limit of 20,000, as the issue's machine had, so the larger count is served
+with log files opened on demand (``storage/open_files.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from tests import hostile
+from tests.brokerproc import BrokerProcess
+from tests.integration.test_open_files import create_topics
+
+LIMIT = 20000
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _metadata_ms(port: int) -> float:
+    from kbroker.client.connection import KafkaConnection
+
+    conn = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            await conn.request(3, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                       "include_topic_authorized_operations": False})
+            times.append((time.perf_counter() - started) * 1000)
+        return sorted(times)[len(times) // 2]
+    finally:
+        await conn.close()
+
+
+def measure(workdir: str) -> list[tuple[int, dict]]:
+    rows = []
+    for partitions in (5000, 50000):
+        broker = BrokerProcess(f"{workdir}/p{partitions}", open_files_limit=LIMIT).start()
+        try:
+            started = time.monotonic()
+            create_topics(broker.bootstrap, partitions // 100, 100)
+            created = time.monotonic() - started
+            time.sleep(2)
+            cpu = _cpu_seconds(broker.proc.pid)
+            time.sleep(10)
+            idle = (_cpu_seconds(broker.proc.pid) - cpu) / 10
+            row = {"create": created, "idle_cpu": idle, "rss": hostile.rss_bytes(broker.proc.pid),
+                   "fds": hostile.open_fds(broker.proc.pid), "metadata": asyncio.run(_metadata_ms(broker.port))}
+            broker.stop()
+            started = time.monotonic()
+            broker.start(timeout=600)
+            row["restart"] = time.monotonic() - started
+            rows.append((partitions, row))
+            print(f"  {partitions:,} partitions: {row}", flush=True)
+        finally:
+            broker.stop()
+    return rows
+
+
+def table(rows: list[tuple[int, dict]]) -> str:
+    lines = ["| partitions | created in | idle CPU | resident | descriptors | Metadata (all) | restart |",
+             "|---|---|---|---|---|---|---|"]
+    for partitions, r in rows:
+        lines.append(f"| {partitions:,} | {r['create']:.1f} s | {r['idle_cpu']:.1%} | {r['rss'] / 2**20:.0f} MB | "
+                     f"{r['fds']:,} | {r['metadata']:.0f} ms | {r['restart']:.1f} s |")
+    return "\n".join(lines)

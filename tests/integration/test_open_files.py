@@ -1,0 +1,112 @@
+"""Partitions bounded by memory, not by file descriptors: a broker whose descriptor limit is far below three per
+partition creates, serves and restarts all of them (log files opened on demand, least recently used closed
+first), and running out of descriptors fails operations, never the log dir."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests import hostile
+from tests.brokerproc import BrokerProcess
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def create_topics(bootstrap: str, topics: int, partitions: int, prefix: str = "t") -> list[str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [f"{prefix}{i}" for i in range(topics)]
+    for start in range(0, topics, 50):
+        futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names[start:start + 50]],
+                                      operation_timeout=120)
+        for future in futures.values():
+            future.result(180)
+    return names
+
+
+def produce_one_each(bootstrap: str, names: list[str], partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "queue.buffering.max.messages": 1000000})
+    for name in names:
+        for p in range(partitions):
+            producer.produce(name, key=b"k", value=f"{name}-{p}".encode(), partition=p)
+        producer.poll(0)
+    assert producer.flush(300) == 0
+
+
+def read_one_each(bootstrap: str, names: list[str], partitions: int) -> set[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
+                         "topic.metadata.refresh.interval.ms": 600000})
+    consumer.assign([TopicPartition(n, p, 0) for n in names for p in range(partitions)])
+    got: set[bytes] = set()
+    deadline = time.monotonic() + 300
+    try:
+        while len(got) < len(names) * partitions and time.monotonic() < deadline:
+            got.update(m.value() for m in consumer.consume(10000, 1.0) if m.error() is None)
+    finally:
+        consumer.close()
+    return got
+
+
+def serve_and_restart(tmp_path, limit: int, topics: int, partitions: int) -> None:
+    broker = BrokerProcess(str(tmp_path / "data"), open_files_limit=limit).start()
+    try:
+        names = create_topics(broker.bootstrap, topics, partitions)
+        produce_one_each(broker.bootstrap, names, partitions)
+        expected = {f"{n}-{p}".encode() for n in names for p in range(partitions)}
+        assert read_one_each(broker.bootstrap, names, partitions) == expected
+        assert hostile.open_fds(broker.proc.pid) < limit
+        assert broker.stop() == 0
+        broker.start()
+        assert read_one_each(broker.bootstrap, names, partitions) == expected
+        assert hostile.open_fds(broker.proc.pid) < limit
+    finally:
+        broker.stop()
+    log = open(broker.log_path, encoding="utf-8").read()
+    assert "out_of_file_descriptors" not in log and "log_dir_failed" not in log and "all_log_dirs_failed" not in log
+    assert "partitions_beyond_open_files" in log   # said at the restart: more partitions than files held open
+
+
+def test_a_thousand_partitions_under_a_limit_of_256_descriptors(tmp_path):
+    serve_and_restart(tmp_path, limit=256, topics=20, partitions=50)
+
+
+@pytest.mark.slow
+def test_fifty_thousand_partitions_under_a_limit_of_20000_descriptors(tmp_path):
+    serve_and_restart(tmp_path, limit=20000, topics=500, partitions=100)
+
+
+def test_out_of_descriptors_fails_the_operation_not_the_log_dir(tmp_path):
+    """Client connections take every descriptor the limit leaves: creating a topic then fails with an error
+    for that topic, the log dir stays online, and once connections go everything is served again."""
+    broker = BrokerProcess(str(tmp_path / "data"), open_files_limit=200).start()
+    try:
+        names = create_topics(broker.bootstrap, 2, 10, prefix="before")
+        produce_one_each(broker.bootstrap, names, 10)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.list_topics(timeout=10)   # its connection is made now: later the broker can accept none
+        hogs = []
+        for _ in range(400):   # until the broker can take no more (its accepts fail once it is out)
+            try:
+                hogs.append(hostile.connect(broker.port, timeout=2))
+            except OSError:
+                break
+        assert hostile.wait_for(lambda: hostile.open_fds(broker.proc.pid) >= 190, 10)
+        try:
+            admin.create_topics([NewTopic("during", 10, 1)], operation_timeout=30)["during"].result(60)
+            created = True
+        except Exception as exc:   # KAFKA_STORAGE_ERROR, saying why
+            created = False
+            assert "could not be created" in str(exc), exc
+        hostile.close_all(hogs)
+        assert hostile.wait_for(lambda: hostile.open_fds(broker.proc.pid) < 100, 10)
+        expected = {f"{n}-{p}".encode() for n in names for p in range(10)}
+        assert read_one_each(broker.bootstrap, names, 10) == expected   # every partition served again
+        if not created:
+            create_topics(broker.bootstrap, 1, 10, prefix="after")   # and creating works again
+    finally:
+        assert broker.stop() == 0
+    log = open(broker.log_path, encoding="utf-8").read()
+    assert "log_dir_failed" not in log and "all_log_dirs_failed" not in log

@@ -41,6 +41,15 @@ def test_a_bomb_stops_at_the_bound(codec):
 
 
 @pytest.mark.parametrize("codec", CODECS[1:])
+def test_a_whole_body_past_the_bound_is_refused_and_within_it_comes_back(codec):
+    """``inflate`` (the cleaner's and the loaders' whole bodies; gzip through a bounded buffer of its own)."""
+    packed = compress(codec, bytes(4 << 20))
+    with pytest.raises(InflateLimit):
+        inflate(codec, packed, 1 << 20)
+    assert inflate(codec, packed, 4 << 20) == bytes(4 << 20)
+
+
+@pytest.mark.parametrize("codec", CODECS[1:])
 def test_garbage_is_a_corrupt_body_not_a_crash(codec):
     """Broken input raises CorruptBody, or (a zstd frame cut short, which its reader ends quietly) comes out
     short, which the record check then refuses as records that end before their count."""

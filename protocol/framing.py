@@ -180,12 +180,14 @@ class FrameStream(asyncio.BufferedProtocol):
             data = self._pending
         self._cut_frames(data)
 
-    def _cut_frames(self, data) -> None:
+    def _cut_frames(self, data, everything: bool = False) -> None:
         """Cut the whole frames out of ``data`` (the scratch buffer's new bytes, or ``_pending``) and keep the
-        rest: a large frame's start goes to its own buffer, anything else is copied into ``_pending``."""
+        rest: a large frame's start goes to its own buffer, anything else is copied into ``_pending``.
+        ``everything``: past the queue's bound too (the peer has finished sending: nothing more will come to
+        push the backlog out)."""
         view = memoryview(data)
         start, end = 0, len(data)
-        while end - start >= 4 and not self._queue_full():
+        while end - start >= 4 and (everything or not self._queue_full()):
             (size,) = _SIZE.unpack_from(view, start)
             if size < 0 or size > self.max_frame:
                 start = end
@@ -293,12 +295,14 @@ class FrameStream(asyncio.BufferedProtocol):
         self.transport.resume_reading()
 
     def eof_received(self) -> bool:
+        self._cut_backlog()
         self._end_stream(StreamEnded("connection closed by the peer"))
         self._drop_partial()
         return True   # keep the transport open for what is still to be written; the owner closes it
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = exc or ConnectionResetError("connection lost")
+        self._cut_backlog()
         self._end_stream(StreamEnded(str(exc) if exc else "connection closed"))
         self._drop_partial()
         self._release_budget()
@@ -308,6 +312,12 @@ class FrameStream(asyncio.BufferedProtocol):
                 waiter.set_exception(self._lost)
         if not self._closed.done():
             self._closed.set_result(None)
+
+    def _cut_backlog(self) -> None:
+        """Whole requests received before the peer stopped sending are still requests, as they were before
+        it stopped: they are queued, whatever the queue's bound, before the stream ends."""
+        if self._pending and self._own is None and self._ended is None:
+            self._cut_frames(self._pending, everything=True)
 
     def _drop_partial(self) -> None:
         """A frame cut short can never be completed: its buffer and its share of the budget go now."""

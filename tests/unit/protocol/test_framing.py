@@ -242,3 +242,21 @@ async def test_a_frame_larger_than_the_whole_budget_still_gets_through():
     assert budget.used == 0   # handed out: no longer charged
     writer.close()
     server.close()
+
+
+@on_both_loops
+async def test_a_burst_sent_before_the_peer_stops_sending_is_handed_out_whole():
+    """More frames than the queue holds arrive in one read, then the peer half-closes: the backlog kept
+    aside is not lost with the end of input."""
+    stream, _, writer = await pair()
+    frames = [b"request-%04d" % i for i in range(2000)]
+    writer.write(b"".join(framed(f) for f in frames))
+    writer.write_eof()
+    await writer.drain()
+    await asyncio.sleep(0.05)   # everything is in, EOF included, before a single frame is taken
+    got = []
+    with pytest.raises(StreamEnded):
+        while True:
+            got.append(bytes(await asyncio.wait_for(stream.read_frame(), 5)))
+    assert got == frames
+    writer.close()

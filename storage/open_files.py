@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from collections import OrderedDict
 
 DEFAULT_CAPACITY = 4096
@@ -152,8 +153,14 @@ def with_room(fn, *args):
     return fn(*args)
 
 
-# The broker's one cache (its capacity set at start from the descriptor limit, ``capacity_for_limit``).
-OPEN_FILES = OpenFiles()
+class _PerThread(OpenFiles, threading.local):
+    """One cache per thread: a broker's files are used on its event loop's thread only, and brokers embedded
+    in one process (the pytest fixture) each have their own thread, so no cache is shared across threads (one
+    could close a descriptor another is about to use)."""
+
+
+# The broker's cache (its capacity set at start, on the broker's thread, from the descriptor limit).
+OPEN_FILES = _PerThread()
 
 
 def capacity_for_limit(limit: int) -> int:

@@ -39,7 +39,6 @@ class SendMemory:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
-        self.peak = 0
         self.waits = 0   # how often a connection waited for it (a metric)
         self._waiters: collections.deque = collections.deque()
 
@@ -47,7 +46,6 @@ class SendMemory:
         if self.used and self.used + n > self.limit:
             return False
         self.used += n
-        self.peak = max(self.peak, self.used)
         return True
 
     async def take(self, n: int) -> None:
@@ -76,41 +74,37 @@ async def write_answer(stream: FrameStream, head, regions: list[tuple[int, FileR
     ``regions`` are (position in ``head``, region) in order. ``sendfile_fd``: the socket's descriptor where
     sendfile may be used, else -1."""
     chunks, start, held = [], 0, 0
+
+    async def flush() -> None:
+        """Write what is gathered and wait for the socket; the small regions read into it are given back
+        once, whether the wait ends or fails."""
+        nonlocal chunks, held
+        stream.writelines(chunks)
+        chunks, given, held = [], held, 0
+        try:
+            await stream.drain()
+        finally:
+            if given:
+                memory.give(given)
+
     try:
         for position, region in regions:
             chunks.append(head[start:position])
             start = position
             if region.length >= SENDFILE_MIN_BYTES:
-                stream.writelines(chunks)
-                chunks = []
-                await _drained(stream, memory, held)
-                held = 0
+                await flush()
                 await send_region(stream, region, memory, sendfile_fd)
                 continue
             if held and held + region.length > SMALL_FLUSH_BYTES:
-                stream.writelines(chunks)
-                chunks = []
-                await _drained(stream, memory, held)
-                held = 0
+                await flush()
             if not memory.try_take(region.length):
                 await memory.take(region.length)
             held += region.length
             chunks.append(read_region(region.file, region.position, region.length))
         chunks.append(head[start:])
-        stream.writelines(chunks)
-        del chunks
-        await _drained(stream, memory, held)
-        held = 0
+        await flush()
     finally:
-        if held:
-            memory.give(held)
-
-
-async def _drained(stream: FrameStream, memory: SendMemory, held: int) -> None:
-    try:
-        await stream.drain()
-    finally:
-        if held:
+        if held:   # (read, never written: the connection failed before)
             memory.give(held)
 
 

@@ -8,7 +8,8 @@ APT_PACKAGES := kcat docker-compose zookeeper
 PYTEST := $(BIN)/python -m pytest
 
 # `make cluster`: ZooKeeper and three brokers on 127.0.0.1:9092-9094 (data in ./data), Ctrl-C stops them.
-.PHONY: cluster run test test-slow test-compat bench apt install clean
+# `make kafka`: Apache Kafka itself (one KRaft node, jars from Maven Central) on a free port, Ctrl-C stops it.
+.PHONY: cluster run test test-slow test-compat test-reference kafka bench apt install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +33,17 @@ cluster: $(STAMP) apt
 	$(BIN)/python -m kbroker.broker.cluster.launcher
 
 test: $(STAMP) apt
-	$(PYTEST) -q -m "not slow"
+	$(PYTEST) -q -m "not slow and not reference"
 
 test-slow: $(STAMP) apt
-	$(PYTEST) -q -m "slow"
+	$(PYTEST) -q -m "slow and not reference"
+
+# The same scenarios against Apache Kafka and kbroker (tests/reference; Kafka's jars fetched by Maven).
+test-reference: $(STAMP) apt
+	$(PYTEST) -q -m reference tests/reference
+
+kafka: $(STAMP)
+	$(BIN)/python -m tests.reference.apache_kafka
 
 test-compat: $(STAMP) apt
 	$(BIN)/python -m tests.compat.kafka_python_suite

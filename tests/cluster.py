@@ -55,19 +55,7 @@ class Cluster:
         """Every broker's Metadata lists every broker: the controller has seen each registration (a topic with
         replication factor ``size`` created before then is refused, as Kafka refuses it, with
         INVALID_REPLICATION_FACTOR)."""
-        import asyncio
-
-        from kbroker.client.connection import KafkaConnection
-
-        async def brokers_known(port: int) -> int:
-            conn = await KafkaConnection.open("127.0.0.1", port)
-            try:
-                answer = await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                                    "include_topic_authorized_operations": False})
-            finally:
-                await conn.close()
-            return len(answer.brokers)
-        return all(asyncio.run(brokers_known(b.port)) == self.size for b in self.brokers.values())
+        return all(brokers_listed(b.port) == self.size for b in self.brokers.values())
 
     @property
     def bootstrap(self) -> str:
@@ -85,6 +73,26 @@ class Cluster:
             b.kill()
         if self.zookeeper is not None:
             self.zookeeper.kill()
+
+
+def brokers_listed(port: int, timeout: float = 10.0) -> int:
+    """How many brokers the broker on ``port`` lists in its Metadata (0 if it does not answer in time)."""
+    import asyncio
+
+    from kbroker.client.connection import KafkaConnection
+
+    async def ask() -> int:
+        conn = await KafkaConnection.open("127.0.0.1", port)
+        try:
+            answer = await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                                "include_topic_authorized_operations": False})
+        finally:
+            await conn.close()
+        return len(answer.brokers)
+    try:
+        return asyncio.run(asyncio.wait_for(ask(), timeout))
+    except (OSError, asyncio.TimeoutError):
+        return 0
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):

@@ -1,0 +1,49 @@
+"""One Apache Kafka node and one kbroker, configured alike, shared by the whole differential suite."""
+
+import itertools
+import uuid
+
+import pytest
+
+pytest.register_assert_rewrite("tests.reference.differential")   # (its diffs show both answers)
+
+from tests.brokerproc import BrokerProcess  # noqa: E402
+from tests.reference.apache_kafka import SINGLE_NODE, KafkaNode  # noqa: E402
+from tests.reference.differential import Target  # noqa: E402
+
+# Set on both brokers alike, beside SINGLE_NODE: retention is checked every second rather than every
+# five minutes, so scenarios about retention wait seconds.
+COMMON = {**SINGLE_NODE, "log.retention.check.interval.ms": "1000", "num.partitions": "1"}
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory):
+    node = KafkaNode(str(tmp_path_factory.mktemp("apache-kafka")), dict(COMMON)).start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="session")
+def kbroker(tmp_path_factory):
+    # BrokerProcess's test settings (a 500 ms minimum session timeout, a fast cleaner) give way to
+    # Kafka's defaults wherever a scenario could see them.
+    proc = BrokerProcess(str(tmp_path_factory.mktemp("kbroker") / "data"), {
+        **COMMON, "group.min.session.timeout.ms": "6000", "log.cleaner.backoff.ms": "15000"}).start()
+    yield proc
+    assert proc.stop() == 0, proc.tail_log()
+
+
+@pytest.fixture
+def targets(kafka, kbroker) -> list[Target]:
+    """Apache Kafka first: a diff reads ``kafka`` as what is expected."""
+    return [Target("kafka", kafka.port), Target("kbroker", kbroker.port)]
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def topic(request) -> str:
+    """A name of the test's own, the same on both brokers."""
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:50]
+    return f"{base}-{next(_counter)}-{uuid.uuid4().hex[:6]}"

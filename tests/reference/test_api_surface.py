@@ -1,0 +1,150 @@
+"""What a client learns of a broker before it sends anything else: ApiVersions, Metadata, DescribeCluster,
+and how a broker answers a request it cannot read."""
+
+import struct
+
+import pytest
+
+from tests.reference.differential import call, plain, raw, request_frame, same, settled
+
+pytestmark = pytest.mark.reference
+
+API_VERSIONS, METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER = 18, 3, 19, 60
+
+# ZooKeeper-mode inter-broker APIs kbroker's brokers send each other on their one listener
+# (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition): a KRaft broker
+# has no ZooKeeper controller and no longer advertises them (docs/COMPATIBILITY.md).
+KBROKER_ONLY = {4, 5, 6, 7, 56}
+
+
+async def api_ranges(target) -> dict[int, tuple[int, int]]:
+    answer = await call(target, API_VERSIONS, 3, {"client_software_name": "differential",
+                                                  "client_software_version": "1"})
+    assert answer.error_code == 0
+    return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 29: kbroker advertises Kafka 3.x-era versions")
+async def test_every_api_is_served_at_kafka_4_2s_versions(targets):
+    async def served(target):
+        return {k: v for k, v in (await api_ranges(target)).items() if k not in KBROKER_ONLY}
+    await same(targets, served)
+
+
+async def test_kbroker_serves_no_api_kafka_does_not_but_its_inter_broker_ones(targets):
+    kafka, kbroker = [await api_ranges(t) for t in targets]
+    assert set(kbroker) - set(kafka) == KBROKER_ONLY
+
+
+async def test_an_unsupported_api_versions_version_is_answered_at_v0_with_the_ranges(targets):
+    async def scenario(target):
+        # (a client sends the flexible header of ApiVersions v3+; Kafka reads an ApiVersions version it
+        # does not know with that header, and hangs up on a v1 one)
+        body = await raw(target, request_frame(API_VERSIONS, 99, flexible=True))
+        error_code, count = struct.unpack_from(">hi", body)
+        keys = {struct.unpack_from(">h", body, 6 + 6 * i)[0] for i in range(count)}
+        return {"error_code": error_code, "lists_api_versions": API_VERSIONS in keys}
+    assert await same(targets, scenario) == {"error_code": 35, "lists_api_versions": True}
+
+
+@pytest.mark.parametrize("api_key, version", [(METADATA, 99), (999, 0), (CREATE_TOPICS, -1)])
+async def test_an_unknown_api_or_version_closes_the_connection(targets, api_key, version):
+    async def scenario(target):
+        return await raw(target, request_frame(api_key, version))
+    assert await same(targets, scenario) is None
+
+
+async def test_metadata_of_a_new_topic(targets, topic):
+    async def scenario(target):
+        created = await call(target, CREATE_TOPICS, 7, {"topics": [
+            {"name": topic, "num_partitions": 3, "replication_factor": 1}], "timeout_ms": 10000})
+        answer = await call(target, METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": True})
+        assert answer.controller_id in {b.node_id for b in answer.brokers}
+        (found,) = answer.topics
+        assert found.topic_id != b"\0" * 16 and found.topic_id == created.topics[0].topic_id
+        found.partitions.sort(key=lambda p: p.partition_index)
+        del created.topics[0]["configs"]    # (compared, default by default, in test_configs.py)
+        return plain({"created": created, "metadata": answer})
+    seen = await same(targets, scenario)
+    assert [p["partition_index"] for p in seen["metadata"]["topics"][0]["partitions"]] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("name, allow_auto_create", [
+    ("no-such-topic-{}", False), ("bad name!{}", True), ("__consumer_offsets", False)])
+async def test_metadata_of_unknown_invalid_and_internal_topics(targets, topic, name, allow_auto_create):
+    name = name.format(topic)
+
+    async def scenario(target):
+        if name == "__consumer_offsets":   # created when a group first needs a coordinator
+            await settled(lambda: call(target, 10, 3, {"key": "differential", "key_type": 0}),
+                          lambda answer: answer.error_code == 0)
+        answer = await call(target, METADATA, 12, {"topics": [{"name": name}],
+                                                   "allow_auto_topic_creation": allow_auto_create,
+                                                   "include_topic_authorized_operations": False})
+        (found,) = answer.topics
+        return {"error_code": found.error_code, "is_internal": found.is_internal,
+                "partitions": len(found.partitions) if name == "__consumer_offsets" else found.partitions}
+    await same(targets, scenario)
+
+
+async def test_metadata_auto_creates_a_topic_with_the_default_partitions(targets, topic):
+    """Kafka's controller creates the topic after the broker answered UNKNOWN_TOPIC_OR_PARTITION; kbroker
+    creates it before it answers (docs/COMPATIBILITY.md). A client retries either way and sees the same."""
+    async def scenario(target):
+        first = None
+
+        async def ask():
+            nonlocal first
+            answer = await call(target, METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": True,
+                                                       "include_topic_authorized_operations": False})
+            first = answer.topics[0].error_code if first is None else first
+            return answer.topics[0]
+        found = await settled(ask, lambda t: t.error_code == 0)
+        assert first in (0, 3)
+        return found.error_code, len(found.partitions)
+    assert await same(targets, scenario) == (0, 1)
+
+
+async def test_describe_cluster(targets):
+    async def scenario(target):
+        answer = await call(target, DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True,
+                                                          "endpoint_type": 1})
+        assert answer.controller_id in {b.broker_id for b in answer.brokers}
+        return plain(answer)
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("case, topic_spec, expected", [
+    ("duplicate", {"num_partitions": 1, "replication_factor": 1}, 36),
+    ("zero partitions", {"num_partitions": 0, "replication_factor": 1}, 37),
+    ("replication over the brokers", {"num_partitions": 1, "replication_factor": 3}, 38),
+    ("bad config value", {"num_partitions": 1, "replication_factor": 1,
+                          "configs": [{"name": "cleanup.policy", "value": "sometimes"}]}, 40),
+    ("unknown config", {"num_partitions": 1, "replication_factor": 1,
+                        "configs": [{"name": "no.such.config", "value": "1"}]}, 40),
+    ("invalid name", {"num_partitions": 1, "replication_factor": 1, "name": "bad/name"}, 17),
+    ("name too long", {"num_partitions": 1, "replication_factor": 1, "name": "x" * 250}, 17),
+])
+async def test_create_topics_refusals(targets, topic, case, topic_spec, expected):
+    spec = {"name": topic, "assignments": [], "configs": [], **topic_spec}
+
+    async def scenario(target):
+        if case == "duplicate":
+            await call(target, CREATE_TOPICS, 7, {"topics": [dict(spec)], "timeout_ms": 10000})
+        answer = await call(target, CREATE_TOPICS, 7, {"topics": [spec], "timeout_ms": 10000, "validate_only": False})
+        return answer.topics[0].error_code
+    assert await same(targets, scenario) == expected
+
+
+async def test_create_topics_validate_only_creates_nothing(targets, topic):
+    async def scenario(target):
+        answer = await call(target, CREATE_TOPICS, 7, {"topics": [{"name": topic, "num_partitions": 2,
+                                                                   "replication_factor": 1}],
+                                                       "timeout_ms": 10000, "validate_only": True})
+        meta = await call(target, METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                 "include_topic_authorized_operations": False})
+        assert {c.name for c in answer.topics[0].configs} >= {"cleanup.policy", "retention.ms"}
+        del answer.topics[0]["configs"]
+        return plain(answer), meta.topics[0].error_code
+    await same(targets, scenario)

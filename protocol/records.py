@@ -146,12 +146,13 @@ def validate_produce_records(records, max_message_bytes: int, allow_control: boo
     (``allow_control``).
     """
     size = len(records)
+    if size == 0:   # (Kafka: a Produce v3+ partition holds exactly one batch; none is an invalid record)
+        raise InvalidBatch("INVALID_RECORD", "records of 0 bytes hold no batch")
     if size < LOG_OVERHEAD + 5:
         raise InvalidBatch("CORRUPT_MESSAGE", f"records of {size} bytes hold no batch")
     magic = records[MAGIC_OFFSET]
-    if magic != 2:
-        raise InvalidBatch("UNSUPPORTED_FOR_MESSAGE_FORMAT",
-                           f"record batch magic {magic}: only magic 2 is accepted")
+    if magic != 2:   # (INVALID_RECORD, as Kafka answers Produce v3+ carrying magic 0 or 1)
+        raise InvalidBatch("INVALID_RECORD", f"record batch magic {magic}: only magic 2 is accepted")
     if size < HEADER_SIZE:
         raise InvalidBatch("CORRUPT_MESSAGE", "batch shorter than its header")
     header = BatchHeader.parse(records, 0)

@@ -5,6 +5,21 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+DEBUGGING_CONSUMER = -2   # (replica id of a tool that may read a follower's offsets, as in Kafka)
+
+
+def _refusal(partition, p, replica_id: int, api_version: int) -> ErrorCode | None:
+    """Kafka's order: not the leader, then the client's view of the leader epoch (v4+), then the version."""
+    if not partition.is_leader and replica_id != DEBUGGING_CONSUMER:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    current = p.get("current_leader_epoch", -1)
+    if 0 <= current < partition.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if current > partition.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    if p.timestamp == MAX_TIMESTAMP and api_version < 7:
+        return ErrorCode.UNSUPPORTED_VERSION
+    return None
 
 
 def _lookup(partition, timestamp: int, isolation_level: int) -> dict:
@@ -39,9 +54,10 @@ def handle(ctx, request):
                 partitions.append({"partition_index": p.partition_index,
                                    "error_code": rm.missing_error(topic.name, p.partition_index)})
                 continue
-            if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7:
-                partitions.append({"partition_index": p.partition_index,
-                                   "error_code": ErrorCode.UNSUPPORTED_VERSION})
+            refused = _refusal(partition, p, request.replica_id, ctx.api_version)
+            if refused is not None:
+                partitions.append({"partition_index": p.partition_index, "error_code": refused,
+                                   "timestamp": -1, "offset": -1})
                 continue
             answer = _lookup(partition, p.timestamp, request.isolation_level)
             partitions.append({"partition_index": p.partition_index, "error_code": 0,

@@ -120,12 +120,13 @@ async def test_crc_mismatch_is_corrupt_message(broker, topic):
     await still_serving(broker, topic)
 
 
-async def test_old_magic_is_unsupported_for_message_format(broker, topic):
+async def test_old_magic_is_an_invalid_record(broker, topic):
+    """Kafka answers Produce v3+ carrying a magic 0 or 1 message with INVALID_RECORD (tests/reference)."""
     v1 = bytearray(build_batch([(b"k", b"value", [])]))
     v1[16] = 1
     conn = await connect(broker)
     resp = await produce(conn, topic, bytes(v1))
-    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_RECORD
     await conn.close()
 
 

@@ -26,7 +26,7 @@ def test_compressed_batches_decode(codec):
 
 @pytest.mark.parametrize("mutate,error", [
     (lambda b: b.__setitem__(-1, b[-1] ^ 1), "CORRUPT_MESSAGE"),
-    (lambda b: b.__setitem__(16, 1), "UNSUPPORTED_FOR_MESSAGE_FORMAT"),
+    (lambda b: b.__setitem__(16, 1), "INVALID_RECORD"),
     (lambda b: b.extend(b[:]), "INVALID_RECORD"),
     (lambda b: b.__delitem__(slice(40, None)), "CORRUPT_MESSAGE"),
 ])

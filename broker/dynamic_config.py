@@ -43,7 +43,9 @@ DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | {
     "replica.alter.log.dirs.io.max.bytes.per.second"}
 PER_BROKER_KEYS = LISTENER_KEYS   # Kafka refuses these at the cluster-wide default
 LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "max.connections.per.ip.overrides"})
-SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key")
+# (Kafka's PASSWORD-typed configs: their values are never described)
+SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                      "ssl.truststore.certificates")
 
 
 def is_sensitive(key: str) -> bool:

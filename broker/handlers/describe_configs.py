@@ -7,25 +7,46 @@ from kbroker.broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKE
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
-from kbroker.storage.log_config import BROKER_SYNONYMS, TOPIC_CONFIGS, LogConfig
+from kbroker.storage.log_config import BROKER_SYNONYMS, INTERNAL_CONFIGS, TOPIC_CONFIGS, LogConfig
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # ConfigType values (v3+)
-BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
-_LONG_CONFIGS = {"segment.ms", "retention.ms", "retention.bytes", "flush.messages", "flush.ms",
-                 "delete.retention.ms", "file.delete.delay.ms"}
+BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 9
+# Kafka's type where the parser alone does not tell it (an int parser reads INT, SHORT and LONG alike;
+# a list or a password is a string here): as Kafka 4.2 describes them, checked by tests/reference.
+_TYPES = {
+    LONG: {"segment.ms", "retention.ms", "retention.bytes", "flush.messages", "flush.ms", "delete.retention.ms",
+           "file.delete.delay.ms", "min.compaction.lag.ms", "max.compaction.lag.ms", "connections.max.idle.ms",
+           "connections.max.reauth.ms", "leader.imbalance.check.interval.seconds", "log.cleaner.backoff.ms",
+           "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms",
+           "log.cleaner.min.compaction.lag.ms", "log.flush.interval.messages", "log.flush.interval.ms",
+           "log.flush.scheduler.interval.ms", "log.retention.bytes", "log.retention.check.interval.ms",
+           "log.retention.ms", "log.roll.ms", "log.segment.delete.delay.ms", "offsets.retention.check.interval.ms",
+           "queued.max.request.bytes", "replica.high.watermark.checkpoint.interval.ms", "replica.lag.time.max.ms",
+           "follower.replication.throttled.rate", "leader.replication.throttled.rate",
+           "replica.alter.log.dirs.io.max.bytes.per.second"},
+    LIST: {"cleanup.policy", "log.cleanup.policy", "leader.replication.throttled.replicas",
+           "follower.replication.throttled.replicas", "advertised.listeners", "listeners", "log.dir", "log.dirs",
+           "sasl.enabled.mechanisms", "ssl.cipher.suites", "ssl.enabled.protocols", "super.users"},
+    SHORT: {"offsets.topic.replication.factor", "transaction.state.log.replication.factor"},
+    PASSWORD: {"sasl.jaas.config", "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+               "ssl.truststore.certificates", "ssl.keystore.password", "ssl.truststore.password"},
+    INT: {"log.retention.minutes", "log.retention.hours", "node.id"},
+}
+_TYPE_OF = {name: kind for kind, names in _TYPES.items() for name in names}
+# Broker configs whose Kafka default is no value (the effective one derives from another: log.retention.ms
+# from log.retention.hours): described without a value until set, as Kafka does.
+_UNSET_BY_DEFAULT = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms"}
 
 
 def _type_of(name: str, parser) -> int:
-    if name in _LONG_CONFIGS:
-        return LONG
+    if name in _TYPE_OF:
+        return _TYPE_OF[name]
     if parser is int:
         return INT
     if parser is float:
         return DOUBLE
-    if name in ("cleanup.policy", "log.cleanup.policy"):
-        return LIST
     if getattr(parser, "__name__", "") in ("<lambda>", "_bool"):
         return BOOLEAN
     return STRING
@@ -34,6 +55,8 @@ def _type_of(name: str, parser) -> int:
 def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], parser) -> dict:
     """A DescribeConfigs entry; its source is that of its first (most specific) synonym."""
     source = synonyms[0]["source"]
+    if source == DEFAULT_CONFIG and name in _UNSET_BY_DEFAULT:
+        value = None
     sensitive = is_sensitive(name)
     return {"name": name, "value": None if sensitive else value, "read_only": read_only,
             "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": sensitive,
@@ -45,6 +68,8 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
     override, then the broker key's dynamic, static and default values)."""
     entries = []
     for name, (_, parser) in TOPIC_CONFIGS.items():
+        if name in INTERNAL_CONFIGS:
+            continue
         broker_key = BROKER_SYNONYMS.get(name)
         synonyms = broker.dynamic.synonyms(broker_key) if broker_key else [
             {"name": name, "value": LogConfig().value_of(name), "source": DEFAULT_CONFIG}]

@@ -29,7 +29,7 @@ def read_all(bootstrap: str, topic: str) -> list[tuple[int, bytes, bytes | None]
 
 
 def test_compacted_topic_keeps_the_latest_value_per_key(broker, topic_name):
-    make_topic(broker.bootstrap, topic_name, 1, {"cleanup.policy": "compact", "segment.bytes": "2048",
+    make_topic(broker.bootstrap, topic_name, 1, {"cleanup.policy": "compact", "internal.segment.bytes": "2048",
                                                  "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"})
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     expected: dict[bytes, bytes | None] = {}

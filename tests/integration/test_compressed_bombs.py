@@ -141,7 +141,7 @@ def test_the_cleaner_leaves_a_bomb_on_disk_and_cleans_the_rest(tmp_path):
 
     broker = BrokerProcess(str(tmp_path / "data")).start()
     try:
-        make_topic(broker.bootstrap, "later-compacted", 1, {"segment.bytes": "100000"})
+        make_topic(broker.bootstrap, "later-compacted", 1, {"internal.segment.bytes": "100000"})
         producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
 
         def write(round_: int, count: int) -> None:

@@ -44,7 +44,7 @@ def test_acknowledged_records_survive_kill_9(fresh_broker):
 def test_repeated_kill_9_cycles_lose_nothing(fresh_broker):
     """Five crash/recover cycles on the same data: each recovery starts from an already recovered log."""
     broker = fresh_broker.start()
-    make_topic(broker.bootstrap, "crash", PARTITIONS, configs={"segment.bytes": "1000000"})
+    make_topic(broker.bootstrap, "crash", PARTITIONS, configs={"internal.segment.bytes": "1000000"})
     acked = {p: [] for p in range(PARTITIONS)}
     rng = random.Random(7)
     for cycle in range(5):

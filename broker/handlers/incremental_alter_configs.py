@@ -98,7 +98,7 @@ async def handle(ctx, request):
             if problem is None:
                 updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, DEFINITIONS,
                                           LIST_KEYS, lambda key: text_of(DEFINITIONS[key][1]), "broker")
-                problem = ((ErrorCode.INVALID_CONFIG, message) if message else
+                problem = ((ErrorCode.INVALID_REQUEST, message) if message else
                            await apply_broker_configs(ctx, name, per_broker, updated, request.validate_only))
         responses.append({"error_code": problem[0], "error_message": problem[1],
                           "resource_type": resource.resource_type, "resource_name": name})

@@ -30,13 +30,14 @@ class BrokerProcess:
     proc: subprocess.Popen | None = None
     log_path: str = ""
     open_files_limit: int | None = None   # the process's RLIMIT_NOFILE (soft and hard), if not inherited
+    test_overrides: bool = True           # False: Kafka's defaults wherever ``overrides`` says nothing
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
-        settings = {**TEST_OVERRIDES, "log.dirs": self.data_dir,
+        settings = {**(TEST_OVERRIDES if self.test_overrides else {}), "log.dirs": self.data_dir,
                     "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", **self.overrides}
         args = [sys.executable, "-m", "kbroker.broker.cli", "serve", "--log-level",
                 os.environ.get("KBROKER_TEST_LOG_LEVEL", "INFO")]

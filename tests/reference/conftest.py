@@ -11,9 +11,10 @@ from tests.brokerproc import BrokerProcess  # noqa: E402
 from tests.reference.apache_kafka import SINGLE_NODE, KafkaNode  # noqa: E402
 from tests.reference.differential import Target  # noqa: E402
 
-# Set on both brokers alike, beside SINGLE_NODE: retention is checked every second rather than every
-# five minutes, so scenarios about retention wait seconds.
-COMMON = {**SINGLE_NODE, "log.retention.check.interval.ms": "1000", "num.partitions": "1"}
+# Set on both brokers alike, beside SINGLE_NODE: retention is checked, and timed-out transactions
+# aborted, every second rather than every five minutes and ten seconds, so those scenarios wait seconds.
+COMMON = {**SINGLE_NODE, "log.retention.check.interval.ms": "1000", "num.partitions": "1",
+          "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="session")
@@ -25,10 +26,9 @@ def kafka(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kbroker(tmp_path_factory):
-    # BrokerProcess's test settings (a 500 ms minimum session timeout, a fast cleaner) give way to
-    # Kafka's defaults wherever a scenario could see them.
-    proc = BrokerProcess(str(tmp_path_factory.mktemp("kbroker") / "data"), {
-        **COMMON, "group.min.session.timeout.ms": "6000", "log.cleaner.backoff.ms": "15000"}).start()
+    # Without BrokerProcess's test settings (a 500 ms minimum session timeout, a fast cleaner): both
+    # brokers run on their defaults but for COMMON.
+    proc = BrokerProcess(str(tmp_path_factory.mktemp("kbroker") / "data"), dict(COMMON), test_overrides=False).start()
     yield proc
     assert proc.stop() == 0, proc.tail_log()
 

@@ -1,0 +1,136 @@
+"""DescribeConfigs and IncrementalAlterConfigs: the defaults kbroker shows for every config it supports,
+and the errors it gives for values Kafka refuses."""
+
+import pytest
+
+from tests.reference.differential import call, configs, documented, same
+from tests.reference.test_produce_fetch import create
+
+pytestmark = pytest.mark.reference
+
+CREATE_TOPICS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 44
+TOPIC, BROKER = 2, 4
+
+# Topic configs kbroker does not have, each for a reason docs/COMPATIBILITY.md gives: tiered storage,
+# and what Kafka 4 added that kbroker does not implement yet.
+TOPIC_CONFIGS_NOT_IN_KBROKER = {
+    "remote.storage.enable", "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable",
+    "remote.log.delete.on.disable", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+    "message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "preallocate", "segment.jitter.ms",
+}
+# What Kafka 4 removed and kbroker still accepts and describes, without effect (3.x clients set them).
+KBROKER_ONLY_TOPIC_CONFIGS = {"message.format.version", "message.downconversion.enable"}
+
+
+async def describe(target, resource_type, name, keys=None):
+    answer = await call(target, DESCRIBE_CONFIGS, 4, {"resources": [{
+        "resource_type": resource_type, "resource_name": name, "configuration_keys": keys}],
+        "include_synonyms": False, "include_documentation": False})
+    (result,) = answer.results
+    return result.error_code, configs(result.configs)
+
+
+async def test_a_new_topics_configs_are_kafkas_defaults(targets, topic):
+    async def scenario(target):
+        await create(target, topic)
+        return await describe(target, TOPIC, topic)
+    async def shared(target):
+        error_code, found = await scenario(target)
+        found["min.insync.replicas"].pop("config_source")   # (see BROKER_FIELDS_NOT_COMPARED)
+        return error_code, {k: v for k, v in found.items()
+                            if k not in TOPIC_CONFIGS_NOT_IN_KBROKER | KBROKER_ONLY_TOPIC_CONFIGS}
+    await same(targets, shared)
+
+
+# Broker configs described otherwise, for reasons docs/COMPATIBILITY.md gives: listeners, ports and
+# paths differ between any two brokers; TLS and SASL settings are read at startup by kbroker (Kafka
+# reconfigures them per listener at runtime); kbroker bounds queued request bytes by default and reads
+# PEM key stores only; KRaft's controller sets min.insync.replicas as a cluster default (for KIP-966).
+BROKER_FIELDS_NOT_COMPARED = {
+    "advertised.listeners": {"value", "read_only", "config_source"}, "listeners": {"value", "read_only"},
+    "listener.security.protocol.map": {"value", "read_only", "config_source"},
+    "inter.broker.listener.name": {"value", "config_source"}, "log.dirs": {"value"},
+    "broker.id": {"value", "config_source"}, "node.id": {"value", "config_source"},
+    "queued.max.request.bytes": {"value"}, "ssl.keystore.type": {"value", "read_only"},
+    "ssl.truststore.type": {"value", "read_only"}, "min.insync.replicas": {"config_source"},
+    **{name: {"read_only"} for name in (
+        "sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.mechanism.inter.broker.protocol", "ssl.cipher.suites",
+        "ssl.client.auth", "ssl.enabled.protocols", "ssl.endpoint.identification.algorithm", "ssl.key.password",
+        "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+        "ssl.truststore.certificates", "ssl.truststore.location")},
+}
+
+
+async def test_broker_configs_kbroker_has_are_described_as_kafka_describes_them(targets, kafka, kbroker):
+    async def scenario(target):
+        error_code, found = await describe(target, BROKER, "1" if target.name == "kafka" else "0")
+        return error_code, found
+    (k_code, k_found), (b_code, b_found) = [await scenario(t) for t in targets]
+    assert k_code == b_code == 0
+    shared = set(k_found) & set(b_found)
+    assert len(shared) > 100
+
+    def kept(found):
+        return {n: {f: v for f, v in found[n].items() if f not in BROKER_FIELDS_NOT_COMPARED.get(n, ())}
+                for n in sorted(shared)}
+    from tests.reference.differential import Divergence, diff
+    if kept(k_found) != kept(b_found):
+        raise Divergence(diff("kafka", kept(k_found), "kbroker", kept(b_found)))
+
+
+@pytest.mark.parametrize("name, value, operation", [
+    ("retention.ms", "abc", 0), ("retention.ms", "-5", 0), ("segment.bytes", "12", 0), ("no.such.config", "1", 0),
+    ("cleanup.policy", "compact,delete", 0), ("cleanup.policy", "compact", 2), ("cleanup.policy", "sometimes", 0),
+    ("min.insync.replicas", "0", 0), ("retention.ms", None, 1), ("compression.type", "brotli", 0),
+    ("max.message.bytes", "-1", 0), ("message.timestamp.type", "LogAppendTime", 0),
+])
+async def test_incremental_alter_topic_configs(targets, topic, name, value, operation):
+    async def scenario(target):
+        await create(target, topic, retention_ms=1000)
+        answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": TOPIC, "resource_name": topic, "configs": [
+                {"name": name, "config_operation": operation, "value": value}]}], "validate_only": False})
+        error_code, found = await describe(target, TOPIC, topic, [name])
+        return answer.responses[0].error_code, {k: (v["value"], v["config_source"]) for k, v in found.items()
+                                                if k != "min.insync.replicas"}   # (BROKER_FIELDS_NOT_COMPARED)
+    await same(targets, scenario)
+
+
+UNKNOWN_BROKER_CONFIG = documented("kbroker refuses a broker config name it does not implement; Kafka stores any")
+
+
+@pytest.mark.parametrize("name, value", [
+    pytest.param("log.cleaner.threads", "2", marks=UNKNOWN_BROKER_CONFIG), ("log.retention.ms", "abc"),
+    ("broker.id", "7"), pytest.param("no.such.config", "1", marks=UNKNOWN_BROKER_CONFIG),
+    ("message.max.bytes", "2000000"), ("log.segment.bytes", "1000"), ("log.retention.bytes", "-7"),
+])
+async def test_incremental_alter_broker_configs(targets, kafka, kbroker, name, value):
+    async def scenario(target):
+        resource = "1" if target.name == "kafka" else "0"
+        answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": BROKER, "resource_name": resource, "configs": [
+                {"name": name, "config_operation": 0, "value": value}]}], "validate_only": True})
+        return answer.responses[0].error_code
+    await same(targets, scenario)
+
+
+def _kbroker_topic_configs() -> list[str]:
+    from kbroker.storage.log_config import TOPIC_CONFIGS
+    return sorted(set(TOPIC_CONFIGS) - KBROKER_ONLY_TOPIC_CONFIGS)
+
+
+@pytest.mark.parametrize("name", _kbroker_topic_configs())
+async def test_topic_config_values_kafka_refuses_kbroker_refuses(targets, topic, name):
+    """Every topic config kbroker has, at the edges of Kafka's validators, by CreateTopics validate_only."""
+    values = ["-2", "-1", "0", "1", "1023", "1048576", "abc", "1.5", "", "true", "compact", "delete,compact",
+              "producer", "LogAppendTime", "0:1,1:1", "*"]
+
+    async def scenario(target):
+        answers = {}
+        for value in values:
+            answer = await call(target, CREATE_TOPICS, 7, {"topics": [{
+                "name": topic, "num_partitions": 1, "replication_factor": 1,
+                "configs": [{"name": name, "value": value}]}], "timeout_ms": 10000, "validate_only": True})
+            answers[value] = answer.topics[0].error_code
+        return answers
+    await same(targets, scenario)

@@ -1,0 +1,192 @@
+"""Consumer groups, classic and KIP-848, and share groups (KIP-932), through real clients and raw frames."""
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.reference.differential import Divergence, call, same, settled
+from tests.reference.test_produce_fetch import create
+
+pytestmark = pytest.mark.reference
+
+FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH = 10, 11, 12, 8, 9
+INCREMENTAL_ALTER_CONFIGS, GROUP_CONFIG = 44, 32
+ISSUE_28 = pytest.mark.xfail(strict=True, raises=Divergence,
+                             reason="issue 28: KIP-848 consumer groups and share groups")
+
+
+def fill(target, topic, partitions, per_partition=5) -> None:
+    p = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0})
+    for partition in range(partitions):
+        for i in range(per_partition):
+            p.produce(topic, f"{partition}-{i}".encode(), partition=partition)
+    assert p.flush(10) == 0
+
+
+def consume_until(consumers, count, timeout=30.0) -> dict[str, list]:
+    """Poll every consumer in turn until ``count`` records were read among them."""
+    got = {i: [] for i in range(len(consumers))}
+    deadline = time.monotonic() + timeout
+    while sum(map(len, got.values())) < count and time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            m = c.poll(0.1)
+            if m is not None and m.error() is None:
+                got[i].append((m.partition(), m.offset()))
+    return got
+
+
+def group_scenario(protocol: str):
+    def scenario(target, topic):
+        asyncio.run(create(target, topic, partitions=4))
+        group = f"g-{topic}"
+        config = {"bootstrap.servers": target.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "group.protocol": protocol}
+        if protocol == "classic":
+            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                           "partition.assignment.strategy": "cooperative-sticky"})
+        members = [Consumer(dict(config)) for _ in range(2)]
+        for c in members:
+            c.subscribe([topic])
+        # The records go in once the group is stable, so that no rebalance moves a partition mid-read.
+        deadline = time.monotonic() + 30
+        while not (all(c.assignment() for c in members) and sum(len(c.assignment()) for c in members) == 4):
+            assert time.monotonic() < deadline, [c.assignment() for c in members]
+            for c in members:
+                c.poll(0.1)
+        fill(target, topic, 4)
+        got = consume_until(members, 20)
+        assignments = sorted(sorted(p.partition for p in c.assignment()) for c in members)
+        for c in members:
+            c.commit(asynchronous=False)
+        members[0].close()
+        deadline = time.monotonic() + 30
+        while len(members[1].assignment()) < 4 and time.monotonic() < deadline:
+            members[1].poll(0.1)
+        after_leave = sorted(p.partition for p in members[1].assignment())
+        committed = members[1].committed([TopicPartition(topic, i) for i in range(4)], timeout=10)
+        members[1].close()
+        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        described = admin.describe_consumer_groups([group])[group].result(10)
+        return {"records": sorted(r for rs in got.values() for r in rs),
+                "each got partitions": sorted(len(a) > 0 for a in assignments), "after leave": after_leave,
+                "committed": [(tp.partition, tp.offset) for tp in committed],
+                "state": str(described.state), "members": len(described.members), "type": str(described.type)}
+    return scenario
+
+
+async def test_a_classic_group_assigns_commits_and_rebalances_on_leave(targets, topic):
+    seen = await same(targets, group_scenario("classic"), topic)
+    assert seen["after leave"] == [0, 1, 2, 3] and seen["committed"] == [(i, 5) for i in range(4)]
+
+
+@ISSUE_28
+async def test_a_kip_848_group_assigns_commits_and_rebalances_on_leave(targets, topic):
+    seen = await same(targets, group_scenario("consumer"), topic)
+    assert seen["after leave"] == [0, 1, 2, 3]
+
+
+async def test_join_group_errors(targets, topic):
+    async def scenario(target):
+        group = f"g-{topic}"
+        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                      lambda a: a.error_code == 0)
+        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+                "group_instance_id": None, "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
+        first = await call(target, JOIN_GROUP, 5, join)
+        too_short = await call(target, JOIN_GROUP, 5, {**join, "session_timeout_ms": 10})
+        no_protocols = await call(target, JOIN_GROUP, 5, {**join, "protocols": []})
+        heartbeat = await call(target, HEARTBEAT, 4, {"group_id": group, "generation_id": 1, "member_id": "nobody",
+                                                      "group_instance_id": None})
+        return {"first join": first.error_code, "member id given": bool(first.member_id),
+                "session timeout too short": too_short.error_code, "no protocols": no_protocols.error_code,
+                "heartbeat of a stranger": heartbeat.error_code}
+    assert (await same(targets, scenario))["first join"] == 79
+
+
+async def test_offset_commit_and_fetch_outside_a_generation(targets, topic):
+    async def scenario(target):
+        await create(target, topic, partitions=2)
+        group = f"g-{topic}"
+        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                      lambda a: a.error_code == 0)
+
+        async def commit(generation, member, partition=0, offset=3, name=topic):
+            answer = await call(target, OFFSET_COMMIT, 8, {
+                "group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+                "group_instance_id": None, "topics": [{"name": name, "partitions": [{
+                    "partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
+                    "committed_metadata": "m"}]}]})
+            return answer.topics[0].partitions[0].error_code
+        seen = {"simple": await commit(-1, ""), "stranger in an empty group": await commit(1, "nobody"),
+                "unknown partition": await commit(-1, "", partition=7),
+                "unknown topic": await commit(-1, "", name=topic + "-missing")}
+        fetched = await call(target, OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": [
+            {"name": topic, "partition_indexes": [0, 1]}]}], "require_stable": True})
+        seen["fetched"] = [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
+                           for p in fetched.groups[0].topics[0].partitions]
+        return seen
+    await same(targets, scenario)
+
+
+def set_group_config(target, group, **configs) -> int:
+    async def ask():
+        answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": GROUP_CONFIG, "resource_name": group, "configs": [
+                {"name": k.replace("_", "."), "config_operation": 0, "value": str(v)} for k, v in configs.items()]}],
+            "validate_only": False})
+        return answer.responses[0].error_code
+    return asyncio.run(ask())
+
+
+def share_scenario(mode: str):
+    def scenario(target, topic):
+        from confluent_kafka import AcknowledgeType, ShareConsumer
+        asyncio.run(create(target, topic))
+        fill(target, topic, 1, per_partition=6)
+        group = f"s-{topic}"
+        assert set_group_config(target, group, share_auto_offset_reset="earliest") == 0
+        c = ShareConsumer({"bootstrap.servers": target.bootstrap, "group.id": group,
+                           "share.acknowledgement.mode": mode})
+        c.subscribe([topic])
+        deliveries, deadline = [], time.monotonic() + 30
+        while len({o for o, _ in deliveries}) < 6 or (mode == "explicit" and len(deliveries) < 8):
+            assert time.monotonic() < deadline, deliveries
+            for m in c.poll(0.5):
+                if m.error() is not None:
+                    continue
+                deliveries.append((m.offset(), m.delivery_count()))
+                if mode == "explicit":   # release offsets 0 and 1 once each, reject 2, accept the rest
+                    kind = (AcknowledgeType.RELEASE if m.offset() < 2 and m.delivery_count() == 1 else
+                            AcknowledgeType.REJECT if m.offset() == 2 else AcknowledgeType.ACCEPT)
+                    c.acknowledge(m, kind)
+            if mode == "explicit":
+                c.commit_sync(10)
+        c.close()
+        return sorted(deliveries)
+    return scenario
+
+
+@ISSUE_28
+@pytest.mark.parametrize("mode", ["implicit", "explicit"])
+async def test_a_share_group_delivers_acknowledges_and_redelivers(targets, topic, mode):
+    seen = await same(targets, share_scenario(mode), topic)
+    if mode == "explicit":
+        assert (0, 2) in seen and (1, 2) in seen and (2, 2) not in seen
+
+
+@ISSUE_28
+async def test_the_group_version_and_share_version_features_are_finalized(targets):
+    async def scenario(target):
+        answer = await call(target, 18, 3, {"client_software_name": "differential", "client_software_version": "1"})
+        return sorted(f["name"] for f in answer["finalized_features"] if f["name"] in ("group.version",
+                                                                                      "share.version"))
+    assert await same(targets, scenario) == ["group.version", "share.version"]
+
+
+def unique() -> str:
+    return uuid.uuid4().hex[:8]

@@ -1,0 +1,137 @@
+"""Transactions through confluent-kafka: what read_committed and read_uncommitted consumers read, the
+last stable offset, fencing and the coordinator's timeout, on Kafka and on kbroker."""
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tests.reference.differential import same, settled
+from tests.reference.test_produce_fetch import create, list_offset
+
+pytestmark = pytest.mark.reference
+
+
+def producer(target, txn_id, **extra) -> Producer:
+    p = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": txn_id, "linger.ms": 0, **extra})
+    p.init_transactions(30)
+    return p
+
+
+def read_all(target, topic, isolation, expect_end, timeout=20.0) -> list[tuple[int, bytes]]:
+    """Every record a consumer with ``isolation`` reads of partition 0 until its position reaches ``expect_end``."""
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                  "isolation.level": isolation, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "enable.partition.eof": True})
+    c.assign([TopicPartition(topic, 0, 0)])
+    out, deadline = [], time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error() is None:
+                out.append((m.offset(), m.value()))
+            elif c.position([TopicPartition(topic, 0)])[0].offset >= expect_end:
+                return out
+        raise AssertionError(f"read {out} and never reached offset {expect_end}")
+    finally:
+        c.close()
+
+
+async def settled_end(target, topic):
+    """The log end once no transaction is open on partition 0 (the last stable offset caught up with the
+    high watermark): Kafka's coordinator writes the markers after it answered EndTxn, kbroker before."""
+    async def both():
+        return await list_offset(target, topic, -1, isolation=1), await list_offset(target, topic, -1)
+    stable, high = await settled(both, lambda a: a[0] == a[1])
+    return stable
+
+
+async def test_commit_and_abort_visibility(targets, topic):
+    def scenario(target):
+        import asyncio
+        asyncio.run(create(target, topic))
+        p = producer(target, f"t-{topic}")
+        for values, commit in ((b"a1 a2 a3", True), (b"b1 b2", False), (b"c1", True)):
+            p.begin_transaction()
+            for v in values.split():
+                p.produce(topic, v, partition=0)
+            p.flush(10)
+            p.commit_transaction(10) if commit else p.abort_transaction(10)
+        end = asyncio.run(settled_end(target, topic))
+        return {"end": end, "committed": read_all(target, topic, "read_committed", end[1]),
+                "uncommitted": read_all(target, topic, "read_uncommitted", end[1])}
+    seen = await same(targets, scenario)
+    assert [v for _, v in seen["committed"]] == [b"a1", b"a2", b"a3", b"c1"]
+
+
+async def test_an_open_transaction_holds_the_last_stable_offset(targets, topic):
+    async def scenario(target):
+        await create(target, topic)
+        plain = Producer({"bootstrap.servers": target.bootstrap})
+        plain.produce(topic, b"before", partition=0)
+        plain.flush(10)
+        p = producer(target, f"t-{topic}")
+        p.begin_transaction()
+        p.produce(topic, b"open", partition=0)
+        p.flush(10)
+        plain.produce(topic, b"after", partition=0)
+        plain.flush(10)
+        during = {"high watermark": await list_offset(target, topic, -1),
+                  "last stable": await list_offset(target, topic, -1, isolation=1)}
+        p.commit_transaction(10)
+        stable = await settled_end(target, topic)
+        after = {"high watermark": await list_offset(target, topic, -1), "last stable": stable}
+        return during, after
+    during, after = await same(targets, scenario)
+    assert during["last stable"] == (0, 1) and after["last stable"] == (0, 4)
+
+
+async def test_a_second_producer_fences_the_first(targets, topic):
+    def scenario(target):
+        import asyncio
+        asyncio.run(create(target, topic))
+        first = producer(target, f"t-{topic}")
+        first.begin_transaction()
+        first.produce(topic, b"zombie", partition=0)
+        first.flush(10)
+        second = producer(target, f"t-{topic}")
+        try:
+            first.produce(topic, b"zombie-2", partition=0)
+            first.flush(10)
+            first.commit_transaction(10)
+            outcome = "committed"
+        except KafkaException as exc:
+            error = exc.args[0]
+            outcome = {"name": error.name(), "fatal": error.fatal(), "abortable": error.txn_requires_abort()}
+        second.begin_transaction()
+        second.produce(topic, b"live", partition=0)
+        second.commit_transaction(10)
+        end = asyncio.run(settled_end(target, topic))
+        return {"first": outcome, "read": [v for _, v in read_all(target, topic, "read_committed", end[1])]}
+    seen = await same(targets, scenario)
+    assert seen["read"] == [b"live"]
+
+
+async def test_the_coordinator_aborts_a_transaction_past_its_timeout(targets, topic):
+    def scenario(target):
+        import asyncio
+        asyncio.run(create(target, topic))
+        p = producer(target, f"t-{topic}", **{"transaction.timeout.ms": 2000})
+        p.begin_transaction()
+        p.produce(topic, b"late", partition=0)
+        p.flush(10)
+        deadline = time.monotonic() + 30
+        while asyncio.run(list_offset(target, topic, -1, isolation=1)) != (0, 2):   # data and abort marker
+            assert time.monotonic() < deadline, "the transaction was never aborted"
+            time.sleep(0.1)
+        try:
+            p.commit_transaction(10)
+            outcome = "committed"
+        except KafkaException as exc:
+            error = exc.args[0]
+            outcome = {"name": error.name(), "fatal": error.fatal(), "abortable": error.txn_requires_abort()}
+        return {"commit": outcome, "read": read_all(target, topic, "read_committed", 2)}
+    await same(targets, scenario)

@@ -44,6 +44,10 @@ class Partition:
     followers: dict[int, ReplicaState] = field(default_factory=dict)
     pending_isr: list[int] | None = None
     topic_id: bytes = bytes(16)
+    # The log end when this broker became leader in ``leader_epoch`` (Kafka's leaderEpochStartOffset):
+    # until the high watermark reaches it, a client's ListOffsets gets OFFSET_NOT_AVAILABLE, so that a new
+    # leader that has not yet learnt the committed end never shows an end below one already shown.
+    leader_epoch_start_offset: int = 0
 
     @property
     def is_leader(self) -> bool:

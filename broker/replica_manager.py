@@ -134,6 +134,7 @@ class ReplicaManager:
         if partition.is_leader:
             plog = partition.log
             plog.leader_epoch_cache.assign(state.leader_epoch, plog.log_end_offset)
+            partition.leader_epoch_start_offset = plog.log_end_offset
             partition.reset_followers(self.now_ms())
             partition.maybe_increment_high_watermark()
         else:
@@ -284,13 +285,15 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ fetch
     def read(self, request: FetchPartitionRequest, replica_id: int, isolation_level: int,
-             min_one_batch: bool) -> FetchPartitionResult:
+             min_one_batch: bool, from_follower: bool = False) -> FetchPartitionResult:
+        """``from_follower``: a consumer's fetch carrying client metadata (Fetch v11+, KIP-392), which a
+        follower serves from its own log up to its high watermark, as Kafka does."""
         partition = self.partitions.get((request.topic, request.partition))
         result = FetchPartitionResult(request.topic, request.partition)
         if partition is None:
             result.error = self.missing_error(request.topic, request.partition)
             return result
-        result.error = self._fetch_error(partition, request, replica_id)
+        result.error = self._fetch_error(partition, request, replica_id, from_follower)
         if result.error:
             result.current_leader = (partition.leader_id, partition.leader_epoch)
             return result
@@ -341,9 +344,11 @@ class ReplicaManager:
                 and self.leader_quota.holds_back(partition, replica_id, self.clock()))
 
     @staticmethod
-    def _fetch_error(partition: Partition, request: FetchPartitionRequest, replica_id: int) -> ErrorCode:
-        """Only the leader serves fetches, to the partition's own replicas or consumers, at its epoch."""
-        if not partition.is_leader:
+    def _fetch_error(partition: Partition, request: FetchPartitionRequest, replica_id: int,
+                     from_follower: bool = False) -> ErrorCode:
+        """The leader serves fetches, to the partition's own replicas or consumers, at its epoch; a follower
+        serves consumers that may read from it (``from_follower``), at the epoch it knows."""
+        if not partition.is_leader and not (from_follower and replica_id < 0 and partition.leader_id >= 0):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if request.current_leader_epoch >= 0:
             if request.current_leader_epoch < partition.leader_epoch:
@@ -355,7 +360,7 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     def fetch(self, requests: list[FetchPartitionRequest], *, replica_id: int, isolation_level: int,
-              max_bytes: int) -> list[FetchPartitionResult]:
+              max_bytes: int, from_follower: bool = False) -> list[FetchPartitionResult]:
         """Read every requested partition within the response's ``max_bytes`` (the first batch always fits)."""
         results = []
         remaining = max_bytes
@@ -364,7 +369,8 @@ class ReplicaManager:
             limited = FetchPartitionRequest(req.topic, req.partition, req.fetch_offset,
                                             max(0, min(req.max_bytes, remaining)), req.current_leader_epoch,
                                             req.last_fetched_epoch)
-            result = self.read(limited, replica_id, isolation_level, min_one_batch=not got_records)
+            result = self.read(limited, replica_id, isolation_level, min_one_batch=not got_records,
+                               from_follower=from_follower)
             if result.records is not None:
                 remaining -= result.records.length
                 got_records = True
@@ -391,9 +397,11 @@ class DelayedFetch(DelayedOperation):
     """A fetch waiting for ``min_bytes`` of data, or for ``max_wait_ms`` to pass."""
 
     def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
-                 isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int) -> None:
+                 isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
+                 from_follower: bool = False) -> None:
         super().__init__(timeout_ms)
         self.manager = manager
+        self.from_follower = from_follower
         self.requests = requests
         self.replica_id = replica_id
         self.isolation_level = isolation_level
@@ -404,7 +412,7 @@ class DelayedFetch(DelayedOperation):
         accumulated = 0
         for req in self.requests:
             partition = self.manager.get(req.topic, req.partition)
-            if partition is None or not partition.is_leader:
+            if partition is None or not (partition.is_leader or (self.from_follower and partition.leader_id >= 0)):
                 return self.force_complete()  # the topic went away or moved: answer with the error now
             if self.manager.leader_throttled(partition, self.replica_id):
                 continue   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
@@ -422,5 +430,5 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self):
-        return self.manager.fetch(self.requests, replica_id=self.replica_id,
-                                  isolation_level=self.isolation_level, max_bytes=self.max_bytes)
+        return self.manager.fetch(self.requests, replica_id=self.replica_id, isolation_level=self.isolation_level,
+                                  max_bytes=self.max_bytes, from_follower=self.from_follower)

@@ -9,7 +9,8 @@ DEBUGGING_CONSUMER = -2   # (replica id of a tool that may read a follower's off
 
 
 def _refusal(partition, p, replica_id: int, api_version: int) -> ErrorCode | None:
-    """Kafka's order: not the leader, then the client's view of the leader epoch (v4+), then the version."""
+    """Kafka's order: not the leader, then the client's view of the leader epoch (v4+), then the version, then
+    a new leader whose high watermark is still below the start of its epoch."""
     if not partition.is_leader and replica_id != DEBUGGING_CONSUMER:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     current = p.get("current_leader_epoch", -1)
@@ -19,6 +20,8 @@ def _refusal(partition, p, replica_id: int, api_version: int) -> ErrorCode | Non
         return ErrorCode.UNKNOWN_LEADER_EPOCH
     if p.timestamp == MAX_TIMESTAMP and api_version < 7:
         return ErrorCode.UNSUPPORTED_VERSION
+    if replica_id < 0 and partition.is_leader and partition.leader_epoch_start_offset > partition.log.high_watermark:
+        return ErrorCode.OFFSET_NOT_AVAILABLE   # (a new leader not yet sure of the committed end; retriable)
     return None
 
 

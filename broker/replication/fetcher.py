@@ -139,7 +139,10 @@ class ReplicaFetcher:
                 error = ErrorCode(p.error_code)
                 try:
                     if error == ErrorCode.NONE:
+                        high_watermark = partition.log.high_watermark
                         self._apply(partition, p)
+                        if partition.log.high_watermark != high_watermark:   # consumers reading this follower
+                            rm.fetch_purgatory.check_and_complete(tp)
                         if p.records:
                             rm.replication_bytes_in += len(p.records)
                             self.manager.quota.record(partition, len(p.records), time.monotonic())

@@ -8,6 +8,7 @@ import pytest
 from kafka import KafkaProducer
 
 from kbroker.client.connection import KafkaConnection
+from kbroker.protocol.errors import ErrorCode
 from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -245,3 +246,38 @@ def test_a_deleted_topic_leaves_every_broker(cluster, topic_name):
     admin.delete_topics([topic_name])[topic_name].result(30)
     wait_until(lambda: not any(os.path.exists(f) for f in folders), 30, 0.2, "every replica deleted")
     wait_until(lambda: topic_name not in admin.list_topics(timeout=10).topics, 30, 0.2, "metadata forgot it")
+
+
+async def test_a_follower_serves_consumers_that_may_read_it_and_refuses_the_rest(cluster, topic_name):
+    """Fetch v11+ carries client metadata (KIP-392): a follower serves it up to its own high watermark, as
+    Kafka 4 does; an older Fetch, Produce and ListOffsets it refuses with NOT_LEADER_OR_FOLLOWER."""
+    from kbroker.protocol.records import build_batch
+
+    create(cluster.bootstrap, topic_name, partitions=1)
+    state = describe(cluster.bootstrap, topic_name)[0]
+    follower = cluster.brokers[next(r for r in state["replicas"] if r != state["leader"])]
+    leader = await KafkaConnection.open("127.0.0.1", cluster.brokers[state["leader"]].port)
+    conn = await KafkaConnection.open("127.0.0.1", follower.port)
+    try:
+        produced = await leader.request(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 10000,
+                                               "topic_data": [{"name": topic_name, "partition_data": [
+                                                   {"index": 0, "records": build_batch([(b"k", b"read me", [])])}]}]})
+        assert produced.responses[0].partition_responses[0].error_code == 0
+
+        async def fetch(version: int):
+            answer = await conn.request(1, version, {
+                "replica_id": -1, "max_wait_ms": 5000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1, "rack_id": "", "topics": [{"topic": topic_name, "partitions": [
+                    {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1,
+                     "partition_max_bytes": 1 << 20}]}], "forgotten_topics_data": []})
+            return answer.responses[0].partitions[0]
+        # (the follower's high watermark reaches 1 with its next fetch from the leader: the fetch waits for it)
+        served = await fetch(11)
+        assert served.error_code == 0 and b"read me" in bytes(served.records) and served.high_watermark == 1
+        assert (await fetch(10)).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        listed = await conn.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{
+            "name": topic_name, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+        assert listed.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    finally:
+        await conn.close()
+        await leader.close()

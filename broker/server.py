@@ -274,8 +274,8 @@ class Broker:
         return self._coordinator_error(OFFSETS_TOPIC, self.group_coordinator.partition_for(group_id))
 
     def _coordinator_error(self, topic: str, index: int) -> ErrorCode:
-        if topic not in self.metadata.topics:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if topic not in self.metadata.topics:   # (no shard of it is here: Kafka 4's answer, tests/reference)
+            return ErrorCode.NOT_COORDINATOR
         if self.cluster is not None:
             return self.shards.error(topic, index)
         partition = self.replica_manager.get(topic, index)

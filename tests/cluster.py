@@ -75,14 +75,15 @@ class Cluster:
             self.zookeeper.kill()
 
 
-def brokers_listed(port: int, timeout: float = 10.0) -> int:
-    """How many brokers the broker on ``port`` lists in its Metadata (0 if it does not answer in time)."""
+def brokers_listed(port: int, timeout: float = 10.0, sasl=None) -> int:
+    """How many brokers the broker on ``port`` lists in its Metadata (0 if it does not answer in time);
+    ``sasl``: the SaslCredentials of a SASL listener."""
     import asyncio
 
     from kbroker.client.connection import KafkaConnection
 
     async def ask() -> int:
-        conn = await KafkaConnection.open("127.0.0.1", port)
+        conn = await KafkaConnection.open("127.0.0.1", port, sasl=sasl)
         try:
             answer = await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
                                                 "include_topic_authorized_operations": False})
@@ -91,7 +92,7 @@ def brokers_listed(port: int, timeout: float = 10.0) -> int:
         return len(answer.brokers)
     try:
         return asyncio.run(asyncio.wait_for(ask(), timeout))
-    except (OSError, asyncio.TimeoutError):
+    except Exception:   # (not answering yet, in whatever way: refused, reset, a SASL exchange cut short)
         return 0
 
 

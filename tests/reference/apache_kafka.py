@@ -77,7 +77,8 @@ def free_port() -> int:
 
 
 def java(libs: str, main: str, *args: str, heap=HEAP) -> list[str]:
-    return ["java", *heap, *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", os.path.join(libs, "*"), main, *args]
+    return ["java", *heap, *JVM_OPTS, f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-cp", os.path.join(libs, "*"),
+            main, *args]
 
 
 @dataclass
@@ -93,6 +94,7 @@ class KafkaNode:
     cluster_id: str = ""
     heap: tuple[str, ...] = HEAP
     version: str = VERSION
+    sasl: object = None         # the SaslCredentials start() asks Metadata with, for a SASL client listener
     proc: subprocess.Popen | None = None
 
     @property
@@ -219,7 +221,7 @@ def wait_formed(nodes: list[KafkaNode], brokers: int, timeout: float) -> None:
         if dead:
             raise RuntimeError(f"Kafka node {dead[0].node_id} exited {dead[0].proc.returncode}:\n"
                                f"{dead[0].tail_log()}")
-        if all(brokers_listed(n.port, 5) >= brokers for n in nodes):
+        if all(brokers_listed(n.port, 5, n.sasl) >= brokers for n in nodes):
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"Kafka did not list {brokers} brokers in {timeout} s:\n{nodes[0].tail_log()}")
@@ -244,7 +246,9 @@ def main() -> int:
     while not stop and node.proc.poll() is None:
         time.sleep(0.2)
     print("stopping Kafka", flush=True)
-    return node.stop()
+    code = node.stop()
+    print(f"Kafka exited {code}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ def plain(value, volatile=VOLATILE):
 
 
 def _presence(value):
-    if value is None or value == -1:
-        return value
+    if value is None or value == -1 or value == "":   # ("" and None: Kafka sends either for no message)
+        return None if value == "" else value
     return "<set>"
 
 

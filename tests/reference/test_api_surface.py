@@ -59,8 +59,10 @@ async def test_metadata_of_a_new_topic(targets, topic):
     async def scenario(target):
         created = await call(target, CREATE_TOPICS, 7, {"topics": [
             {"name": topic, "num_partitions": 3, "replication_factor": 1}], "timeout_ms": 10000})
-        answer = await call(target, METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
-                                                   "include_topic_authorized_operations": True})
+        # (Kafka's broker knows the topic a moment after its controller created it)
+        answer = await settled(lambda: call(target, METADATA, 12, {
+            "topics": [{"name": topic}], "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": True}), lambda a: a.topics[0].error_code == 0)
         assert answer.controller_id in {b.node_id for b in answer.brokers}
         (found,) = answer.topics
         assert found.topic_id != b"\0" * 16 and found.topic_id == created.topics[0].topic_id

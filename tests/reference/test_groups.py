@@ -2,7 +2,6 @@
 
 import asyncio
 import time
-import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -186,7 +185,3 @@ async def test_the_group_version_and_share_version_features_are_finalized(target
         return sorted(f["name"] for f in answer["finalized_features"] if f["name"] in ("group.version",
                                                                                       "share.version"))
     assert await same(targets, scenario) == ["group.version", "share.version"]
-
-
-def unique() -> str:
-    return uuid.uuid4().hex[:8]

@@ -15,11 +15,17 @@ PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = 
 
 
 async def create(target, topic, partitions=1, **configs):
+    """CreateTopics, then Metadata until the broker knows every partition's leader: Kafka's broker learns of
+    a topic from its controller a moment after CreateTopics answered (a client retries in between)."""
     answer = await call(target, CREATE_TOPICS, 7, {"topics": [{
         "name": topic, "num_partitions": partitions, "replication_factor": 1,
         "configs": [{"name": k.replace("_", "."), "value": str(v)} for k, v in configs.items()]}],
         "timeout_ms": 10000})
     assert answer.topics[0].error_code == 0, answer
+    await settled(lambda: call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                               "include_topic_authorized_operations": False}),
+                  lambda a: a.topics[0].error_code == 0 and len(a.topics[0].partitions) == partitions
+                  and all(p.leader_id >= 0 for p in a.topics[0].partitions))
 
 
 async def produce(target, topic, records: bytes, partition=0, acks=-1, transactional_id=None):
@@ -148,7 +154,8 @@ async def test_delete_records_moves_the_log_start(targets, topic):
                 "name": topic, "partitions": [{"partition_index": 0, "offset": offset}]}]})
             answers.append(plain(answer.topics[0].partitions[0]))
         return {"deleted": answers, "earliest": await list_offset(target, topic, -2),
-                "latest": await list_offset(target, topic, -1), "below start": (await fetch(target, topic, 5))[1].error_code,
+                "latest": await list_offset(target, topic, -1),
+                "below start": (await fetch(target, topic, 5))[1].error_code,
                 "fetched from start": (await fetch(target, topic, 20))[1].log_start_offset}
     seen = await same(targets, scenario)
     assert seen["earliest"] == (0, 20)
@@ -213,7 +220,8 @@ async def test_idempotent_sequences(targets, topic):
                                                          producer_epoch=producer_epoch, base_sequence=seq))
             return p.error_code, p.base_offset
         seen = {"first": await send(0), "duplicate": await send(0), "next": await send(2),
-                "gap": await send(9), "behind": await send(1, n=1), "unknown producer id": await send(0, producer_id=pid + 999)}
+                "gap": await send(9), "behind": await send(1, n=1),
+                "unknown producer id": await send(0, producer_id=pid + 999)}
         bumped = await init_producer_id(target, pid, epoch)
         seen["bump"] = (bumped.error_code, bumped.producer_id == pid, bumped.producer_epoch - epoch)
         seen["old epoch"] = await send(4)

@@ -1,0 +1,164 @@
+"""With an authorizer on and SASL/PLAIN users: what a user without rights is told, API by API, and what
+an ACL then allows, on Kafka (StandardAuthorizer) and on kbroker."""
+
+import pytest
+
+from kbroker.client.connection import KafkaConnection
+from kbroker.client.sasl import SaslCredentials
+from kbroker.protocol.records import build_batch
+from tests.brokerproc import BrokerProcess
+from tests.reference.apache_kafka import SINGLE_NODE, KafkaNode
+from tests.reference.differential import Target, plain, same, settled
+
+pytestmark = pytest.mark.reference
+
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+PRODUCE, FETCH, METADATA, OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP = 0, 1, 3, 8, 10, 11
+INIT_PRODUCER_ID, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_ACLS, DESCRIBE_ACLS = 22, 19, 20, 32, 30, 29
+
+
+def sasl_settings(port: int) -> dict[str, str]:
+    users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
+    return {"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                f'{PLAIN_MODULE} username="admin" password="admin-secret" {users};',
+            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}"}
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory, kafka, kbroker):
+    """Kafka and kbroker with SASL/PLAIN listeners and ACLs on; admin is a super user."""
+    admin = SaslCredentials("PLAIN", "admin", USERS["admin"])
+    node = KafkaNode(str(tmp_path_factory.mktemp("secured-kafka")), sasl=admin)
+    node.overrides = {
+        **SINGLE_NODE, **sasl_settings(node.port),
+        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port}",
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        # (the controller listener is PLAINTEXT inside the one process: its principal is ANONYMOUS)
+        "super.users": "User:admin;User:ANONYMOUS"}
+    node.start()
+    broker = BrokerProcess(str(tmp_path_factory.mktemp("secured-kbroker") / "data"), {
+        **SINGLE_NODE, **sasl_settings(0), "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin"}, test_overrides=False).start()
+    yield [Target("kafka", node.port), Target("kbroker", broker.port)]
+    node.stop()
+    broker.stop()
+
+
+async def call_as(user: str, target: Target, api_key: int, version: int, body: dict):
+    conn = await KafkaConnection.open("127.0.0.1", target.port, client_id=f"differential-{user}",
+                                      sasl=SaslCredentials("PLAIN", user, USERS[user]))
+    try:
+        return await conn.request(api_key, version, body)
+    finally:
+        await conn.close()
+
+
+def acl(resource_type, name, principal, operation, pattern=3) -> dict:
+    return {"resource_type": resource_type, "resource_name": name, "resource_pattern_type": pattern,
+            "principal": principal, "host": "*", "operation": operation, "permission_type": 3}
+
+
+async def refusals(target: Target, topic: str) -> dict:
+    """What alice, with no ACL at all, is told by each API."""
+    async def ask(api, version, body, pick):
+        return pick(await call_as("alice", target, api, version, body))
+    created = await call_as("admin", target, CREATE_TOPICS, 7, {"topics": [
+        {"name": topic, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 10000})
+    assert created.topics[0].error_code == 0
+    return {
+        "produce": await ask(PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]},
+            lambda a: a.responses[0].partition_responses[0].error_code),
+        "fetch": await ask(FETCH, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                                      "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                                          {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                                          "partition_max_bytes": 1 << 20}]}]},
+                           lambda a: (a.error_code, a.responses[0].partitions[0].error_code)),
+        "metadata of it": await ask(METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": True,
+                                                  "include_topic_authorized_operations": True},
+                                    lambda a: [(t.error_code, t.topic_authorized_operations) for t in a.topics]),
+        "metadata of a missing one": await ask(METADATA, 12, {"topics": [{"name": topic + "-missing"}],
+                                                             "allow_auto_topic_creation": True,
+                                                             "include_topic_authorized_operations": False},
+                                               lambda a: [t.error_code for t in a.topics]),
+        "metadata of all": await ask(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False},
+                                     lambda a: [t.name for t in a.topics]),
+        "find coordinator": await ask(FIND_COORDINATOR, 3, {"key": "g", "key_type": 0}, lambda a: a.error_code),
+        "join group": await ask(JOIN_GROUP, 5, {"group_id": "g", "session_timeout_ms": 10000,
+                                               "rebalance_timeout_ms": 10000, "member_id": "",
+                                               "group_instance_id": None, "protocol_type": "consumer",
+                                               "protocols": [{"name": "range", "metadata": b""}]},
+                                lambda a: a.error_code),
+        "commit offsets": await ask(OFFSET_COMMIT, 8, {"group_id": "g", "generation_id_or_member_epoch": -1,
+                                                      "member_id": "", "group_instance_id": None, "topics": [
+                                                          {"name": topic, "partitions": [
+                                                              {"partition_index": 0, "committed_offset": 1,
+                                                               "committed_leader_epoch": -1,
+                                                               "committed_metadata": None}]}]},
+                                    lambda a: a.topics[0].partitions[0].error_code),
+        "transactional id": await ask(INIT_PRODUCER_ID, 4, {"transactional_id": "t", "transaction_timeout_ms": 60000,
+                                                           "producer_id": -1, "producer_epoch": -1},
+                                      lambda a: a.error_code),
+        "idempotent without cluster rights": await ask(INIT_PRODUCER_ID, 4, {
+            "transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1},
+            lambda a: a.error_code),
+        "create topic": await ask(CREATE_TOPICS, 7, {"topics": [{"name": topic + "-new", "num_partitions": 1,
+                                                               "replication_factor": 1}], "timeout_ms": 10000},
+                                  lambda a: a.topics[0].error_code),
+        "delete topic": await ask(DELETE_TOPICS, 6, {"topics": [{"name": topic}], "timeout_ms": 10000},
+                                  lambda a: a.responses[0].error_code),
+        "describe topic configs": await ask(DESCRIBE_CONFIGS, 4, {"resources": [
+            {"resource_type": 2, "resource_name": topic, "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": False}, lambda a: a.results[0].error_code),
+        "create acls": await ask(CREATE_ACLS, 3, {"creations": [acl(2, topic, "User:alice", 3)]},
+                                 lambda a: a.results[0].error_code),
+        "describe acls": await ask(DESCRIBE_ACLS, 3, {
+            "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+            "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1},
+            lambda a: a.error_code),
+    }
+
+
+async def test_a_user_without_acls_is_refused_as_kafka_refuses(secured, topic):
+    await same(secured, refusals, topic)
+
+
+async def test_acls_allow_what_they_name(secured, topic):
+    async def scenario(target):
+        await call_as("admin", target, CREATE_TOPICS, 7, {"topics": [
+            {"name": topic, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 10000})
+        created = await call_as("admin", target, CREATE_ACLS, 3, {"creations": [
+            acl(2, topic, "User:alice", 4), acl(2, topic, "User:alice", 3),      # WRITE, READ on the topic
+            acl(3, "g-", "User:alice", 3, pattern=4)]})                          # READ on groups g-*
+        described = await call_as("admin", target, DESCRIBE_ACLS, 3, {
+            "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+            "principal_filter": "User:alice", "host_filter": None, "operation": 1, "permission_type": 1})
+
+        async def produce():
+            answer = await call_as("alice", target, PRODUCE, 9, {
+                "transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [{
+                    "name": topic, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]})
+            return answer.responses[0].partition_responses[0]
+        # (Kafka's authorizer sees new ACLs once its broker has the metadata record: soon, not at once)
+        produced = await settled(produce, lambda p: p.error_code == 0)
+        commit = await call_as("alice", target, OFFSET_COMMIT, 8, {
+            "group_id": "g-1", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                       "committed_leader_epoch": -1, "committed_metadata": None}]}]})
+        other_group = await call_as("alice", target, OFFSET_COMMIT, 8, {
+            "group_id": "h-1", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                       "committed_leader_epoch": -1, "committed_metadata": None}]}]})
+        resources = sorted((r.resource_type, r.resource_name == topic, r.pattern_type,
+                            sorted((a.operation, a.permission_type) for a in r.acls))
+                           for r in described.resources)
+        return {"created": plain(created.results), "described": (described.error_code, resources),
+                "produce": produced.error_code, "commit": commit.topics[0].partitions[0].error_code,
+                "commit for another group": other_group.topics[0].partitions[0].error_code}
+    await same(secured, scenario)

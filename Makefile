@@ -9,7 +9,7 @@ PYTEST := $(BIN)/python -m pytest
 
 # `make cluster`: ZooKeeper and three brokers on 127.0.0.1:9092-9094 (data in ./data), Ctrl-C stops them.
 # `make kafka`: Apache Kafka itself (one KRaft node, jars from Maven Central) on a free port, Ctrl-C stops it.
-.PHONY: cluster run test test-slow test-compat test-reference kafka bench apt install clean
+.PHONY: cluster run test test-slow test-compat test-reference kafka java bench apt install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,11 +39,15 @@ test-slow: $(STAMP) apt
 	$(PYTEST) -q -m "slow and not reference"
 
 # The same scenarios against Apache Kafka and kbroker (tests/reference; Kafka's jars fetched by Maven).
-test-reference: $(STAMP) apt
+test-reference: $(STAMP) apt java
 	$(PYTEST) -q -m reference tests/reference
 
-kafka: $(STAMP)
+kafka: $(STAMP) java
 	$(BIN)/python -m tests.reference.apache_kafka
+
+# Java 17 and Maven, for Apache Kafka beside kbroker: Debian's, unless the machine has its own.
+java:
+	@command -v java >/dev/null && command -v mvn >/dev/null || $(MAKE) apt APT_PACKAGES="openjdk-17-jdk-headless maven"
 
 test-compat: $(STAMP) apt
 	$(BIN)/python -m tests.compat.kafka_python_suite

@@ -111,3 +111,48 @@ def noida(workdir: str) -> Peer:
                                               "--data-dir", os.path.join(wd, "noida")],
                 workdir, "Kafka service of noida-db with a --data-dir, which it writes a snapshot of "
                 "later: no write in the request path (see the kill -9 row)")
+
+
+class Kafka:
+    """Apache Kafka 4.2 from Maven Central's jars (tests/reference/apache_kafka.py): one KRaft node, broker and
+    controller in one JVM, with the single-node settings of Kafka's own config/server.properties."""
+
+    def __init__(self, workdir: str, heap: tuple[str, ...] | None = None, name: str = "kafka") -> None:
+        from tests.reference.apache_kafka import SHIPPED_HEAP, SINGLE_NODE, VERSION, KafkaNode
+
+        heap = heap or SHIPPED_HEAP
+        self.name = name
+        self.note = (f"Apache Kafka {VERSION} (one KRaft node, heap {' '.join(heap)}"
+                     f"{', as kafka-server-start.sh gives it' if heap == SHIPPED_HEAP else ''}; page cache, "
+                     "no flush per write)")
+        self.node = KafkaNode(workdir, {**SINGLE_NODE, "log.retention.check.interval.ms": "600000"}, heap=heap)
+        self.node.start()
+
+    @property
+    def pid(self) -> int:
+        return self.node.pid()
+
+    @property
+    def bootstrap(self) -> str:
+        return self.node.bootstrap
+
+    def kill_and_restart(self) -> None:
+        """kill -9, then the node again on the same ports and log dirs (recovery included)."""
+        from tests.reference.apache_kafka import wait_formed
+
+        self.node.kill()
+        self.node.launch()
+        wait_formed([self.node], 1, 120)
+
+    def stop(self) -> None:
+        self.node.stop()
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(resident now, peak resident) of a process in MB, from /proc."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024

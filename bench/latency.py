@@ -124,11 +124,12 @@ def measure(name: str, bootstrap: str, create, acks: str = "1", label: str = "")
 
 
 def measure_cluster(parent: str | None = None) -> list[tuple]:
-    """The same at RF=3, acks=all, min.insync.replicas=2 on a kbroker cluster (ZooKeeper + 3 brokers)."""
+    """The same at RF=3, acks=all, min.insync.replicas=2 on a kbroker cluster (ZooKeeper + 3 brokers), then on
+    three Apache Kafka KRaft nodes."""
     import tempfile
 
-    from bench.replication import BENCH_OVERRIDES
-    from tests.cluster import Cluster, wait_until
+    from bench.replication import clusters
+    from tests.cluster import wait_until
 
     def create(bootstrap: str, topic: str) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
@@ -136,13 +137,17 @@ def measure_cluster(parent: str | None = None) -> list[tuple]:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])[topic].result(60)
 
-    with tempfile.TemporaryDirectory(prefix="kbroker-bench-latency-", dir=parent) as tmp:
-        cluster = Cluster(os.path.join(tmp, "cluster"), overrides=BENCH_OVERRIDES).start()
-        try:
-            wait_until(lambda: cluster.bootstrap, 30, 0.2, "the cluster")
-            return measure("kbroker cluster", cluster.bootstrap, create, "all", ", RF=3 acks=all")
-        finally:
-            cluster.stop()
+    rows = []
+    for name, start in clusters().items():
+        print(f"{name}:", flush=True)
+        with tempfile.TemporaryDirectory(prefix="kbroker-bench-latency-", dir=parent) as tmp:
+            cluster = start(os.path.join(tmp, "cluster"))
+            try:
+                wait_until(lambda: cluster.bootstrap, 30, 0.2, "the cluster")
+                rows += measure(name, cluster.bootstrap, create, "all", ", RF=3 acks=all")
+            finally:
+                cluster.stop()
+    return rows
 
 
 if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "consume":

@@ -1,5 +1,5 @@
-"""The replicated rows of `make bench`: one three-broker cluster (ZooKeeper and three kbroker processes on this
-machine), one run.
+"""The replicated rows of `make bench`: one three-broker kbroker cluster (ZooKeeper and three kbroker processes on
+this machine) and one of three Apache Kafka KRaft nodes, one after the other in one run.
 
 - Throughput: rdkafka_performance produces 1 KiB records to a 6-partition topic with replication factor 1
   and acks=1, then to one with replication factor 3, acks=all and min.insync.replicas=2. Leaders are spread
@@ -40,8 +40,8 @@ def create(bootstrap: str, name: str, rf: int, configs: dict[str, str]) -> None:
     admin.create_topics([NewTopic(name, PARTITIONS, rf, config=configs)])[name].result(60)
 
 
-def throughput(cluster: Cluster, topic: str, acks: str, count: int) -> loadgen.Run:
-    pids = [b.proc.pid for b in cluster.brokers.values()]
+def throughput(cluster, topic: str, acks: str, count: int) -> loadgen.Run:
+    pids = cluster.pids()
     runs = sorted((loadgen.run(["-P", "-t", topic, "-s", str(SIZE), "-c", str(count), "-a", acks,
                                 "-b", cluster.bootstrap, "-X", "linger.ms=5"], pids, timeout=180)
                    for _ in range(REPEATS)), key=lambda r: r.mb_per_s)
@@ -86,12 +86,34 @@ def latency(bootstrap: str, topic: str, acks: str) -> tuple[float, float]:
     return samples[len(samples) // 2] * 1000, samples[int(len(samples) * 0.99)] * 1000
 
 
+class _KBrokerCluster(Cluster):
+    def pids(self) -> list[int]:
+        return [b.proc.pid for b in self.brokers.values()]
+
+
+def clusters() -> dict:
+    """name -> a function of a folder starting that cluster (ZooKeeper + 3 kbroker brokers; 3 KRaft nodes
+    of Apache Kafka with the reference heap, each broker and controller)."""
+    from tests.reference.apache_kafka import KafkaCluster
+
+    return {"kbroker cluster": lambda root: _KBrokerCluster(root, overrides=BENCH_OVERRIDES).start(),
+            "kafka cluster": lambda root: KafkaCluster(root).start()}
+
+
 def measure(scale: float = 1.0, parent: str | None = None) -> list[tuple]:
     """``parent``: where the brokers' data goes (a tmpfs such as /dev/shm takes the disk out of the picture)."""
     rows = []
+    for name, start in clusters().items():
+        print(f"{name}:", flush=True)
+        rows += _measure(name, start, scale, parent)
+    return rows
+
+
+def _measure(name: str, start, scale: float, parent: str | None) -> list[tuple]:
+    rows = []
     count = int(RECORDS * scale)
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-cluster-", dir=parent) as tmp:
-        cluster = Cluster(os.path.join(tmp, "cluster"), overrides=BENCH_OVERRIDES).start()
+        cluster = start(os.path.join(tmp, "cluster"))
         try:
             wait_until(lambda: cluster.bootstrap, 30, 0.2, "the cluster")
             cases = [("RF=1 acks=1", 1, "1", {}), ("RF=3 acks=all, min ISR 2", 3, "-1",
@@ -104,19 +126,21 @@ def measure(scale: float = 1.0, parent: str | None = None) -> list[tuple]:
                 run = throughput(cluster, topic, acks, count)
                 os.sync()
                 p50, p99 = latency(cluster.bootstrap, topic, "all" if acks == "-1" else acks)
-                results[label] = (run, p50, p99)
-                print(f"  cluster   produce {SIZE} B {label:26}: {run.mb_per_s:8.1f} MB/s {run.msgs_per_s:10.0f} "
+                results[label] = (run, p50, p99, rf)
+                print(f"  {name:15} produce {SIZE} B {label:26}: {run.mb_per_s:8.1f} MB/s {run.msgs_per_s:10.0f} "
                       f"rec/s  brokers {run.broker_cpu:4.0%}  p50 {p50:.1f} ms  p99 {p99:.1f} ms", flush=True)
-            for label, (run, p50, p99) in results.items():
-                rows.append(("kbroker cluster", f"produce {SIZE} B {label}",
+            for label, (run, p50, p99, rf) in results.items():
+                rows.append((name, f"produce {SIZE} B {label}",
                              f"{run.mb_per_s:.1f} MB/s, {run.msgs_per_s:,.0f} rec/s "
                              f"(gen {run.loadgen_cpu:.0%}, 3 brokers {run.broker_cpu:.0%})"))
-                rows.append(("kbroker cluster", f"latency at {RATE}/s {label}", f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"))
-            (base, _, _), (replicated, _, _) = results.values()
+                # What each replicated byte costs: bytes appended on all replicas per broker CPU-second.
+                appended = run.mb_per_s * rf / run.broker_cpu if run.broker_cpu else 0.0
+                rows.append((name, f"MB appended per broker CPU-second, {label}", f"{appended:.0f}"))
+                rows.append((name, f"latency at {RATE}/s {label}", f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"))
+            (base, *_), (replicated, *_) = results.values()
             ratio = replicated.mb_per_s / base.mb_per_s
-            rows.append(("kbroker cluster", "replicated / unreplicated throughput", f"{ratio:.0%}"))
-            print(f"  cluster   replicated / unreplicated: {ratio:.0%}", flush=True)
+            rows.append((name, "replicated / unreplicated throughput", f"{ratio:.0%}"))
+            print(f"  {name:15} replicated / unreplicated: {ratio:.0%}", flush=True)
         finally:
             cluster.stop()
     return rows
-

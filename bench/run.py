@@ -20,6 +20,7 @@ import time
 from bench import (brokers, connections, durability, groups, latency, loadgen, partitions, replication, requests,
                    security, spark, transactions, txn_floor)
 from tests.brokerproc import ROOT
+from tests.reference.apache_kafka import HEAP
 
 PARTITIONS = 6
 SCENARIOS = [(100, 2_000_000), (1024, 600_000)]   # (record size, records per run)
@@ -128,6 +129,26 @@ def table(rows: list[tuple], notes: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+KAFKA_HEAP_NAME = "kafka (reference heap)"
+RATIO = "kbroker ÷ kafka"
+
+
+def _first_number(cell: str | None) -> float | None:
+    found = re.search(r"[0-9][0-9,]*\.?[0-9]*", cell or "")
+    return float(found.group().replace(",", "")) if found else None
+
+
+def _ratios(names: list[str], cells: dict[str, dict[str, str]]) -> None:
+    """The kbroker ÷ kafka column: the first figure of each cell (MB/s, commits/s, ms, MB) over Kafka's."""
+    if "kbroker" not in names or "kafka" not in names:
+        return
+    if RATIO not in names:
+        names.append(RATIO)
+    for row in cells.values():
+        ours, theirs = _first_number(row.get("kbroker")), _first_number(row.get("kafka"))
+        row[RATIO] = f"{ours / theirs:.2f}" if ours is not None and theirs else "n/a"
+
+
 def merge_rows(rows: list[tuple], suite: str) -> None:
     """``--suite throughput``, ``groups`` or ``transactions`` runs some rows of the main table: those rows are
     replaced (or added) and the others kept, with a line saying which rows came from which suite's run when."""
@@ -148,6 +169,7 @@ def merge_rows(rows: list[tuple], suite: str) -> None:
         if name not in names:
             names.append(name)
         cells.setdefault(scenario, {})[name] = _cell(run, scenario, name)
+    _ratios(names, cells)
     merged = "\n".join(_table_lines(names, scenarios, lambda s, n: cells[s].get(n, "n/a")))
     stamp = f"(`SUITE={suite}` rows: {datetime.date.today().isoformat()}.)"
     after = doc[end:]
@@ -168,9 +190,9 @@ def latency_table(rows: list[tuple]) -> str:
 
 
 def replication_table(rows: list[tuple]) -> str:
-    lines = ["| scenario | kbroker cluster |", "|---|---|"] + [f"| {r[1]} | {r[2]} |" for r in rows]
-    lines.append("")
-    lines.append(f"One cluster of three kbroker processes and ZooKeeper on this machine; {PARTITIONS} partitions, "
+    lines = [latency_table(rows), ""]
+    lines.append(f"A cluster of three kbroker processes and ZooKeeper, then one of three Apache Kafka KRaft nodes "
+                 f"(broker and controller each, heap {' '.join(HEAP)}), on this machine; {PARTITIONS} partitions, "
                  f"leaders spread over the brokers; {int(replication.RECORDS):,} records of 1 KiB per throughput "
                  f"run (median of {replication.REPEATS}), latency at a fixed {replication.RATE} records/s for "
                  f"{replication.LATENCY_SECONDS} s with `linger.ms=0`. See `bench/replication.py`.")
@@ -183,7 +205,8 @@ def main() -> int:
     parser.add_argument("--only", action="append", help="kbroker, tansu or noida-db (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
     parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark",
-                                            "security", "requests", "latency", "connections", "partitions"],
+                                            "security", "requests", "latency", "connections", "partitions",
+                                            "peers"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
@@ -192,8 +215,9 @@ def main() -> int:
     args = parser.parse_args()
     loadgen.build()
     overrides = dict(item.split("=", 1) for item in args.kbroker_override)
-    starters = {"kbroker": lambda wd: brokers.KBroker(wd, overrides), "tansu": brokers.tansu,
-                "noida-db": brokers.noida}
+    starters = {"kbroker": lambda wd: brokers.KBroker(wd, overrides), "kafka": brokers.Kafka,
+                KAFKA_HEAP_NAME: lambda wd: brokers.Kafka(wd, HEAP, KAFKA_HEAP_NAME),
+                "tansu": brokers.tansu, "noida-db": brokers.noida}
     rows, notes, spark_rows, latency_rows = [], {}, [], []
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
         for name, start in starters.items():
@@ -201,27 +225,37 @@ def main() -> int:
                                                                      "connections", "partitions") or (
                     args.suite == "spark" and name != "kbroker"):
                 continue
+            if name == KAFKA_HEAP_NAME and args.suite not in ("all", "throughput", "peers"):
+                continue   # (Kafka with the reference heap: the throughput and memory rows only)
             print(f"{name}:", flush=True)
             broker = start(os.path.join(tmp, name))
             notes[broker.name] = broker.note
             try:
+                if args.suite in ("all", "peers"):
+                    time.sleep(2)
+                    rows.append((broker.name, "memory: RSS idle", f"{brokers.rss_mb(broker.pid)[0]:.0f} MB"))
                 if args.suite == "latency":   # (its own suite: it needs the machine quiet, not after a bulk run)
                     latency_rows += latency.measure(broker.name, broker.bootstrap,
                                                     lambda bootstrap, topic: create_topic(bootstrap, topic, 1))
                     continue
-                if args.suite in ("all", "throughput"):
+                if args.suite in ("all", "throughput", "peers"):
                     rows += measure(broker, args.scale)
-                if args.suite in ("all", "groups"):
+                if args.suite in ("all", "peers"):
+                    rows.append((broker.name, "memory: peak RSS (produce and fetch runs)",
+                                 f"{brokers.rss_mb(broker.pid)[1]:.0f} MB"))
+                if name == KAFKA_HEAP_NAME:
+                    continue
+                if args.suite in ("all", "groups", "peers"):
                     rows += groups.measure(broker, create_topic)
-                if args.suite in ("all", "transactions"):
+                if args.suite in ("all", "transactions", "peers"):
                     rows += transactions.measure(broker, create_topic)
                 if args.suite in ("all", "spark") and name == "kbroker":
                     spark_rows = spark.measure(broker, create_topic, args.scale)
-                if args.suite in ("all", "transactions"):   # last: it kills the broker and starts it again
+                if args.suite in ("all", "transactions", "peers"):   # last: it kills the broker and starts it again
                     rows += durability.measure(broker, create_topic)
             finally:
                 broker.stop()
-        if args.suite in ("all", "transactions") and (not args.only or "kbroker" in args.only):
+        if args.suite in ("all", "transactions", "peers") and (not args.only or "kbroker" in args.only):
             print(f"{txn_floor.NAME}:", flush=True)
             floor = txn_floor.floor(os.path.join(tmp, "floor"))
             notes[floor.name] = floor.note
@@ -231,10 +265,8 @@ def main() -> int:
                 floor.stop()
     result = table(rows, notes) if rows else ""
     if args.suite in ("all", "replication") and (not args.only or "kbroker" in args.only):
-        print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)
         result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
     if args.suite == "latency" and (not args.only or "kbroker" in args.only):
-        print("kbroker cluster (ZooKeeper + 3 brokers):", flush=True)
         latency_rows += latency.measure_cluster(args.cluster_dir)
     if latency_rows:
         result += "\n\n## Latency\n\n" + latency_table(latency_rows) + LATENCY_NOTE
@@ -277,7 +309,7 @@ def main() -> int:
             splice(result, "Connections", "connections")
         elif args.suite == "partitions":
             splice(result, "Partitions", "partitions")
-        elif args.suite in ("throughput", "groups", "transactions"):
+        elif args.suite in ("throughput", "groups", "transactions", "peers"):
             merge_rows(rows, args.suite)
         else:
             write_doc(result, args)

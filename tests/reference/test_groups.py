@@ -101,7 +101,14 @@ async def test_join_group_errors(targets, topic):
         no_protocols = await call(target, JOIN_GROUP, 5, {**join, "protocols": []})
         heartbeat = await call(target, HEARTBEAT, 4, {"group_id": group, "generation_id": 1, "member_id": "nobody",
                                                       "group_instance_id": None})
+        # The member rejoins with the id it was given and becomes the group's only member; a heartbeat of
+        # another generation is then stale.
+        joined = await call(target, JOIN_GROUP, 5, {**join, "member_id": first.member_id})
+        stale = await call(target, HEARTBEAT, 4, {"group_id": group, "generation_id": joined.generation_id + 5,
+                                                  "member_id": first.member_id, "group_instance_id": None})
         return {"first join": first.error_code, "member id given": bool(first.member_id),
+                "second join": (joined.error_code, joined.leader == first.member_id),
+                "heartbeat of another generation": stale.error_code,
                 "session timeout too short": too_short.error_code, "no protocols": no_protocols.error_code,
                 "heartbeat of a stranger": heartbeat.error_code}
     assert (await same(targets, scenario))["first join"] == 79
@@ -176,6 +183,38 @@ async def test_a_share_group_delivers_acknowledges_and_redelivers(targets, topic
     seen = await same(targets, share_scenario(mode), topic)
     if mode == "explicit":
         assert (0, 2) in seen and (1, 2) in seen and (2, 2) not in seen
+
+
+@ISSUE_28
+async def test_a_share_groups_acquisition_lock_times_out_and_the_record_is_redelivered(targets, topic):
+    """One member acquires the records and goes quiet; once the group's lock duration (2 s) has passed,
+    another member gets them, each delivered a second time."""
+    def scenario(target, topic):
+        from confluent_kafka import ShareConsumer
+        asyncio.run(create(target, topic))
+        fill(target, topic, 1, per_partition=3)
+        group = f"s-{topic}"
+        assert set_group_config(target, group, share_auto_offset_reset="earliest",
+                                share_record_lock_duration_ms=2000) == 0
+        config = {"bootstrap.servers": target.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+        quiet, other = ShareConsumer(dict(config)), ShareConsumer(dict(config))
+        try:
+            quiet.subscribe([topic])
+            first, deadline = [], time.monotonic() + 30
+            while len(first) < 3:
+                assert time.monotonic() < deadline, first
+                first += [(m.offset(), m.delivery_count()) for m in quiet.poll(0.5) if m.error() is None]
+            other.subscribe([topic])
+            again, deadline = [], time.monotonic() + 30
+            while len(again) < 3:
+                assert time.monotonic() < deadline, again
+                again += [(m.offset(), m.delivery_count()) for m in other.poll(0.5) if m.error() is None]
+            return sorted(first), sorted(again)
+        finally:
+            other.close()
+            quiet.close()
+    first, again = await same(targets, scenario, topic)
+    assert [count for _, count in again] == [2, 2, 2]
 
 
 @ISSUE_28

@@ -39,6 +39,7 @@ class PartitionResult:
     error: ErrorCode = ErrorCode.NONE
     info: AppendInfo | None = None
     message: str | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass
@@ -228,7 +229,7 @@ class ReplicaManager:
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))
-            return PartitionResult(ErrorCode[exc.error], message=str(exc))
+            return PartitionResult(ErrorCode[exc.error], message=str(exc), record_errors=exc.record_errors)
         except OSError as exc:
             self.log_manager.report(partition.log.parent_dir, exc)
             return PartitionResult(ErrorCode.KAFKA_STORAGE_ERROR, message=f"log dir failed: {exc}")

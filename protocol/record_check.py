@@ -77,6 +77,7 @@ def check_keyed_batch(data, position: int, header: BatchHeader, max_inflated: in
     """Check every record of the batch at ``position`` (its CRC already checked) as described above."""
     body = memoryview(data)[position + HEADER_SIZE:position + header.size]
     stream = RecordStream(chunks(header.compression, body, max_inflated))
+    keyless = []
     try:
         for n in range(header.records_count):
             length = stream.varint()
@@ -86,8 +87,8 @@ def check_keyed_batch(data, position: int, header: BatchHeader, max_inflated: in
             stream.varint()          # offset delta
             key_length = stream.varint()
             if key_length < 0:
-                raise InvalidBatch("INVALID_RECORD", "Compacted topic cannot accept message without key")
-            stream.skip(key_length)
+                keyless.append(n)
+            stream.skip(max(key_length, 0))
             value_length = stream.varint()
             if value_length >= 0:
                 stream.skip(value_length)
@@ -110,3 +111,8 @@ def check_keyed_batch(data, position: int, header: BatchHeader, max_inflated: in
         raise InvalidBatch("INVALID_RECORD", str(exc)) from None
     except (StreamError, CorruptBody) as exc:
         raise InvalidBatch("INVALID_RECORD", f"invalid record structure: {exc}") from None
+    if keyless:   # (each keyless record fails alone, as Kafka's per-record errors say: the rest may be retried)
+        why = "Compacted topic cannot accept message without key"
+        raise InvalidBatch("INVALID_RECORD", f"One or more records have been rejected due to {len(keyless)} record "
+                           f"errors in total: {why} (batch indexes {keyless[:3]}{'...' if len(keyless) > 3 else ''})",
+                           tuple((n, why) for n in keyless))

@@ -50,11 +50,14 @@ DEFAULT_MAX_INFLATED = 128 << 20
 
 
 class InvalidBatch(Exception):
-    """A batch that cannot be appended; ``error`` names the Kafka error code to answer."""
+    """A batch that cannot be appended; ``error`` names the Kafka error code to answer. ``record_errors``:
+    (index in the batch, why) of each record that alone is invalid (KIP-467), which a client fails while it
+    retries the batch's other records."""
 
-    def __init__(self, error: str, message: str) -> None:
+    def __init__(self, error: str, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message)
         self.error = error
+        self.record_errors = record_errors
 
 
 @dataclass(slots=True)

@@ -79,7 +79,7 @@ def _compressed_for_compaction(rm, request, refused) -> dict:
     return found
 
 
-def _check_keyed(records, config) -> str | None:
+def _check_keyed(records, config) -> InvalidBatch | None:
     """On a worker thread: why the batch cannot go to its compacted topic, or None. A batch whose framing or
     CRC is wrong is left to the append, which answers it as for any topic."""
     try:
@@ -89,7 +89,7 @@ def _check_keyed(records, config) -> str | None:
     try:
         check_keyed_batch(records, 0, header, config.max_inflated_bytes)
     except InvalidBatch as exc:
-        return str(exc)
+        return exc
     return None
 
 
@@ -165,6 +165,7 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
     for topic in request.topic_data:
         partitions = []
         for pdata in topic.partition_data:
+            record_errors = ()
             if acks not in (-1, 0, 1):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
             elif (topic.name, pdata.index) in refused:
@@ -172,13 +173,15 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                 result_error, info = error, None
                 message = _REFUSALS.get(error, "the partition is not in the producer's transaction")
             elif checked and checked.get((topic.name, pdata.index)) is not None:
-                result_error, info = ErrorCode.INVALID_RECORD, None
-                message = checked[(topic.name, pdata.index)]
+                refusal = checked[(topic.name, pdata.index)]
+                result_error, info, message = ErrorCode[refusal.error], None, str(refusal)
+                record_errors = refusal.record_errors
             else:
                 result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False,
                                            validated=validated.get((topic.name, pdata.index)) if validated else None,
                                            keys_checked=bool(checked) and (topic.name, pdata.index) in checked)
                 result_error, info, message = result.error, result.info, result.message
+                record_errors = result.record_errors
             failed = failed or result_error != ErrorCode.NONE
             counted = topics_counted[topic.name]
             counted.produce_requests += 1
@@ -196,7 +199,9 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                 ctx.log.debug("produce_refused", topic=topic.name, partition=pdata.index,
                               error=ErrorCode(result_error).name, reason=message)
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
-                                   "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message})
+                                   "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message,
+                                   "record_errors": [{"batch_index": n, "batch_index_error_message": why}
+                                                     for n, why in record_errors]})
         responses.append({"name": topic.name, "partition_responses": partitions})
     rm.wake_fetches(appended)   # parked fetches answer once, with every partition this request appended
     if acks == 0:

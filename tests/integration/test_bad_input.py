@@ -275,3 +275,26 @@ async def test_records_broken_inside_a_valid_batch_are_invalid_record_on_a_compa
     assert resp.responses[0].partition_responses[0].error_code == 0
     await conn.close()
     await still_serving(broker, topic)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+async def test_keyless_records_fail_alone_on_a_compacted_topic(broker, topic_name, compressed):
+    """KIP-467: the batch is refused with INVALID_RECORD naming the keyless records' indexes, so a client
+    fails those and retries the rest (a compressed batch is read on a worker thread, an uncompressed one at
+    the append: both answer alike)."""
+    conn = await connect(broker)
+    try:
+        created = await conn.request(CREATE_TOPICS, 7, {"topics": [{
+            "name": topic_name, "num_partitions": 1, "replication_factor": 1,
+            "configs": [{"name": "cleanup.policy", "value": "compact"}]}], "timeout_ms": 5000})
+        assert created.topics[0].error_code == 0
+        batch = build_batch([(b"a", b"1", []), (None, b"2", []), (b"c", b"3", []), (None, b"4", [])],
+                            compression=1 if compressed else 0)
+        answer = (await produce(conn, topic_name, batch)).responses[0].partition_responses[0]
+        assert answer.error_code == ErrorCode.INVALID_RECORD and answer.base_offset == -1
+        assert [e.batch_index for e in answer.record_errors] == [1, 3]
+        assert all("without key" in e.batch_index_error_message for e in answer.record_errors)
+        fine = (await produce(conn, topic_name, build_batch([(b"a", b"1", []), (b"c", b"3", [])])))
+        assert fine.responses[0].partition_responses[0].base_offset == 0   # nothing of the refused batch landed
+    finally:
+        await conn.close()

@@ -98,7 +98,7 @@ PER_RECORD = pytest.mark.xfail(strict=True, raises=Divergence,
 
 @pytest.mark.parametrize("case", [
     "unknown partition", "unknown topic", "too large", "corrupt crc", "acks 2",
-    pytest.param("no key on a compacted topic", marks=PER_RECORD), pytest.param("timestamp too old", marks=PER_RECORD),
+    "no key on a compacted topic", pytest.param("timestamp too old", marks=PER_RECORD),
     "magic 1", "control batch from a client", "empty records",
 ])
 async def test_bad_produce_is_refused_with_kafkas_error(targets, topic, case):

@@ -63,6 +63,8 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "log.index.size.max.bytes": (int, 10485760),
     "log.cleanup.policy": (str, "delete"),
     "log.message.timestamp.type": (str, "CreateTime"),
+    "log.message.timestamp.before.max.ms": (int, LONG_MAX),
+    "log.message.timestamp.after.max.ms": (int, 3600000),
     "log.message.format.version": (str, "3.0-IV1"),           # deprecated in Kafka 3.x; accepted, no effect
     "log.message.downconversion.enable": (_bool, True),       # likewise
     "log.cleaner.delete.retention.ms": (int, 86400000),

@@ -10,6 +10,9 @@ refused after a few bytes of output (its first record does not add up) or,
 for a well-formed one, once the output passes the bound.
 
 Every failure is ``InvalidBatch("INVALID_RECORD", why)``; nothing is appended.
+
+``check_timestamps`` holds a CreateTime batch's records within the topic's
+``message.timestamp.before/after.max.ms`` of the broker's clock (KIP-937).
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from __future__ import annotations
 from construct import StreamError
 
 from kbroker.protocol.inflate import CorruptBody, InflateLimit, chunks
-from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, zigzag_at
+from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, iter_records, zigzag_at
+
+
+LONG_MAX = (1 << 63) - 1   # message.timestamp.before.max.ms unset: no lower bound
 
 
 class RecordStream:
@@ -116,3 +122,21 @@ def check_keyed_batch(data, position: int, header: BatchHeader, max_inflated: in
         raise InvalidBatch("INVALID_RECORD", f"One or more records have been rejected due to {len(keyless)} record "
                            f"errors in total: {why} (batch indexes {keyless[:3]}{'...' if len(keyless) > 3 else ''})",
                            tuple((n, why) for n in keyless))
+
+
+def check_timestamps(data, header: BatchHeader, now_ms: int, before_ms: int, after_ms: int,
+                     max_inflated: int) -> None:
+    """INVALID_TIMESTAMP, naming each record whose timestamp lies outside [now - before, now + after], as
+    Kafka's per-record errors do. The header's max timestamp bounds every record from above, so with the
+    default ``before`` (unbounded) a batch is decided without reading a record; a bounded ``before`` reads
+    the records, since a record's timestamp delta may be negative (the header gives no minimum)."""
+    low, high = now_ms - before_ms, now_ms + after_ms
+    if header.max_timestamp <= high and before_ms == LONG_MAX:
+        return
+    bad = [(n, record.timestamp) for n, record in enumerate(iter_records(data, 0, max_inflated))
+           if not low <= record.timestamp <= high]
+    if bad:
+        raise InvalidBatch("INVALID_TIMESTAMP", f"One or more records have been rejected due to {len(bad)} record "
+                           f"errors in total: timestamps out of [{low}, {high}]",
+                           tuple((n, f"Timestamp {ts} of message with offset {n} is out of range. The timestamp "
+                                     f"should be within [{low}, {high}]") for n, ts in bad))

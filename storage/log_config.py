@@ -18,6 +18,9 @@ TOPIC_CONFIGS = {
     "max.message.bytes": ("max_message_bytes", int),
     "cleanup.policy": ("cleanup_policy", str),
     "message.timestamp.type": ("message_timestamp_type", str),
+    # KIP-937: how far before and after the broker's clock a CreateTime record's timestamp may be.
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int),
     "min.insync.replicas": ("min_insync_replicas", int),
     "delete.retention.ms": ("delete_retention_ms", int),
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
@@ -45,7 +48,8 @@ INTERNAL_CONFIGS = frozenset({"internal.segment.bytes"})
 _AT_LEAST = {"segment.bytes": 1 << 20, "segment.ms": 1, "segment.index.bytes": 4, "flush.messages": 1,
              "flush.ms": 0, "retention.ms": -1, "max.message.bytes": 0, "index.interval.bytes": 0,
              "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1,
-             "file.delete.delay.ms": 0, "min.insync.replicas": 1}
+             "file.delete.delay.ms": 0, "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
+             "message.timestamp.after.max.ms": 0}
 _INT_CONFIGS = frozenset({"segment.bytes", "segment.index.bytes", "max.message.bytes", "index.interval.bytes",
                           "min.insync.replicas", "internal.segment.bytes"})
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -63,6 +67,8 @@ BROKER_SYNONYMS = {
     "max.message.bytes": "message.max.bytes",
     "cleanup.policy": "log.cleanup.policy",
     "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
     "min.insync.replicas": "min.insync.replicas",
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
@@ -91,6 +97,8 @@ class LogConfig:
     max_message_bytes: int = 1048588
     cleanup_policy: str = "delete"
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = (1 << 63) - 1
+    message_timestamp_after_max_ms: int = 3600000      # (Kafka 4's default: an hour ahead at most)
     min_insync_replicas: int = 1
     delete_retention_ms: int = 86400000
     min_cleanable_dirty_ratio: float = 0.5

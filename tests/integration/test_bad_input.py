@@ -2,6 +2,7 @@
 
 import asyncio
 import struct
+import time
 
 import crc32c
 
@@ -296,5 +297,31 @@ async def test_keyless_records_fail_alone_on_a_compacted_topic(broker, topic_nam
         assert all("without key" in e.batch_index_error_message for e in answer.record_errors)
         fine = (await produce(conn, topic_name, build_batch([(b"a", b"1", []), (b"c", b"3", [])])))
         assert fine.responses[0].partition_responses[0].base_offset == 0   # nothing of the refused batch landed
+    finally:
+        await conn.close()
+
+
+async def test_timestamps_out_of_the_topics_bounds_are_invalid_timestamp(broker, topic_name):
+    """KIP-937: a CreateTime record older than message.timestamp.before.max.ms, or further ahead than
+    message.timestamp.after.max.ms (an hour, by default), refuses its batch with INVALID_TIMESTAMP and the
+    record's index; a LogAppendTime topic takes any timestamp, since the broker stamps its own."""
+    conn = await connect(broker)
+    now = int(time.time() * 1000)
+    try:
+        for name, configs in [(topic_name, {"message.timestamp.before.max.ms": "60000"}),
+                              (topic_name + "-append", {"message.timestamp.type": "LogAppendTime"})]:
+            created = await conn.request(CREATE_TOPICS, 7, {"topics": [{
+                "name": name, "num_partitions": 1, "replication_factor": 1,
+                "configs": [{"name": k, "value": v} for k, v in configs.items()]}], "timeout_ms": 5000})
+            assert created.topics[0].error_code == 0
+        for timestamp in (now - 3_600_000, now + 7_200_000):
+            answer = (await produce(conn, topic_name, build_batch([(b"k", b"v", [])], timestamp_ms=timestamp)))
+            refused = answer.responses[0].partition_responses[0]
+            assert refused.error_code == ErrorCode.INVALID_TIMESTAMP
+            assert [e.batch_index for e in refused.record_errors] == [0]
+            taken = await produce(conn, topic_name + "-append", build_batch([(b"k", b"v", [])], timestamp_ms=timestamp))
+            assert taken.responses[0].partition_responses[0].error_code == 0
+        fine = await produce(conn, topic_name, build_batch([(b"k", b"v", [])], timestamp_ms=now - 30_000))
+        assert fine.responses[0].partition_responses[0].base_offset == 0   # nothing refused landed
     finally:
         await conn.close()

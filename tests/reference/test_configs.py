@@ -16,7 +16,7 @@ TOPIC, BROKER = 2, 4
 TOPIC_CONFIGS_NOT_IN_KBROKER = {
     "remote.storage.enable", "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable",
     "remote.log.delete.on.disable", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-    "message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "preallocate", "segment.jitter.ms",
+    "preallocate", "segment.jitter.ms",
 }
 # What Kafka 4 removed and kbroker still accepts and describes, without effect (3.x clients set them).
 KBROKER_ONLY_TOPIC_CONFIGS = {"message.format.version", "message.downconversion.enable"}

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import Divergence, call, plain, same, settled
+from tests.reference.differential import call, plain, same, settled
 
 pytestmark = pytest.mark.reference
 
@@ -92,13 +92,9 @@ def corrupt(batch: bytes) -> bytes:
     return batch[:-1] + bytes([batch[-1] ^ 0xFF])
 
 
-PER_RECORD = pytest.mark.xfail(strict=True, raises=Divergence,
-                               reason="issue 29: per-record errors (KIP-467), message.timestamp.before.max.ms")
-
-
 @pytest.mark.parametrize("case", [
     "unknown partition", "unknown topic", "too large", "corrupt crc", "acks 2",
-    "no key on a compacted topic", pytest.param("timestamp too old", marks=PER_RECORD),
+    "no key on a compacted topic", "timestamp too old",
     "magic 1", "control batch from a client", "empty records",
 ])
 async def test_bad_produce_is_refused_with_kafkas_error(targets, topic, case):

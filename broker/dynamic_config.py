@@ -12,6 +12,10 @@ Invariant: after ``replace`` returns, ``broker.config.values`` is the static val
 laid over them, and every running component that depends on a changed key has been told (log configs of
 every partition, replica fetchers, connection limits, advertised endpoints). A key outside ``DYNAMIC_KEYS``
 never changes while the broker runs.
+
+A name kbroker does not define at all is a custom config, as Kafka allows on brokers (``customPropsAllowed``:
+plugins read their own keys, and Kafka keeps dynamic keys it has no use for): it is stored and described
+(as sensitive: no value) and has no effect. A name kbroker defines but cannot change at runtime is refused.
 """
 
 from __future__ import annotations
@@ -48,16 +52,25 @@ SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.k
                       "ssl.truststore.certificates")
 
 
+def is_custom(key: str) -> bool:
+    """A broker config name kbroker does not define (see the module's docstring)."""
+    return key not in DEFINITIONS
+
+
 def is_sensitive(key: str) -> bool:
+    """A broker config never described nor logged by value: passwords and keys, and custom configs, whose
+    meaning the broker cannot know (Kafka treats a config of unknown type as sensitive)."""
+    return key.endswith(SENSITIVE_SUFFIXES) or is_custom(key)
+
+
+def is_sensitive_topic_config(key: str) -> bool:
     return key.endswith(SENSITIVE_SUFFIXES)
 
 
 def validate(texts: dict[str, str], per_broker: bool, config) -> str | None:
     """Why a dynamic layer of ``texts`` cannot be stored (Kafka's messages), or None. ``config``: the
-    BrokerConfig now, for the rules that compare (thread counts, listener names)."""
-    unknown = sorted(k for k in texts if k not in DEFINITIONS)
-    if unknown:
-        return f"Unknown broker configs: {unknown}"
+    BrokerConfig now, for the rules that compare (thread counts, listener names). Custom names pass as text."""
+    texts = {k: v for k, v in texts.items() if k in DEFINITIONS}
     static = sorted(k for k in texts if k not in DYNAMIC_KEYS)
     if static:
         return f"Cannot update these configs dynamically: {static}"
@@ -141,6 +154,8 @@ class DynamicBrokerConfig:
     def _parsed(texts: dict[str, str]) -> dict:
         out = {}
         for key, text in texts.items():
+            if key not in DEFINITIONS:
+                continue   # a custom config: stored and described, read by nothing here
             if key not in DYNAMIC_KEYS:
                 log.warning("dynamic_config_ignored", key=key, reason="not a dynamic broker config")
                 continue
@@ -173,7 +188,8 @@ class DynamicBrokerConfig:
             out.append({"name": key, "value": self.default[key], "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
         if config.static.get(key) is not None:
             out.append({"name": key, "value": text_of(config.static[key]), "source": STATIC_BROKER_CONFIG})
-        out.append({"name": key, "value": text_of(DEFINITIONS.get(key, (None, None))[1]), "source": DEFAULT_CONFIG})
+        if key in DEFINITIONS:   # (a custom config has no default)
+            out.append({"name": key, "value": text_of(DEFINITIONS[key][1]), "source": DEFAULT_CONFIG})
         if is_sensitive(key):
             for s in out:
                 s["value"] = None

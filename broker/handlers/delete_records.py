@@ -10,9 +10,10 @@ HIGH_WATERMARK = -1
 
 
 def _delete(ctx, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
-    partition = ctx.broker.replica_manager.get(topic, index)
-    if partition is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+    rm = ctx.broker.replica_manager
+    partition = rm.get(topic, index)
+    if partition is None:   # NOT_LEADER_OR_FOLLOWER when another broker has it: the client looks the leader up
+        return rm.missing_error(topic, index), -1
     if not partition.is_leader:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
     plog = partition.log

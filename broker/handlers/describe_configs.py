@@ -3,7 +3,7 @@
 from kbroker.broker.config import DEFINITIONS
 from kbroker.broker.log_levels import LEVELS
 from kbroker.broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
-                                   is_sensitive, text_of)
+                                   is_custom, is_sensitive, is_sensitive_topic_config, text_of)
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
@@ -12,7 +12,7 @@ from kbroker.storage.log_config import BROKER_SYNONYMS, INTERNAL_CONFIGS, TOPIC_
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # ConfigType values (v3+)
-BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 9
+UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 0, 1, 2, 3, 4, 5, 6, 7, 9
 # Kafka's type where the parser alone does not tell it (an int parser reads INT, SHORT and LONG alike;
 # a list or a password is a string here): as Kafka 4.2 describes them, checked by tests/reference.
 _TYPES = {
@@ -45,6 +45,8 @@ _UNSET_BY_DEFAULT = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms"}
 def _type_of(name: str, parser) -> int:
     if name in _TYPE_OF:
         return _TYPE_OF[name]
+    if parser is None:   # a custom config (broker/dynamic_config.py): Kafka has no type for it either
+        return UNKNOWN
     if parser is int:
         return INT
     if parser is float:
@@ -54,12 +56,15 @@ def _type_of(name: str, parser) -> int:
     return STRING
 
 
-def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], parser) -> dict:
+def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], parser,
+           topic: bool = False) -> dict:
     """A DescribeConfigs entry; its source is that of its first (most specific) synonym."""
     source = synonyms[0]["source"]
     if source == DEFAULT_CONFIG and name in _UNSET_BY_DEFAULT:
         value = None
-    sensitive = is_sensitive(name)
+    sensitive = is_sensitive_topic_config(name) if topic else is_sensitive(name)
+    if sensitive:
+        synonyms = [{**s, "value": None} for s in synonyms]
     return {"name": name, "value": None if sensitive else value, "read_only": read_only,
             "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": sensitive,
             "synonyms": synonyms, "config_type": _type_of(name, parser), "documentation": None}
@@ -77,22 +82,27 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
             {"name": name, "value": LogConfig().value_of(name), "source": DEFAULT_CONFIG}]
         if name in overrides:
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
-        entries.append(_entry(name, config.value_of(name), False, synonyms, parser))
+        entries.append(_entry(name, config.value_of(name), False, synonyms, parser, topic=True))
     return entries
 
 
 def broker_config_entries(broker) -> list[dict]:
     """Every broker config with its effective value and layers; read-only unless it changes at runtime."""
-    return [_entry(name, text_of(broker.config.broker_value(name)), name not in DYNAMIC_KEYS,
-                   broker.dynamic.synonyms(name), parser)
-            for name, (parser, _) in DEFINITIONS.items()]
+    entries = [_entry(name, text_of(broker.config.broker_value(name)), name not in DYNAMIC_KEYS,
+                      broker.dynamic.synonyms(name), parser)
+               for name, (parser, _) in DEFINITIONS.items()]
+    custom = sorted({k for k in (*broker.dynamic.own, *broker.dynamic.default) if is_custom(k)})
+    for name in custom:
+        synonyms = broker.dynamic.synonyms(name)
+        entries.append(_entry(name, synonyms[0]["value"], False, synonyms, None))
+    return entries
 
 
 def default_broker_config_entries(broker) -> list[dict]:
     """The cluster-wide default resource (an empty broker name): the dynamic defaults that are set."""
     return [_entry(name, value, False, [{"name": name, "value": value, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}],
-                   DEFINITIONS[name][0])
-            for name, value in sorted(broker.dynamic.default.items()) if name in DEFINITIONS]
+                   DEFINITIONS.get(name, (None,))[0])
+            for name, value in sorted(broker.dynamic.default.items())]
 
 
 def logger_entries() -> list[dict]:

@@ -17,9 +17,10 @@ def handle(ctx, request):
             continue
         for index in topic.partition_indexes:
             partition = rm.get(topic.name, index)
-            if partition is None:
-                partitions.append({"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   "active_producers": []})
+            if partition is None or not partition.is_leader:
+                # (Only the leader's producer state is current: Kafka answers from the leader's log alone.)
+                error = rm.missing_error(topic.name, index) if partition is None else ErrorCode.NOT_LEADER_OR_FOLLOWER
+                partitions.append({"partition_index": index, "error_code": error, "active_producers": []})
                 continue
             state = partition.log.producer_state
             producers = [{"producer_id": pid, "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,

@@ -17,13 +17,14 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str) -> tuple[dict[str, str], str | None]:
     """``current`` (the stored set) after ``ops``; APPEND and SUBTRACT start from the stored value or else the
-    config's default, as Kafka's prepareIncrementalConfigs does."""
+    config's default, as Kafka's prepareIncrementalConfigs does. ``known`` None: any name (custom broker
+    configs)."""
     updated = dict(current)
     names = [op.name for op in ops]
     for op in ops:
         if names.count(op.name) > 1:
             return current, f"Duplicate config {op.name}"
-        if op.name not in known:
+        if known is not None and op.name not in known:
             return current, f"Unknown {kind} config name: {op.name}"
         if op.config_operation == SET:
             updated[op.name] = op.value
@@ -96,7 +97,7 @@ async def handle(ctx, request):
         elif problem is None:   # BROKER
             per_broker, problem = broker_target(ctx, name)
             if problem is None:
-                updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, DEFINITIONS,
+                updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, None,
                                           LIST_KEYS, lambda key: text_of(DEFINITIONS[key][1]), "broker")
                 problem = ((ErrorCode.INVALID_REQUEST, message) if message else
                            await apply_broker_configs(ctx, name, per_broker, updated, request.validate_only))

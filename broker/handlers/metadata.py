@@ -115,6 +115,11 @@ def answer(ctx, request):
                 except TopicNotCreated:
                     topics.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "name": name, "partitions": []})
                     continue
+                # In a cluster the topic is known here once the controller's UpdateMetadata arrives: until
+                # then it is being created, LEADER_NOT_AVAILABLE as Kafka answers (the error every client
+                # retries; kafkajs gives up on UNKNOWN_TOPIC_OR_PARTITION).
+                topics.append(describe_topic(ctx, name, ErrorCode.LEADER_NOT_AVAILABLE))
+                continue
             topics.append(describe_topic(ctx, name))
     if request.include_topic_authorized_operations:
         for t in topics:

@@ -281,3 +281,40 @@ async def test_a_follower_serves_consumers_that_may_read_it_and_refuses_the_rest
     finally:
         await conn.close()
         await leader.close()
+
+
+async def test_a_broker_without_the_partition_sends_the_client_to_its_leader(cluster, topic_name):
+    """Kafka's answers where a client reached the wrong broker or came too early, which clients retry after
+    refreshing metadata: DeleteRecords and DescribeProducers at a broker holding no replica (and
+    DescribeProducers at a follower) are NOT_LEADER_OR_FOLLOWER, and a Metadata request that auto-creates a
+    topic is LEADER_NOT_AVAILABLE until the controller has told this broker the leaders."""
+    create(cluster.bootstrap, topic_name, partitions=1, rf=2)
+    state = describe(cluster.bootstrap, topic_name)[0]
+    follower = next(r for r in state["replicas"] if r != state["leader"])
+    bystander = next(b for b in cluster.brokers if b not in state["replicas"])
+    conns = {b: await KafkaConnection.open("127.0.0.1", cluster.brokers[b].port) for b in (follower, bystander)}
+    try:
+        for b, conn in conns.items():
+            producers = await conn.request(61, 0, {"topics": [{"name": topic_name, "partition_indexes": [0]}]})
+            assert producers.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, b
+        deleted = await conns[bystander].request(21, 2, {"topics": [{"name": topic_name, "partitions": [
+            {"partition_index": 0, "offset": 0}]}], "timeout_ms": 5000})
+        assert deleted.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+        new_topic = topic_name + "-auto"
+        answers = []
+
+        async def metadata():
+            answer = await conns[bystander].request(3, 12, {"topics": [{"name": new_topic, "topic_id": None}],
+                                                            "allow_auto_topic_creation": True,
+                                                            "include_topic_authorized_operations": False})
+            answers.append(answer.topics[0].error_code)
+            return answer.topics[0].error_code == 0 and all(p.leader_id >= 0 for p in answer.topics[0].partitions)
+        deadline = asyncio.get_running_loop().time() + 30
+        while not await metadata():
+            assert asyncio.get_running_loop().time() < deadline, answers
+            await asyncio.sleep(0.05)
+        assert answers[0] == ErrorCode.LEADER_NOT_AVAILABLE and ErrorCode.UNKNOWN_TOPIC_OR_PARTITION not in answers
+    finally:
+        for conn in conns.values():
+            await conn.close()

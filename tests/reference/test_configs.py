@@ -3,12 +3,12 @@ and the errors it gives for values Kafka refuses."""
 
 import pytest
 
-from tests.reference.differential import call, configs, documented, same
+from tests.reference.differential import call, configs, documented, same, settled
 from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference
 
-CREATE_TOPICS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 44
+CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 33, 44
 TOPIC, BROKER = 2, 4
 
 # Topic configs kbroker does not have, each for a reason docs/COMPATIBILITY.md gives: tiered storage,
@@ -96,12 +96,8 @@ async def test_incremental_alter_topic_configs(targets, topic, name, value, oper
     await same(targets, scenario)
 
 
-UNKNOWN_BROKER_CONFIG = documented("kbroker refuses a broker config name it does not implement; Kafka stores any")
-
-
 @pytest.mark.parametrize("name, value", [
-    pytest.param("log.cleaner.threads", "2", marks=UNKNOWN_BROKER_CONFIG), ("log.retention.ms", "abc"),
-    ("broker.id", "7"), pytest.param("no.such.config", "1", marks=UNKNOWN_BROKER_CONFIG),
+    ("log.cleaner.threads", "2"), ("log.retention.ms", "abc"), ("broker.id", "7"), ("no.such.config", "1"),
     ("message.max.bytes", "2000000"), ("log.segment.bytes", "1000"), ("log.retention.bytes", "-7"),
 ])
 async def test_incremental_alter_broker_configs(targets, kafka, kbroker, name, value):
@@ -133,4 +129,25 @@ async def test_topic_config_values_kafka_refuses_kbroker_refuses(targets, topic,
                 "configs": [{"name": name, "value": value}]}], "timeout_ms": 10000, "validate_only": True})
             answers[value] = answer.topics[0].error_code
         return answers
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+async def test_a_custom_broker_config_is_stored_and_described(targets, kafka, kbroker, legacy):
+    """A broker config name the broker does not define is a custom config (plugins read their own keys):
+    stored in the broker's dynamic layer and described from it, by both AlterConfigs APIs."""
+    async def scenario(target):
+        resource, key = "1" if target.name == "kafka" else "0", f"custom.plugin.setting.{int(legacy)}"
+        if legacy:
+            answer = await call(target, ALTER_CONFIGS, 2, {"resources": [{
+                "resource_type": BROKER, "resource_name": resource, "configs": [{"name": key, "value": "x"}]}],
+                "validate_only": False})
+        else:
+            answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+                "resource_type": BROKER, "resource_name": resource, "configs": [
+                    {"name": key, "config_operation": 0, "value": "x"}]}], "validate_only": False})
+        _, found = await settled(lambda: describe(target, BROKER, resource, [key]),
+                                 lambda got: key in got[1])
+        return answer.responses[0].error_code, {k: (v["value"], v["config_source"], v["config_type"])
+                                                for k, v in found.items()}
     await same(targets, scenario)

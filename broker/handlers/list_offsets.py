@@ -1,10 +1,18 @@
-"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a timestamp."""
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first offset at a timestamp; and tiered
+storage's earliest local (-4, v8+: the log start, every record being local), latest tiered (-5, v9+) and
+earliest pending upload (-6, v11+), which have no offset without tiered storage.
+
+A special timestamp newer than the request's version, or any other negative one, is UNSUPPORTED_VERSION, as
+Kafka 4.2 answers (tests/reference)."""
 
 from kbroker.protocol.acls import DESCRIBE, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+# The first version that knows each special timestamp
+SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
+NO_OFFSET = {"timestamp": -1, "offset": -1, "leader_epoch": -1}
 DEBUGGING_CONSUMER = -2   # (replica id of a tool that may read a follower's offsets, as in Kafka)
 
 
@@ -18,7 +26,7 @@ def _refusal(partition, p, replica_id: int, api_version: int) -> ErrorCode | Non
         return ErrorCode.FENCED_LEADER_EPOCH
     if current > partition.leader_epoch:
         return ErrorCode.UNKNOWN_LEADER_EPOCH
-    if p.timestamp == MAX_TIMESTAMP and api_version < 7:
+    if p.timestamp < 0 and api_version < SINCE.get(p.timestamp, 1 << 15):
         return ErrorCode.UNSUPPORTED_VERSION
     if replica_id < 0 and partition.is_leader and partition.leader_epoch_start_offset > partition.log.high_watermark:
         return ErrorCode.OFFSET_NOT_AVAILABLE   # (a new leader not yet sure of the committed end; retriable)
@@ -28,8 +36,10 @@ def _refusal(partition, p, replica_id: int, api_version: int) -> ErrorCode | Non
 def _lookup(partition, timestamp: int, isolation_level: int) -> dict:
     plog = partition.log
     readable_end = plog.last_stable_offset if isolation_level == 1 else plog.high_watermark
-    if timestamp == EARLIEST:
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return {"timestamp": -1, "offset": plog.log_start_offset}
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return NO_OFFSET
     if timestamp == LATEST:
         return {"timestamp": -1, "offset": readable_end}
     if timestamp == MAX_TIMESTAMP:
@@ -64,6 +74,6 @@ def handle(ctx, request):
                 continue
             answer = _lookup(partition, p.timestamp, request.isolation_level)
             partitions.append({"partition_index": p.partition_index, "error_code": 0,
-                               "leader_epoch": partition.leader_epoch, **answer})
+                               "leader_epoch": partition.leader_epoch, **answer})   # (NO_OFFSET: epoch -1)
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -2,10 +2,11 @@
 
 from kbroker.protocol.schema import api
 
-DESCRIBE_CLUSTER = api(60, "DescribeCluster", "0-1", flexible="0+",
+DESCRIBE_CLUSTER = api(60, "DescribeCluster", "0-2", flexible="0+",
 request="""
     include_cluster_authorized_operations bool
     endpoint_type                        int8                           1+ =1
+    include_fenced_brokers               bool                           2+
 """,
 response="""
     throttle_time_ms                     int32
@@ -19,6 +20,7 @@ response="""
       host                               string
       port                               int32
       rack                               string?                        =null
+      is_fenced                          bool                           2+
     cluster_authorized_operations        int32                          =-2147483648
 """)
 

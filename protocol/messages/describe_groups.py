@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-DESCRIBE_GROUPS = api(15, "DescribeGroups", "0-5", flexible="5+",
+DESCRIBE_GROUPS = api(15, "DescribeGroups", "0-6", flexible="5+",
 request="""
     groups                               []string
     include_authorized_operations        bool                           3+
@@ -11,6 +11,7 @@ response="""
     throttle_time_ms                     int32                          1+
     groups                               [DescribedGroup]
       error_code                         int16
+      error_message                      string?                        6+ =null
       group_id                           string
       group_state                        string
       protocol_type                      string

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-LIST_OFFSETS = api(2, "ListOffsets", "1-7", flexible="6+",
+LIST_OFFSETS = api(2, "ListOffsets", "1-11", flexible="6+",
 request="""
     replica_id                           int32
     isolation_level                      int8                           2+
@@ -12,6 +12,7 @@ request="""
         partition_index                  int32
         current_leader_epoch             int32                          4+ =-1
         timestamp                        int64
+    timeout_ms                           int32                          10+ =30000
 """,
 response="""
     throttle_time_ms                     int32                          2+

@@ -32,7 +32,8 @@ def test_group_admin_through_kafka_python_and_confluent(broker, topic_name):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         stable = admin.list_groups(states_filter=["Stable"])
-        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable"} in stable
+        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable", "group_type": "classic"} \
+            in stable
         assert all(g["group_state"] == "Stable" for g in stable)
         rd_admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         listed = rd_admin.list_consumer_groups(states={ConsumerGroupState.STABLE}).result(10)
@@ -42,7 +43,7 @@ def test_group_admin_through_kafka_python_and_confluent(broker, topic_name):
         assert [e.__name__ for e in removed.values()] == ["NoError"]
         consumer.close(autocommit=False)
         empty = admin.list_groups(states_filter=["Empty"])
-        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Empty"} in empty
+        assert {"group_id": group, "protocol_type": "consumer", "group_state": "Empty", "group_type": "classic"} in empty
 
         def committed() -> dict[int, int]:
             found = rd_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)

@@ -3,7 +3,7 @@ and the errors it gives for values Kafka refuses."""
 
 import pytest
 
-from tests.reference.differential import call, configs, documented, same, settled
+from tests.reference.differential import call, configs, same, settled
 from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference

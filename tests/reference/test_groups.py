@@ -13,7 +13,8 @@ from tests.reference.test_produce_fetch import create
 pytestmark = pytest.mark.reference
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH = 10, 11, 12, 8, 9
-INCREMENTAL_ALTER_CONFIGS, GROUP_CONFIG = 44, 32
+INCREMENTAL_ALTER_CONFIGS, GROUP_CONFIG, DESCRIBE_GROUPS, LIST_GROUPS = 44, 32, 15, 16
+COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
 ISSUE_28 = pytest.mark.xfail(strict=True, raises=Divergence,
                              reason="issue 28: KIP-848 consumer groups and share groups")
 
@@ -224,3 +225,42 @@ async def test_the_group_version_and_share_version_features_are_finalized(target
         return sorted(f["name"] for f in answer["finalized_features"] if f["name"] in ("group.version",
                                                                                       "share.version"))
     assert await same(targets, scenario) == ["group.version", "share.version"]
+
+
+@pytest.mark.parametrize("version", [4, 5])
+async def test_list_groups_by_state_and_type(targets, topic, version):
+    """A classic group is listed with its type (v5, KIP-848) unless the types filter leaves it out."""
+    async def scenario(target):
+        group = f"g-{topic}"
+        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                      lambda a: a.error_code == 0)
+        await call(target, OFFSET_COMMIT, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                                              "group_instance_id": None, "topics": []})
+        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+                "group_instance_id": None, "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
+        first = await settled(lambda: call(target, JOIN_GROUP, 5, join), lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        joined = await call(target, JOIN_GROUP, 5, {**join, "member_id": first.member_id})
+        seen = {"joined": (first.error_code, joined.error_code)}
+        for states, types in [([], []), (["PreparingRebalance", "CompletingRebalance"], []), (["Empty"], []),
+                              ([], ["classic"]), ([], ["Classic"]), ([], ["consumer"]), ([], ["share", "classic"]),
+                              ([], ["nonsense"])]:
+            answer = await call(target, LIST_GROUPS, version, {"states_filter": states, "types_filter": types})
+            seen[f"{states} {types}"] = (answer.error_code, sorted(
+                (g.group_state, g.protocol_type, g.get("group_type")) for g in answer.groups if g.group_id == group))
+        return seen
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("version", [5, 6])
+async def test_describe_groups_of_unknown_and_empty_groups(targets, topic, version):
+    async def scenario(target):
+        group = f"g-{topic}"
+        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                      lambda a: a.error_code == 0)
+        answer = await settled(lambda: call(target, DESCRIBE_GROUPS, version, {
+            "groups": [group, ""], "include_authorized_operations": False}),
+            lambda a: all(g.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR) for g in a.groups))
+        return sorted((g.error_code, g.get("error_message") is not None, g.group_id, g.group_state, g.protocol_type,
+                 g.members) for g in answer.groups)
+    await same(targets, scenario)

@@ -225,3 +225,25 @@ async def test_idempotent_sequences(targets, topic):
         seen["new epoch from 7"] = await send(7, producer_epoch=bumped.producer_epoch + 1)
         return seen
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("version", [7, 8, 9, 10, 11])
+async def test_list_offsets_special_timestamps_at_every_version(targets, topic, version):
+    """-1 latest, -2 earliest, -3 max timestamp, -4 earliest local (v8+), -5 latest tiered (v9+), -6 earliest
+    pending upload (v11+): without tiered storage, as Kafka 4.2 answers them, and what an older version
+    makes of a newer timestamp."""
+    async def scenario(target):
+        await create(target, topic)
+        for n in (2, 3):
+            await produce(target, topic, build_batch(records(n)))
+        await call(target, 21, 2, {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 1}]}],
+                                   "timeout_ms": 5000})
+        answers = {}
+        for timestamp in (-1, -2, -3, -4, -5, -6, -7):
+            answer = await call(target, LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0, "topics": [{
+                "name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                               "timestamp": timestamp}]}], "timeout_ms": 1000})
+            p = answer.topics[0].partitions[0]
+            answers[timestamp] = (p.error_code, p.offset, p.leader_epoch, p.timestamp >= 0)
+        return answers
+    await same(targets, scenario)

@@ -135,3 +135,28 @@ async def test_the_coordinator_aborts_a_transaction_past_its_timeout(targets, to
             outcome = {"name": error.name(), "fatal": error.fatal(), "abortable": error.txn_requires_abort()}
         return {"commit": outcome, "read": read_all(target, topic, "read_committed", 2)}
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("pattern", [None, "", "txn-a.*", "a", ".*-b-.*", "[", "TXN-A.*"])
+async def test_list_transactions_by_transactional_id_pattern(targets, topic, pattern):
+    """ListTransactions v2 (KIP-1152): only the transactional ids the pattern matches."""
+    from tests.reference.differential import call
+
+    async def scenario(target):
+        await create(target, topic)
+        producers = []
+        for name in ("a", "b"):
+            p = producer(target, f"txn-{name}-{topic}")
+            p.begin_transaction()
+            p.produce(topic, b"x")
+            p.flush(30)
+            producers.append(p)
+        try:
+            answer = await call(target, 66, 2, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+                                                "transactional_id_pattern": pattern})
+            return answer.error_code, sorted(t.transactional_id.split("-")[1] for t in answer.transaction_states
+                                             if t.transactional_id.endswith(topic))
+        finally:
+            for p in producers:
+                p.abort_transaction(30)
+    await same(targets, scenario)

@@ -66,11 +66,20 @@ def declared_fields(fields: list[Field], version: int) -> list[tuple]:
     return out
 
 
+def newest(name: str) -> int:
+    """The newest version of ``name`` the JSON schemas have (October 2024): test_conformance_42.py holds the
+    newer ones to Kafka 4.2's layouts."""
+    try:
+        return Versions.parse(load(name + "Request")["validVersions"]).high
+    except FileNotFoundError:
+        return -1
+
+
 # Every declaration at every version it declares: the advertised ones and those not wired to a handler yet.
 CASES = [(a.name, a.key, v, direction)
          for a in sorted(REGISTRY.values(), key=lambda a: a.key)
-         for v in range(a.versions.low, a.versions.high + 1)
-         for direction in ("Request", "Response")]
+         for v in range(a.versions.low, min(a.versions.high, newest(a.name)) + 1)
+         for direction in ("Request", "Response")] if os.path.isdir(SCHEMAS) else []
 INTERNAL = os.path.join(SCHEMAS, "..", "internal")
 DATA_CASES = [(d.name, v) for d in DATA.values() for v in range(d.versions.low, d.versions.high + 1)]
 

@@ -19,6 +19,12 @@ ISSUE_28 = pytest.mark.xfail(strict=True, raises=Divergence,
                              reason="issue 28: KIP-848 consumer groups and share groups")
 
 
+async def coordinator_found(target, group: str) -> None:
+    """Until FindCoordinator names the group's coordinator (Kafka creates __consumer_offsets on the first ask)."""
+    await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                  lambda a: a.error_code == 0)
+
+
 def fill(target, topic, partitions, per_partition=5) -> None:
     p = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0})
     for partition in range(partitions):
@@ -92,8 +98,7 @@ async def test_a_kip_848_group_assigns_commits_and_rebalances_on_leave(targets, 
 async def test_join_group_errors(targets, topic):
     async def scenario(target):
         group = f"g-{topic}"
-        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
-                      lambda a: a.error_code == 0)
+        await coordinator_found(target, group)
         join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
                 "group_instance_id": None, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
@@ -119,8 +124,7 @@ async def test_offset_commit_and_fetch_outside_a_generation(targets, topic):
     async def scenario(target):
         await create(target, topic, partitions=2)
         group = f"g-{topic}"
-        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
-                      lambda a: a.error_code == 0)
+        await coordinator_found(target, group)
 
         async def commit(generation, member, partition=0, offset=3, name=topic):
             answer = await call(target, OFFSET_COMMIT, 8, {
@@ -232,14 +236,12 @@ async def test_list_groups_by_state_and_type(targets, topic, version):
     """A classic group is listed with its type (v5, KIP-848) unless the types filter leaves it out."""
     async def scenario(target):
         group = f"g-{topic}"
-        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
-                      lambda a: a.error_code == 0)
-        await call(target, OFFSET_COMMIT, 8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                                              "group_instance_id": None, "topics": []})
+        await coordinator_found(target, group)
         join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
                 "group_instance_id": None, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
-        first = await settled(lambda: call(target, JOIN_GROUP, 5, join), lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        first = await settled(lambda: call(target, JOIN_GROUP, 5, join),
+                              lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
         joined = await call(target, JOIN_GROUP, 5, {**join, "member_id": first.member_id})
         seen = {"joined": (first.error_code, joined.error_code)}
         for states, types in [([], []), (["PreparingRebalance", "CompletingRebalance"], []), (["Empty"], []),
@@ -256,8 +258,7 @@ async def test_list_groups_by_state_and_type(targets, topic, version):
 async def test_describe_groups_of_unknown_and_empty_groups(targets, topic, version):
     async def scenario(target):
         group = f"g-{topic}"
-        await settled(lambda: call(target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
-                      lambda a: a.error_code == 0)
+        await coordinator_found(target, group)
         answer = await settled(lambda: call(target, DESCRIBE_GROUPS, version, {
             "groups": [group, ""], "include_authorized_operations": False}),
             lambda a: all(g.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR) for g in a.groups))

@@ -16,4 +16,5 @@ def handle(ctx, request):
         client_id=ctx.client_id or "", client_host=client_host(ctx),
         session_timeout_ms=request.session_timeout_ms, rebalance_timeout_ms=request.rebalance_timeout_ms,
         protocol_type=request.protocol_type, protocols=[(p.name, p.metadata) for p in request.protocols],
-        require_known_member_id=ctx.api_version >= 4, respond=respond), shape))
+        require_known_member_id=ctx.api_version >= 4, respond=respond,
+        skip_assignment_supported=ctx.api_version >= 9), shape))

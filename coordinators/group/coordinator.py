@@ -84,7 +84,10 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
     # ================================================================== JoinGroup
     def join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None, client_id: str,
                    client_host: str, session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
-                   protocols: list[tuple[str, bytes]], require_known_member_id: bool, respond: Respond) -> None:
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool, respond: Respond,
+                   skip_assignment_supported: bool = False) -> None:
+        """``skip_assignment_supported`` (JoinGroup v9+, KIP-814): a static leader rejoining a stable group is
+        told it leads, with the members, and to skip the assignment; before v9 it is answered as a follower."""
         if not group_id:
             return respond(join_result(ErrorCode.INVALID_GROUP_ID, member_id))
         if not (self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms):
@@ -101,7 +104,8 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
         if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
             return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         args = dict(client_id=client_id, client_host=client_host, session_timeout_ms=session_timeout_ms,
-                    rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type, protocols=protocols)
+                    rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type, protocols=protocols,
+                    skip_assignment_supported=skip_assignment_supported)
         if not member_id:
             self._join_new_member(group, group_instance_id, require_known_member_id, respond, args)
         else:
@@ -224,7 +228,12 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
                     # Undo: the old member id stays the group's, the new one learns nothing.
                     group.replace_static_member(instance_id, old_member_id)
                     return respond(join_result(error, new_member_id))
-                # The old leader id is returned on purpose: the returning member acts as a follower
+                if group.leader_id == new_member_id and args["skip_assignment_supported"]:
+                    # KIP-814: the leader learns the members (to watch metadata) but keeps the assignment.
+                    result = join_result(ErrorCode.NONE, new_member_id, group.generation_id, group.protocol_type,
+                                         group.protocol_name, new_member_id, group.member_metadata_for_leader())
+                    return respond({**result, "skip_assignment": True})
+                # Before v9 the old leader id is returned on purpose: the returning member acts as a follower
                 # and fetches its unchanged assignment with SyncGroup, so nobody rebalances.
                 return respond(join_result(ErrorCode.NONE, new_member_id, group.generation_id, group.protocol_type,
                                            group.protocol_name, previous_leader or "", []))

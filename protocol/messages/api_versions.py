@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-API_VERSIONS = api(18, "ApiVersions", "0-3", flexible="3+",
+API_VERSIONS = api(18, "ApiVersions", "0-4", flexible="3+",
 request="""
     client_software_name                 string                         3+
     client_software_version              string                         3+

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-JOIN_GROUP = api(11, "JoinGroup", "0-7", flexible="6+",
+JOIN_GROUP = api(11, "JoinGroup", "0-9", flexible="6+",
 request="""
     group_id                             string
     session_timeout_ms                   int32
@@ -13,6 +13,7 @@ request="""
     protocols                            [JoinGroupRequestProtocol]
       name                               string
       metadata                           bytes
+    reason                               string?                        8+ =null
 """,
 response="""
     throttle_time_ms                     int32                          2+
@@ -21,6 +22,7 @@ response="""
     protocol_type                        string?                        7+ =null
     protocol_name                        string?7+
     leader                               string
+    skip_assignment                      bool                           9+
     member_id                            string
     members                              [JoinGroupResponseMember]
       member_id                          string

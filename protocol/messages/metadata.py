@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-METADATA = api(3, "Metadata", "0-12", flexible="9+",
+METADATA = api(3, "Metadata", "0-13", flexible="9+",
 request="""
     topics                               [MetadataRequestTopic]?1+
       topic_id                           uuid                           10+
@@ -35,5 +35,6 @@ response="""
         offline_replicas                 []int32                        5+
       topic_authorized_operations        int32                          8+ =-2147483648
     cluster_authorized_operations        int32                          8-10 =-2147483648
+    error_code                           int16                          13+
 """)
 

@@ -12,7 +12,7 @@ from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference
 
-FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH = 10, 11, 12, 8, 9
+FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP = 10, 11, 12, 8, 9, 14
 INCREMENTAL_ALTER_CONFIGS, GROUP_CONFIG, DESCRIBE_GROUPS, LIST_GROUPS = 44, 32, 15, 16
 COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
 ISSUE_28 = pytest.mark.xfail(strict=True, raises=Divergence,
@@ -264,4 +264,35 @@ async def test_describe_groups_of_unknown_and_empty_groups(targets, topic, versi
             lambda a: all(g.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR) for g in a.groups))
         return sorted((g.error_code, g.get("error_message") is not None, g.group_id, g.group_state, g.protocol_type,
                  g.members) for g in answer.groups)
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("version", [7, 8, 9])
+async def test_a_static_leader_that_restarts_keeps_the_assignment(targets, topic, version):
+    """KIP-345/KIP-814: a static member rejoining a stable group under a new member id takes its old place
+    without a rebalance; from v9 the leader learns it leads, with the members, and is told to skip the
+    assignment."""
+    async def scenario(target):
+        group = f"g-{topic}"
+        await coordinator_found(target, group)
+        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+                "group_instance_id": "instance-1", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": "started"}
+        first = await settled(lambda: call(target, JOIN_GROUP, version, join),
+                              lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        synced = await call(target, SYNC_GROUP, 5, {
+            "group_id": group, "generation_id": first.generation_id, "member_id": first.member_id,
+            "group_instance_id": "instance-1", "protocol_type": "consumer", "protocol_name": "range",
+            "assignments": [{"member_id": first.member_id, "assignment": b"assigned"}]})
+        again = await call(target, JOIN_GROUP, version, {**join, "reason": "restarted"})
+        stale = await call(target, HEARTBEAT, 4, {"group_id": group, "generation_id": first.generation_id,
+                                                  "member_id": first.member_id, "group_instance_id": "instance-1"})
+        return {"first": (first.error_code, first.leader == first.member_id, len(first.members),
+                          first.get("skip_assignment")),
+                "synced": (synced.error_code, bytes(synced.assignment)),
+                "rejoined": (again.error_code, again.member_id != first.member_id,
+                             again.generation_id == first.generation_id,
+                             "new" if again.leader == again.member_id else "old" if again.leader == first.member_id
+                             else again.leader, len(again.members), again.get("skip_assignment")),
+                "old member id": stale.error_code}
     await same(targets, scenario)

@@ -36,6 +36,7 @@ class CachedPartition:
     high_watermark: int = -2   # what the client was last told (-2: nothing yet, so the first answer includes it)
     last_stable_offset: int = -2
     log_start_offset: int = -2
+    topic_id: bytes | None = None   # the id the client named it by (Fetch v13+): checked again at every fetch
 
 
 @dataclass
@@ -46,19 +47,29 @@ class FetchSession:
     epoch: int = 1          # the epoch the next incremental request must carry
     last_used: float = 0.0
 
-    def update(self, topics, forgotten) -> None:
+    def update(self, topics, forgotten, by_id: bool = False) -> None:
+        """``by_id`` (Fetch v13+): each topic carries ``topic_id`` beside the name it was resolved to, and a
+        forgotten topic is named by id alone (its name may be another topic's by now)."""
         for t in topics:
+            topic_id = bytes(t.topic_id) if by_id else None
             for p in t.partitions:
                 key = (t.topic, p.partition)
                 known = self.partitions.get(key)
                 if known is None:
                     self.partitions[key] = CachedPartition(p.fetch_offset, p.partition_max_bytes,
-                                                           p.current_leader_epoch, p.last_fetched_epoch)
+                                                           p.current_leader_epoch, p.last_fetched_epoch,
+                                                           topic_id=topic_id)
                 else:
                     known.fetch_offset, known.max_bytes = p.fetch_offset, p.partition_max_bytes
                     known.current_leader_epoch, known.last_fetched_epoch = p.current_leader_epoch, \
                         p.last_fetched_epoch
+                    known.topic_id = topic_id
         for t in forgotten or []:
+            if by_id:
+                gone = {bytes(t.topic_id)}
+                for key in [k for k, c in self.partitions.items() if c.topic_id in gone and k[1] in t.partitions]:
+                    del self.partitions[key]
+                continue
             for index in t.partitions:
                 self.partitions.pop((t.topic, index), None)
 

@@ -35,6 +35,7 @@ from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from kbroker.broker.replication.quota import leader_quota
 from kbroker.broker.coordinator_shards import CoordinatorShards, replay
 from kbroker.broker.inter_broker import InterBrokerChannel
+from kbroker.broker.topic_ids import TopicIds
 from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from kbroker.coordinators.internal_topic import InternalTopicStore
 from kbroker.coordinators.scheduler import LoopScheduler
@@ -80,6 +81,7 @@ class Broker:
         if self.authorizer is not None and not config["zookeeper.connect"]:
             self.authorizer.load(self.metadata.acls)   # (a cluster's come from ZooKeeper: ClusterMember.start)
         self.metrics = BrokerCounters()
+        self.topic_ids = TopicIds(self)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.metrics_server = None   # a MetricsServer once started with metrics.port
         self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"])

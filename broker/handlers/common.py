@@ -115,3 +115,28 @@ def partition_exists(ctx):
         return meta is not None and 0 <= partition < meta.partitions
 
     return exists
+
+
+class LeaderDiscovery:
+    """KIP-951 (Produce v10+, Fetch v16+): a partition refused because this broker does not lead it carries
+    the leader this broker knows, and the answer carries that leader's endpoint, so the client goes there
+    without asking for metadata first."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.leaders: set[int] = set()
+
+    def current_leader(self, topic: str, partition: int, known: tuple[int, int] | None = None) -> dict | None:
+        """The current_leader field for a refused partition (``known``: the leader the replica has)."""
+        if known is None:
+            found = self.ctx.broker.partition_info(topic, partition)
+            known = (found[0], found[1]) if found else None
+        if known is None:
+            return None
+        if known[0] >= 0:
+            self.leaders.add(known[0])
+        return {"leader_id": known[0], "leader_epoch": known[1]}
+
+    def node_endpoints(self) -> list[dict]:
+        return [{"node_id": b, "host": host, "port": port, "rack": rack}
+                for b, host, port, rack in self.ctx.broker.live_brokers(self.ctx.listener) if b in self.leaders]

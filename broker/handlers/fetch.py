@@ -2,12 +2,19 @@
 
 Incremental fetch sessions (KIP-227) are kept in ``broker.fetch_sessions``
 (see broker/fetch_sessions.py for the rules).
+
+From v13 topics are named by id (KIP-516, broker/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
+an id is checked again when the answer is made, so a fetch parked while its topic was deleted and recreated
+never returns the new topic's records. From v15 a follower names itself in ``replica_state`` (KIP-903);
+from v16 a partition refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader,
+and the answer that leader's endpoint (KIP-951), so the client goes there without a metadata round trip.
 """
 
 import asyncio
 import dataclasses
 
 from kbroker.broker.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
+from kbroker.broker.handlers.common import LeaderDiscovery
 from kbroker.broker.quotas import FETCH, throttle_for, unrecord
 from kbroker.broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
 from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
@@ -15,11 +22,35 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
 
 
-def _response(results) -> dict:
+@dataclasses.dataclass
+class _Shape:
+    """What a request's answer needs beyond its results: ids it named topics by (v13+) and ids it named that
+    no topic has, and whether leaders' endpoints go with leadership errors (v16+)."""
+    ctx: object
+    asked: dict[str, bytes] | None = None               # topic name -> the id the client gave (v13+)
+    unknown: list[tuple[bytes, int]] = dataclasses.field(default_factory=list)
+
+    def checked(self, results) -> list:
+        """Results for ids that no longer name their topic become UNKNOWN_TOPIC_ID (nothing of them is sent)."""
+        if self.asked is None:
+            return results
+        ids = self.ctx.broker.topic_ids
+        return [r if ids.id_of(r.topic) == self.asked.get(r.topic)
+                else FetchPartitionResult(r.topic, r.partition, ErrorCode.UNKNOWN_TOPIC_ID) for r in results]
+
+
+_LEADERSHIP_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def _response(results, shape: _Shape) -> dict:
+    by_id = shape.asked is not None
+    name_key = "topic_id" if by_id else "topic"
+    discovery = LeaderDiscovery(shape.ctx) if shape.ctx.api_version >= 16 else None
     topics: list[dict] = []
     for r in results:
-        if not topics or topics[-1]["topic"] != r.topic:
-            topics.append({"topic": r.topic, "partitions": []})
+        key = shape.asked.get(r.topic) if by_id else r.topic
+        if not topics or topics[-1][name_key] != key:
+            topics.append({name_key: key, "partitions": []})
         topics[-1]["partitions"].append({
             "partition_index": r.partition, "error_code": r.error, "high_watermark": r.high_watermark,
             "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
@@ -29,13 +60,40 @@ def _response(results) -> dict:
         if r.diverging_epoch is not None:
             topics[-1]["partitions"][-1]["diverging_epoch"] = {"epoch": r.diverging_epoch[0],
                                                                "end_offset": r.diverging_epoch[1]}
-        if r.current_leader is not None:
+        if discovery is not None and r.error in _LEADERSHIP_ERRORS:
+            current = discovery.current_leader(r.topic, r.partition, r.current_leader)
+            if current is not None:
+                topics[-1]["partitions"][-1]["current_leader"] = current
+        elif r.current_leader is not None:
             topics[-1]["partitions"][-1]["current_leader"] = {"leader_id": r.current_leader[0],
                                                               "leader_epoch": r.current_leader[1]}
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
+    for topic_id, partition in shape.unknown:
+        topics.append({"topic_id": topic_id, "partitions": [{
+            "partition_index": partition, "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "high_watermark": -1,
+            "records": b""}]})
+    response = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}
+    if discovery is not None and discovery.leaders:
+        response["node_endpoints"] = discovery.node_endpoints()
+    return response
 
 
-def _session(ctx, request) -> tuple[FetchSession | None, bool, ErrorCode]:
+def _resolve_ids(ctx, request) -> list[tuple[bytes, int]]:
+    """Fetch v13+: give each topic the name its id has now; topics whose id no topic has are taken out of
+    the request and returned as (id, partition), to be answered UNKNOWN_TOPIC_ID."""
+    ids = ctx.broker.topic_ids
+    known, unknown = [], []
+    for t in request.topics:
+        name = ids.name_of(t.topic_id)
+        if name is None:
+            unknown.extend((bytes(t.topic_id), p.partition) for p in t.partitions)
+        else:
+            t["topic"] = name
+            known.append(t)
+    request["topics"] = known
+    return unknown
+
+
+def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, ErrorCode]:
     """(the request's fetch session or None, whether it is incremental, the error that refuses it)."""
     if ctx.api_version < 7:
         return None, False, ErrorCode.NONE
@@ -49,7 +107,7 @@ def _session(ctx, request) -> tuple[FetchSession | None, bool, ErrorCode]:
     if epoch == FULL_EPOCH:
         session = cache.create(follower)
         if session is not None:
-            session.update(request.topics, None)
+            session.update(request.topics, None, by_id)
         return session, False, ErrorCode.NONE
     if session_id == 0:
         return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
@@ -59,15 +117,23 @@ def _session(ctx, request) -> tuple[FetchSession | None, bool, ErrorCode]:
     if epoch != session.epoch:
         return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
     session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
-    session.update(request.topics, request.forgotten_topics_data)
+    session.update(request.topics, request.forgotten_topics_data, by_id)
     return session, True, ErrorCode.NONE
 
 
 def handle(ctx, request):
     rm = ctx.broker.replica_manager
-    session, incremental, error = _session(ctx, request)
+    if ctx.api_version >= 15:   # KIP-903: a follower names itself (and its broker epoch) in replica_state
+        state = request.replica_state   # (a tagged field: None when a consumer leaves it out)
+        request["replica_id"] = state.replica_id if state is not None else -1
+    by_id = ctx.api_version >= 13
+    shape = _Shape(ctx, unknown=_resolve_ids(ctx, request) if by_id else [])
+    session, incremental, error = _session(ctx, request, by_id)
     if error:
         return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
+    if by_id:
+        shape.asked = ({t: c.topic_id for (t, _), c in session.partitions.items()} if session is not None
+                       else {t.topic: bytes(t.topic_id) for t in request.topics})
     if incremental:   # every partition of the session, at the position the client last gave
         requests = [FetchPartitionRequest(t, p, c.fetch_offset, c.max_bytes, c.current_leader_epoch,
                                           c.last_fetched_epoch) for (t, p), c in session.partitions.items()]
@@ -87,14 +153,15 @@ def handle(ctx, request):
     results = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                        max_bytes=max_bytes, from_follower=from_follower) + denied
     available = sum(r.records.length for r in results if r.records is not None)
-    has_error = denied or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None for r in results)
+    has_error = denied or shape.unknown or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None
+                                               for r in results)
     if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
-        return _metered(ctx, request, results, session, incremental)
+        return _metered(ctx, request, results, shape, session, incremental)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
                       from_follower=from_follower)
     rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
-    return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, session, incremental))
+    return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
 
 
 def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
@@ -111,31 +178,33 @@ def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:
             for r in requests if not verdicts[r.topic]]
 
 
-def _metered(ctx, request, results, session: FetchSession | None = None, incremental: bool = False) -> dict:
+def _metered(ctx, request, results, shape: _Shape, session: FetchSession | None = None,
+             incremental: bool = False) -> dict:
     """The response, unless the consumer is over its fetch quota: then an empty one carrying the throttle time
     (the data stays for its next fetch, and is not counted), as Kafka answers since KIP-219. In a fetch
     session, only what the client does not know yet (see broker.fetch_sessions)."""
     if request.replica_id >= 0:
         ctx.broker.metrics.replication_bytes_out += sum(r.records.length for r in results if r.records is not None)
-        return _in_session(results, session, incremental)
+        return _in_session(results, shape, session, incremental)
     if not ctx.broker.quotas.enabled:
         _count(ctx, results)
-        return _in_session(results, session, incremental)
+        return _in_session(results, shape, session, incremental)
     size = sum(r.records.length for r in results if r.records is not None)
     throttle = throttle_for(ctx, FETCH, size)
     if throttle:
         unrecord(ctx, FETCH, size)
         results = [dataclasses.replace(r, records=None) for r in results]
     _count(ctx, results)
-    response = _in_session(results, session, incremental)
+    response = _in_session(results, shape, session, incremental)
     response["throttle_time_ms"] = throttle
     return response
 
 
-def _in_session(results, session: FetchSession | None, incremental: bool) -> dict:
+def _in_session(results, shape: _Shape, session: FetchSession | None, incremental: bool) -> dict:
+    results = shape.checked(results)
     if session is None:
-        return _response(results)
-    response = _response(session.answer(results, incremental))
+        return _response(results, shape)
+    response = _response(session.answer(results, incremental), shape)
     response["session_id"] = session.session_id
     return response
 

@@ -10,11 +10,17 @@ thread before anything is appended (``_check_then_handle``): a batch of a few
 kilobytes may decompress to its bound (``kbroker.compression.max.ratio``),
 which must not hold the event loop. Requests on one connection still take
 effect in order, since the connection awaits each before it reads the next.
+
+Produce v13 names topics by id (KIP-516, broker/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
+the id is checked again at the append, after any wait, so a write never lands in a topic recreated under
+the same name. From v10 a partition refused with NOT_LEADER_OR_FOLLOWER carries its current leader and the
+answer that leader's endpoint (KIP-951).
 """
 
 import asyncio
 
 from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE
+from kbroker.broker.handlers.common import LeaderDiscovery
 from kbroker.broker.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
@@ -104,7 +110,32 @@ async def _check_then_handle(ctx, request, refused, batches: dict):
     return await result if asyncio.iscoroutine(result) else result
 
 
+def _resolve_ids(ctx, request) -> None:
+    """Produce v13: each topic gets the name its id has now; topics whose id no topic has are set aside in
+    ``request["unknown_topics"]``, and ``request["asked_ids"]`` maps each name to the id it was asked by."""
+    ids = ctx.broker.topic_ids
+    known, unknown, asked = [], [], {}
+    for topic in request.topic_data:
+        name = ids.name_of(topic.topic_id)
+        if name is None:
+            unknown.append(topic)
+        else:
+            topic["name"] = name
+            asked[name] = bytes(topic.topic_id)
+            known.append(topic)
+    request["topic_data"], request["unknown_topics"], request["asked_ids"] = known, unknown, asked
+
+
+def _unknown_ids(request) -> list[dict]:
+    return [{"topic_id": bytes(t.topic_id), "partition_responses": [{
+        "index": p.index, "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "base_offset": -1, "log_append_time_ms": -1,
+        "log_start_offset": -1, "error_message": "This server does not host this topic ID."}
+        for p in t.partition_data]} for t in request.get("unknown_topics", ())]
+
+
 def handle(ctx, request):
+    if ctx.api_version >= 13:
+        _resolve_ids(ctx, request)
     refused = _unauthorized(ctx, request)
     batches = _compressed_for_compaction(ctx.broker.replica_manager, request, refused)
     if batches:
@@ -162,12 +193,18 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
     appended = []
     failed = False
     topics_counted = ctx.broker.metrics.topics
+    asked = request.get("asked_ids")
+    discovery = LeaderDiscovery(ctx) if ctx.api_version >= 10 else None
     for topic in request.topic_data:
         partitions = []
+        # (v13: the id may name another topic, or none, since it was resolved: a wait came in between)
+        stale = asked is not None and ctx.broker.topic_ids.id_of(topic.name) != asked[topic.name]
         for pdata in topic.partition_data:
             record_errors = ()
             if acks not in (-1, 0, 1):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
+            elif stale:
+                result_error, info, message = ErrorCode.UNKNOWN_TOPIC_ID, None, "the topic id names no topic now"
             elif (topic.name, pdata.index) in refused:
                 error = refused[(topic.name, pdata.index)]
                 result_error, info = error, None
@@ -202,7 +239,13 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message,
                                    "record_errors": [{"batch_index": n, "batch_index_error_message": why}
                                                      for n, why in record_errors]})
-        responses.append({"name": topic.name, "partition_responses": partitions})
+                if discovery is not None and result_error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    partitions[-1]["current_leader"] = discovery.current_leader(topic.name, pdata.index)
+        responses.append({"name": topic.name, "topic_id": asked[topic.name] if asked else None,
+                          "partition_responses": partitions})
+    unknown = _unknown_ids(request)
+    responses.extend(unknown)
+    failed = failed or bool(unknown)
     rm.wake_fetches(appended)   # parked fetches answer once, with every partition this request appended
     if acks == 0:
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
@@ -210,6 +253,8 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
     throttle = throttle_for(ctx, PRODUCE, sum(len(p.records) for t in request.topic_data for p in t.partition_data
                                               if p.records is not None)) if ctx.broker.quotas.enabled else 0
     response = {"responses": responses, "throttle_time_ms": throttle}
+    if discovery is not None and discovery.leaders:
+        response["node_endpoints"] = discovery.node_endpoints()
     # acks=all: answer once the ISR has every batch (at once on a single broker, whose append moves the HW).
     return rm.complete_when_replicated(waiting, response, max(request.timeout_ms, 0))
 

@@ -2,10 +2,13 @@
 
 from kbroker.protocol.schema import api
 
-FETCH = api(1, "Fetch", "4-12", flexible="12+",
+FETCH = api(1, "Fetch", "4-18", flexible="12+",
 request="""
     cluster_id                           string?                        12+ @0 =null
-    replica_id                           int32                          =-1
+    replica_id                           int32                          0-14 =-1
+    replica_state                        ReplicaState                   15+ @1
+      replica_id                         int32                          =-1
+      replica_epoch                      int64                          =-1
     max_wait_ms                          int32
     min_bytes                            int32
     max_bytes                            int32                          =0x7fffffff
@@ -13,7 +16,8 @@ request="""
     session_id                           int32                          7+
     session_epoch                        int32                          7+ =-1
     topics                               [FetchTopic]
-      topic                              string
+      topic                              string                         0-12
+      topic_id                           uuid                           13+
       partitions                         [FetchPartition]
         partition                        int32
         current_leader_epoch             int32                          9+ =-1
@@ -21,8 +25,11 @@ request="""
         last_fetched_epoch               int32                          12+ =-1
         log_start_offset                 int64                          5+ =-1
         partition_max_bytes              int32
+        replica_directory_id             uuid                           17+ @0
+        high_watermark                   int64                          18+ @1 =0x7fffffffffffffff
     forgotten_topics_data                [ForgottenTopic]               7+
-      topic                              string
+      topic                              string                         7-12
+      topic_id                           uuid                           13+
       partitions                         []int32
     rack_id                              string                         11+
 """,
@@ -31,7 +38,8 @@ response="""
     error_code                           int16                          7+
     session_id                           int32                          7+
     responses                            [FetchableTopicResponse]
-      topic                              string
+      topic                              string                         0-12
+      topic_id                           uuid                           13+
       partitions                         [PartitionData]
         partition_index                  int32
         error_code                       int16
@@ -52,5 +60,10 @@ response="""
           first_offset                   int64
         preferred_read_replica           int32                          11+ =-1
         records                          records?
+    node_endpoints                       [NodeEndpoint]                 16+ @0
+      node_id                            int32
+      host                               string
+      port                               int32
+      rack                               string?                        =null
 """)
 

@@ -100,7 +100,9 @@ async def test_unsupported_api_versions_version_answers_v0_with_our_ranges(broke
     assert (correlation, error) == (42, ErrorCode.UNSUPPORTED_VERSION)
     ranges = {struct.unpack_from(">hhh", frame, 10 + 6 * i)[0]: struct.unpack_from(">hhh", frame, 10 + 6 * i)[1:]
               for i in range(count)}
-    assert ranges[API_VERSIONS] == (0, 3) and ranges[PRODUCE] == (3, 9)
+    from kbroker.protocol.schema import REGISTRY
+    assert ranges[API_VERSIONS] == (0, 4)
+    assert ranges[PRODUCE] == (REGISTRY[PRODUCE].versions.low, REGISTRY[PRODUCE].versions.high)
     writer.close()
 
 

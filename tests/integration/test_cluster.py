@@ -301,6 +301,27 @@ async def test_a_broker_without_the_partition_sends_the_client_to_its_leader(clu
             {"partition_index": 0, "offset": 0}]}], "timeout_ms": 5000})
         assert deleted.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
+        # KIP-951: Produce v10+ and Fetch v16+ name the leader and its endpoint with the refusal.
+        from kbroker.protocol.records import build_batch
+        leader = cluster.brokers[state["leader"]]
+        known = await conns[bystander].request(3, 12, {"topics": [{"name": topic_name, "topic_id": None}],
+                                                       "allow_auto_topic_creation": False,
+                                                       "include_topic_authorized_operations": False})
+        produced = await conns[bystander].request(0, 10, {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
+                                                          "topic_data": [{"name": topic_name, "partition_data": [
+                                                              {"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]})
+        fetched = await conns[bystander].request(1, 16, {
+            "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+            "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [], "topics": [{
+                "topic_id": known.topics[0].topic_id, "partitions": [{
+                    "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                    "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]})
+        for answer, partition in ((produced, produced.responses[0].partition_responses[0]),
+                                  (fetched, fetched.responses[0].partitions[0])):
+            assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert partition.current_leader.leader_id == state["leader"]
+            assert [(e.node_id, e.port) for e in answer.node_endpoints] == [(state["leader"], leader.port)]
+
         new_topic = topic_name + "-auto"
         answers = []
 

@@ -247,3 +247,41 @@ async def test_list_offsets_special_timestamps_at_every_version(targets, topic, 
             answers[timestamp] = (p.error_code, p.offset, p.leader_epoch, p.timestamp >= 0)
         return answers
     await same(targets, scenario)
+
+
+async def test_topics_named_by_id(targets, topic):
+    """Fetch v13+ and Produce v13 (KIP-516): the id Metadata gives reads and writes the topic; an id no
+    topic has is UNKNOWN_TOPIC_ID, answered under that id."""
+    stranger = bytes(range(16))
+
+    async def scenario(target):
+        await create(target, topic)
+        meta = await call(target, 3, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                          "allow_auto_topic_creation": False,
+                                          "include_topic_authorized_operations": False})
+        topic_id = bytes(meta.topics[0].topic_id)
+        seen = {}
+        for version in (13, 16, 17, 18):
+            answer = await call(target, FETCH, version, {
+                "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+                "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [], "topics": [
+                    {"topic_id": t, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                                                    "last_fetched_epoch": -1, "log_start_offset": -1,
+                                                    "partition_max_bytes": 1 << 20}]} for t in (topic_id, stranger)]})
+            seen[f"fetch v{version}"] = (answer.error_code, sorted(
+                (bytes(t.topic_id) == topic_id, p.error_code, p.high_watermark)
+                for t in answer.responses for p in t.partitions))
+        for version in (10, 11, 12, 13):
+            by = {"topic_id": topic_id} if version >= 13 else {"name": topic}
+            answer = await call(target, PRODUCE, version, {"transactional_id": None, "acks": -1, "timeout_ms": 5000,
+                                                           "topic_data": [{**by, "partition_data": [{
+                                                               "index": 0, "records": build_batch(records(1))}]}]})
+            p = answer.responses[0].partition_responses[0]
+            seen[f"produce v{version}"] = (p.error_code, p.base_offset)
+        answer = await call(target, PRODUCE, 13, {"transactional_id": None, "acks": -1, "timeout_ms": 5000,
+                                                  "topic_data": [{"topic_id": stranger, "partition_data": [{
+                                                      "index": 0, "records": build_batch(records(1))}]}]})
+        seen["produce v13 to an unknown id"] = [(bytes(t.topic_id) == stranger, p.error_code, p.base_offset)
+                                               for t in answer.responses for p in t.partition_responses]
+        return seen
+    await same(targets, scenario)

@@ -140,3 +140,17 @@ class LeaderDiscovery:
     def node_endpoints(self) -> list[dict]:
         return [{"node_id": b, "host": host, "port": port, "rack": rack}
                 for b, host, port, rack in self.ctx.broker.live_brokers(self.ctx.listener) if b in self.leaders]
+
+
+def resolve_topic_ids(ctx, topics) -> set[int]:
+    """Requests that name topics by id (KIP-516): give each topic ``name`` the name its ``topic_id`` has now;
+    returns the ``id()`` of the topics whose id no topic has (to be answered UNKNOWN_TOPIC_ID)."""
+    ids = ctx.broker.topic_ids
+    unknown = set()
+    for topic in topics:
+        name = ids.name_of(topic.topic_id)
+        if name is None:
+            unknown.add(id(topic))
+        else:
+            topic["name"] = name
+    return unknown

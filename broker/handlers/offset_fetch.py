@@ -1,8 +1,13 @@
-"""OffsetFetch: committed offsets of one group (v1-7) or several (v8); -1 where nothing is committed."""
+"""OffsetFetch: committed offsets of one group (v1-7) or several (v8+); -1 where nothing is committed.
+
+From v9 a group's request may carry KIP-848's member id and epoch, which a classic group does not check (as
+Kafka answers them). From v10 topics are named by id (KIP-516): partitions of an id no topic has are
+UNKNOWN_TOPIC_ID, and a group's committed topics that no longer exist are left out of an all-topics answer.
+"""
 
 from collections import defaultdict
 
-from kbroker.broker.handlers.common import coordinator_error, topics_refused
+from kbroker.broker.handlers.common import coordinator_error, resolve_topic_ids, topics_refused
 from kbroker.protocol.acls import DESCRIBE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
@@ -41,11 +46,26 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[Erro
     return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
+def _by_id(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:
+    """v10: the same answer with topics named by id."""
+    unknown = resolve_topic_ids(ctx, topics) if topics is not None else set()
+    known = None if topics is None else [t for t in topics if id(t) not in unknown]
+    error, found = _fetch_group(ctx, group_id, known, require_stable)
+    ids = ctx.broker.topic_ids
+    answer = [{**t, "topic_id": ids.id_of(t["name"])} for t in found if ids.id_of(t["name"]) is not None]
+    answer += [{"topic_id": bytes(t.topic_id), "partitions": [
+        {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+         "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for p in t.partition_indexes]}
+        for t in topics or () if id(t) in unknown]
+    return error, answer
+
+
 def handle(ctx, request):
     if ctx.api_version >= 8:
         groups = []
+        fetch_group = _by_id if ctx.api_version >= 10 else _fetch_group
         for group in request.groups:
-            error, topics = _fetch_group(ctx, group.group_id, group.topics, request.require_stable)
+            error, topics = fetch_group(ctx, group.group_id, group.topics, request.require_stable)
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = request.topics

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-OFFSET_FETCH = api(9, "OffsetFetch", "1-8", flexible="6+",
+OFFSET_FETCH = api(9, "OffsetFetch", "1-10", flexible="6+",
 request="""
     group_id                             string                         1-7
     topics                               [OffsetFetchRequestTopic]?2+   1-7
@@ -10,8 +10,11 @@ request="""
       partition_indexes                  []int32
     groups                               [OffsetFetchRequestGroup]      8+
       group_id                           string
+      member_id                          string?                        9+ =null
+      member_epoch                       int32                          9+ =-1
       topics                             [OffsetFetchRequestTopics]?
-        name                             string
+        name                             string                         8-9
+        topic_id                         uuid                           10+
         partition_indexes                []int32
     require_stable                       bool                           7+
 """,
@@ -29,7 +32,8 @@ response="""
     groups                               [OffsetFetchResponseGroup]     8+
       group_id                           string
       topics                             [OffsetFetchResponseTopics]
-        name                             string
+        name                             string                         8-9
+        topic_id                         uuid                           10+
         partitions                       [OffsetFetchResponsePartitions]
           partition_index                int32
           committed_offset               int64

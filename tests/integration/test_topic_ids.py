@@ -92,3 +92,31 @@ async def test_produce_v13_writes_through_the_id_and_refuses_an_old_one(conn, to
     assert refused.partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
     seen = by_id(await conn.request(FETCH, 13, fetch_request({new_id: 0})))
     assert seen[new_id][0] == 0 and seen[new_id][1] == b""   # nothing of the stale write reached the new topic
+
+
+async def test_offsets_are_committed_and_fetched_by_id(conn, topic_name):
+    """OffsetCommit and OffsetFetch v10: a group's offsets through the topic's id; an old id commits nothing."""
+    topic_id = await create(conn, topic_name)
+    group = f"g-{topic_name}"
+
+    async def commit(with_id: bytes, offset: int) -> int:
+        answer = await conn.request(8, 10, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                                            "group_instance_id": None, "topics": [{"topic_id": with_id, "partitions": [
+                                                {"partition_index": 0, "committed_offset": offset,
+                                                 "committed_leader_epoch": -1, "committed_metadata": None}]}]})
+        assert bytes(answer.topics[0].topic_id) == with_id
+        return answer.topics[0].partitions[0].error_code
+
+    async def committed() -> dict[bytes, int]:
+        answer = await conn.request(9, 10, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1,
+                                                        "topics": None}], "require_stable": False})
+        return {bytes(t.topic_id): t.partitions[0].committed_offset for t in answer.groups[0].topics}
+
+    found = await conn.request(10, 4, {"key_type": 0, "coordinator_keys": [group]})   # creates __consumer_offsets
+    assert found.coordinators[0].error_code == 0
+    assert await commit(topic_id, 7) == 0
+    assert await committed() == {topic_id: 7}
+    await delete(conn, topic_name)
+    new_id = await create(conn, topic_name)
+    assert await commit(topic_id, 9) == ErrorCode.UNKNOWN_TOPIC_ID
+    assert await committed() == {}   # the deleted topic's offsets went with it, as in Kafka

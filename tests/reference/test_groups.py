@@ -296,3 +296,55 @@ async def test_a_static_leader_that_restarts_keeps_the_assignment(targets, topic
                              else again.leader, len(again.members), again.get("skip_assignment")),
                 "old member id": stale.error_code}
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("version", [8, 9, 10])
+async def test_offsets_of_a_classic_group_at_every_version(targets, topic, version):
+    """OffsetCommit and OffsetFetch v9 (KIP-848's member id and epoch, here a classic group's generation)
+    and v10 (topics by id, KIP-516), simple commits and a member's, known and unknown topic ids."""
+    stranger = bytes(range(16))
+
+    async def scenario(target):
+        await create(target, topic, partitions=2)
+        meta = await call(target, 3, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                          "allow_auto_topic_creation": False,
+                                          "include_topic_authorized_operations": False})
+        topic_id = bytes(meta.topics[0].topic_id)
+        named = (lambda t: {"topic_id": t}) if version >= 10 else (lambda t: {"name": topic})
+        group = f"g-{topic}"
+        await coordinator_found(target, group)
+
+        async def commit(generation, member, offset, topic_key=topic_id, group=group):
+            answer = await call(target, OFFSET_COMMIT, version, {
+                "group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+                "group_instance_id": None, "topics": [{**named(topic_key), "partitions": [{
+                    "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                    "committed_metadata": "m"}]}]})
+            return [(bytes(t.topic_id) == topic_key if version >= 10 else t.name == topic, p.error_code)
+                    for t in answer.topics for p in t.partitions]
+
+        async def fetch(member_id=None, member_epoch=-1, topic_key=topic_id):
+            answer = await call(target, OFFSET_FETCH, version, {"groups": [{
+                "group_id": group, "member_id": member_id, "member_epoch": member_epoch,
+                "topics": [{**named(topic_key), "partition_indexes": [0, 1]}]}], "require_stable": True})
+            g = answer.groups[0]
+            return g.error_code, [(p.partition_index, p.committed_offset, p.error_code)
+                                  for t in g.topics for p in t.partitions]
+        first_commit = await settled(lambda: commit(-1, "", 5),
+                                     lambda a: a[0][1] not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        seen = {"simple commit": first_commit, "fetch": await fetch(),
+                "stranger commits to a group that does not exist": await commit(1, "nobody", 6, group=group + "-x"),
+                "stranger commits": await commit(1, "nobody", 6)}
+        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+                "group_instance_id": None, "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
+        first = await call(target, JOIN_GROUP, 5, join)
+        joined = await call(target, JOIN_GROUP, 5, {**join, "member_id": first.member_id})
+        seen["member commits"] = await commit(joined.generation_id, joined.member_id, 7)
+        seen["member fetches"] = await fetch(joined.member_id, joined.generation_id)
+        seen["stranger fetches"] = await fetch("nobody", 3)
+        if version >= 10:
+            seen["unknown id commit"] = await commit(-1, "", 8, topic_key=stranger)
+            seen["unknown id fetch"] = await fetch(topic_key=stranger)
+        return seen
+    await same(targets, scenario)

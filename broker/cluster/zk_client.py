@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -116,14 +117,31 @@ class TopicAssignment:
     removing: dict[int, list[int]] = field(default_factory=dict)
 
 
+# The longest one connection attempt waits for ZooKeeper's answer before the next attempt. ZooKeeper opens
+# its port before its database has loaded and may then accept a connection it never answers
+# (ZOOKEEPER-5051); one attempt must not spend the whole connection timeout on it.
+ATTEMPT_S = 2.0
+
+
+def attempt_hosts(hosts: str, session_timeout_ms: int) -> str:
+    """``hosts`` listed often enough that kazoo's wait for a connect answer, the session timeout divided by
+    the number of hosts listed, is at most ``ATTEMPT_S``. (kazoo has no setting of its own for it; it
+    cycles through the list, so a repeated host is simply tried again.)"""
+    listed = hosts.split(",")
+    repeat = max(1, math.ceil(session_timeout_ms / 1000 / ATTEMPT_S / len(listed)))
+    return ",".join(listed * repeat)
+
+
 class KafkaZkClient:
     def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None
                  ) -> None:
+        """``connection_timeout_ms``: how long ``start`` keeps trying (Kafka's zookeeper.connection.timeout.ms,
+        the session timeout when unset), in attempts of at most ``ATTEMPT_S`` each."""
         hosts, slash, chroot = connect.partition("/")
         self.chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
         self.hosts = hosts
         self.connection_timeout = (connection_timeout_ms or session_timeout_ms) / 1000
-        self.zk = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000,
+        self.zk = KazooClient(hosts=attempt_hosts(hosts, session_timeout_ms), timeout=session_timeout_ms / 1000,
                               connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1})
 
     def path(self, p: str) -> str:

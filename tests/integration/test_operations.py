@@ -22,6 +22,10 @@ def test_docker_compose_file_is_valid():
     for service in ("zookeeper", "kbroker-1", "kbroker-2", "kbroker-3"):
         assert f"  {service}:" in result.stdout, service
     assert result.stdout.count("zookeeper.connect=zookeeper:2181/kbroker") == 3
+    # Start-up rides out a ZooKeeper that is not ready yet (tests/integration/test_zookeeper_startup.py for
+    # the broker's side): brokers wait for its healthcheck and are restarted if they still exit.
+    assert result.stdout.count("condition: service_healthy") == 3 and result.stdout.count("restart: on-failure") == 3
+    assert "echo stat | nc" in result.stdout
 
 
 def cli(broker, *args, stdin=None):

@@ -1,0 +1,80 @@
+"""A broker rides out a ZooKeeper that is not ready yet: ZooKeeper opening its port before its database has
+loaded (ZOOKEEPER-5051) accepts a connection and never answers it. The broker's connection attempts are
+bounded, so a later attempt reaches the ready server within ``zookeeper.connection.timeout.ms`` instead of
+the first one spending it all (2 of 10 cold `docker-compose up` runs lost a broker that way)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
+from tests.brokerproc import BrokerProcess
+from tests.cluster import CLUSTER_OVERRIDES, brokers_listed, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class SilentFirstConnection:
+    """A TCP stand-in for a ZooKeeper that has just opened its port: it holds the first connection open and
+    silent (never answered, never closed) and joins every later one to the real server."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.port = 0
+        self.connections = 0
+        self._held: list = []
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        self._ready.wait(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _handle(self, reader, writer) -> None:
+        self.connections += 1
+        if self.connections == 1:
+            self._held.append(writer)   # (kept open: the client must give up on it by itself)
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+
+        async def pipe(src, dst) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.close()
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def test_a_broker_joins_through_a_zookeeper_that_ignores_its_first_connection(tmp_path):
+    zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
+    stand_in = SilentFirstConnection(zookeeper.port)
+    # Kafka's default session timeout (18 s) and no connection timeout: the connection timeout is the
+    # session timeout, which one unanswered attempt used to spend entirely.
+    overrides = {**CLUSTER_OVERRIDES, "broker.id": "1", "zookeeper.session.timeout.ms": "18000",
+                 "zookeeper.connect": f"127.0.0.1:{stand_in.port}/kbroker"}
+    broker = BrokerProcess(os.path.join(tmp_path, "broker", "data"), overrides)
+    try:
+        broker.start(timeout=30)
+        wait_until(lambda: brokers_listed(broker.port) == 1, 30, 0.1, "the broker registered in ZooKeeper")
+        assert stand_in.connections >= 2
+        assert broker.stop() == 0
+    finally:
+        broker.kill()
+        stand_in.stop()
+        zookeeper.stop()

@@ -167,6 +167,16 @@ _REFUSALS = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to write to t
              ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "not authorized to use the transactional id"}
 
 
+# A failed verification in Produce's words, as Kafka's partition leader answers: a fenced producer is
+# INVALID_PRODUCER_EPOCH, and the coordinator's retriable errors NOT_ENOUGH_REPLICAS, which every producer
+# retries without a metadata refresh.
+_VERIFICATION_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+                        **{e: ErrorCode.NOT_ENOUGH_REPLICAS for e in (
+                            ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION,
+                            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                            ErrorCode.NOT_COORDINATOR)}}
+
+
 async def _verify_then_append(ctx, request, to_verify, refused, validated, checked):
     errors: dict[tuple[str, int], ErrorCode] = dict(refused)
     by_producer: dict[tuple[int, int], list[tuple[str, int]]] = {}
@@ -176,9 +186,10 @@ async def _verify_then_append(ctx, request, to_verify, refused, validated, check
         found = await ctx.broker.inter_broker.verify_partitions(request.transactional_id, producer_id, epoch,
                                                                 partitions)
         for tp in partitions:
-            error = found.get(tp, ErrorCode.INVALID_TXN_STATE)
-            if error == ErrorCode.PRODUCER_FENCED:
-                error = ErrorCode.INVALID_PRODUCER_EPOCH   # Produce's word for a fenced producer
+            answered = found.get(tp, ErrorCode.INVALID_TXN_STATE)
+            error = _VERIFICATION_ERRORS.get(answered, answered)
+            if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 11:
+                error = ErrorCode.INVALID_TXN_STATE   # (the client predates KIP-890's abortable error)
             if error:
                 errors[tp] = error
                 ctx.log.info("transactional_produce_unverified", topic=tp[0], partition=tp[1], error=error.name)

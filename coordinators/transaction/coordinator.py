@@ -214,12 +214,17 @@ class TransactionCoordinator:
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                           partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-        """AddPartitionsToTxn v4 verify_only (KIP-890): is each partition part of the open transaction?"""
+        """AddPartitionsToTxn v4 verify_only (KIP-890): is each partition part of the open transaction? As
+        Kafka's coordinator answers: CONCURRENT_TRANSACTIONS while the transaction is being decided, and
+        TRANSACTION_ABORTABLE for a partition outside it (which the partition leader turns into
+        INVALID_TXN_STATE for a producer older than Produce v11)."""
         error, meta = self._validate(transactional_id, producer_id, epoch, True)
         if error and error != ErrorCode.CONCURRENT_TRANSACTIONS:
             return {tp: error for tp in partitions}
+        if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT):
+            return {tp: ErrorCode.CONCURRENT_TRANSACTIONS for tp in partitions}
         ongoing = meta.state is T.ONGOING
-        return {tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.INVALID_TXN_STATE
+        return {tp: ErrorCode.NONE if ongoing and tp in meta.partitions else ErrorCode.TRANSACTION_ABORTABLE
                 for tp in partitions}
 
     # ------------------------------------------------------------------ EndTxn

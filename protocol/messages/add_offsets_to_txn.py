@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-ADD_OFFSETS_TO_TXN = api(25, "AddOffsetsToTxn", "0-3", flexible="3+",
+ADD_OFFSETS_TO_TXN = api(25, "AddOffsetsToTxn", "0-4", flexible="3+",
 request="""
     transactional_id                     string
     producer_id                          int64

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-ADD_PARTITIONS_TO_TXN = api(24, "AddPartitionsToTxn", "0-4", flexible="3+",
+ADD_PARTITIONS_TO_TXN = api(24, "AddPartitionsToTxn", "0-5", flexible="3+",
 request="""
     transactions                         [AddPartitionsToTxnTransaction] 4+
       transactional_id                   string

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-END_TXN = api(26, "EndTxn", "0-3", flexible="3+",
+END_TXN = api(26, "EndTxn", "0-4", flexible="3+",
 request="""
     transactional_id                     string
     producer_id                          int64

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-INIT_PRODUCER_ID = api(22, "InitProducerId", "0-4", flexible="2+",
+INIT_PRODUCER_ID = api(22, "InitProducerId", "0-5", flexible="2+",
 request="""
     transactional_id                     string?
     transaction_timeout_ms               int32

@@ -42,8 +42,8 @@ async def end(conn, txn_id, pid, epoch, commit=True, version=3):
                                                   "producer_epoch": epoch, "committed": commit})).error_code
 
 
-async def produce(conn, txn_id, topic, batch, partition=0):
-    resp = await conn.request(PRODUCE, 9, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 5000,
+async def produce(conn, txn_id, topic, batch, partition=0, version=9):
+    resp = await conn.request(PRODUCE, version, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 5000,
                                            "topic_data": [{"name": topic, "partition_data": [
                                                {"index": partition, "records": batch}]}]})
     return resp.responses[0].partition_responses[0].error_code
@@ -92,8 +92,11 @@ async def test_calls_out_of_order_and_mismatched_ids(conn, broker, topic):
     assert await add(conn, txn_id, pid, epoch, "no-such-topic") == [E.UNKNOWN_TOPIC_OR_PARTITION]
     assert (await init(conn, txn_id, timeout_ms=900_001)).error_code == E.INVALID_TRANSACTION_TIMEOUT
     assert (await init(conn, txn_id, timeout_ms=0)).error_code == E.INVALID_TRANSACTION_TIMEOUT
-    # Produce to a partition that was never added: the leader asks the coordinator, which says no.
+    # Produce to a partition that was never added: the leader asks the coordinator, which says no; from
+    # Produce v11 in KIP-890's word for it, which tells the producer to abort.
     assert await produce(conn, txn_id, topic, txn_batch(pid, epoch, 0), partition=1) == E.INVALID_TXN_STATE
+    assert await produce(conn, txn_id, topic, txn_batch(pid, epoch, 0), partition=1,
+                         version=11) == E.TRANSACTION_ABORTABLE
     # Sequence gaps are still gaps inside a transaction.
     assert await add(conn, txn_id, pid, epoch, topic, (0,)) == [0]
     assert await produce(conn, txn_id, topic, txn_batch(pid, epoch, 0)) == 0

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.reference.differential import same, settled
+from tests.reference.differential import Divergence, same, settled
 from tests.reference.test_produce_fetch import create, list_offset
 
 pytestmark = pytest.mark.reference
@@ -159,4 +159,39 @@ async def test_list_transactions_by_transactional_id_pattern(targets, topic, pat
         finally:
             for p in producers:
                 p.abort_transaction(30)
+    await same(targets, scenario)
+
+
+TRANSACTIONS_V2 = pytest.mark.xfail(strict=True, raises=Divergence, reason=(
+    "issue 29: transactions V2 (KIP-890 part 2): with transaction.version 2 finalized, Kafka 4.2 adds the "
+    "partition to the transaction itself from Produce v12"))
+
+
+@pytest.mark.parametrize("version", [9, 10, 11, pytest.param(12, marks=TRANSACTIONS_V2),
+                                     pytest.param(13, marks=TRANSACTIONS_V2)])
+async def test_a_transactional_write_to_a_partition_outside_the_transaction(targets, topic, version):
+    """KIP-890 part 1: the leader asks the coordinator whether the partition is in the transaction; it is
+    not, which Produce v11+ hears as TRANSACTION_ABORTABLE and older versions as INVALID_TXN_STATE."""
+    from kbroker.protocol.records import build_batch
+    from tests.reference.differential import call
+
+    async def scenario(target):
+        await create(target, topic)
+        txn_id = f"txn-{version}-{topic}"
+        await settled(lambda: call(target, 10, 3, {"key": txn_id, "key_type": 1}), lambda a: a.error_code == 0)
+        init = await settled(lambda: call(target, 22, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 10000,
+                                                          "producer_id": -1, "producer_epoch": -1}),
+                             lambda a: a.error_code == 0)
+        meta = await call(target, 3, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                          "allow_auto_topic_creation": False,
+                                          "include_topic_authorized_operations": False})
+        by = {"topic_id": bytes(meta.topics[0].topic_id)} if version >= 13 else {"name": topic}
+        batch = build_batch([(None, b"v", [])], producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+                            base_sequence=0, transactional=True)
+        request = {"transactional_id": txn_id, "acks": -1, "timeout_ms": 5000,
+                   "topic_data": [{**by, "partition_data": [{"index": 0, "records": batch}]}]}
+        # (Kafka answers a retriable error while its coordinator or the partition settles: asked again)
+        answer = await settled(lambda: call(target, 0, version, request),
+                               lambda a: a.responses[0].partition_responses[0].error_code not in (6, 19))
+        return answer.responses[0].partition_responses[0].error_code
     await same(targets, scenario)

@@ -260,10 +260,10 @@ async def test_errors(h):
     assert c.end_transaction("t", pid, epoch, True, 3) == E.INVALID_TXN_STATE
     assert c.add_partitions("t", pid + 1, epoch, [("data", 0)], 3) == E.INVALID_PRODUCER_ID_MAPPING
     assert c.add_partitions("unknown", pid, epoch, [("data", 0)], 3) == E.INVALID_PRODUCER_ID_MAPPING
-    assert c.verify_partitions("t", pid, epoch, [("data", 0)]) == {("data", 0): E.INVALID_TXN_STATE}
+    assert c.verify_partitions("t", pid, epoch, [("data", 0)]) == {("data", 0): E.TRANSACTION_ABORTABLE}
     c.add_partitions("t", pid, epoch, [("data", 0)], 3)
     assert c.verify_partitions("t", pid, epoch, [("data", 0), ("data", 1)]) == {
-        ("data", 0): E.NONE, ("data", 1): E.INVALID_TXN_STATE}
+        ("data", 0): E.NONE, ("data", 1): E.TRANSACTION_ABORTABLE}
     meta = c.transactions["t"]
     with pytest.raises(IllegalTransactionTransition):
         meta.transition_to(T.COMPLETE_COMMIT)

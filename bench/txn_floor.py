@@ -23,7 +23,7 @@ def _answer(api_key: int, request, port: int, offsets) -> dict:
     """The success answer to one request; raises KeyError for an API the producer should not send."""
     here = {"node_id": 0, "host": "127.0.0.1", "port": port}
     if api_key == 18:
-        from kbroker.broker.registry import api_versions_list
+        from kbroker.broker.network.registry import api_versions_list
 
         return {"error_code": 0, "api_keys": api_versions_list(), "throttle_time_ms": 0}
     if api_key == 3:

@@ -21,9 +21,9 @@ import crc32c
 import structlog
 
 from bench.requests import error_codes, frame
-from kbroker.broker.context import RequestContext
+from kbroker.broker.network.context import RequestContext
 from kbroker.broker.embedded import KBroker
-from kbroker.broker.registry import HANDLERS
+from kbroker.broker.network.registry import HANDLERS
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol import schema
 from kbroker.protocol.headers import decode_request_header, response_header

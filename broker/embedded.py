@@ -19,7 +19,7 @@ import time
 
 import structlog
 
-from kbroker.broker import log_levels
+from kbroker.broker.configuration import log_levels
 
 EMBEDDED_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -63,7 +63,7 @@ class KBroker:
         return self.broker.bound[0][1]
 
     def start(self) -> "KBroker":
-        from kbroker.broker.config import BrokerConfig   # (imported here: a pytest run that never uses the fixture
+        from kbroker.broker.configuration.config import BrokerConfig   # (imported here: a pytest run that never uses the fixture
         from kbroker.broker.server import Broker          # does not load the broker)
 
         began = time.perf_counter()

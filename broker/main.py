@@ -10,8 +10,8 @@ import sys
 
 import structlog
 
-from kbroker.broker import log_levels
-from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.configuration import log_levels
+from kbroker.broker.configuration.config import BrokerConfig, ConfigError
 from kbroker.broker.server import Broker
 
 

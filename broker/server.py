@@ -12,30 +12,30 @@ import time
 
 import structlog
 
-from kbroker.broker.config import BrokerConfig
-from kbroker.broker.connection import accept
-from kbroker.broker.connection_limits import ConnectionLimits
-from kbroker.broker.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
-from kbroker.broker.fetch_sessions import FetchSessionCache
+from kbroker.broker.configuration.config import BrokerConfig
+from kbroker.broker.network.connection import accept
+from kbroker.broker.network.connection_limits import ConnectionLimits
+from kbroker.broker.configuration.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
+from kbroker.broker.partitions.fetch_sessions import FetchSessionCache
 from kbroker.broker.metrics.counters import BrokerCounters
-from kbroker.broker.quotas import QuotaManager
+from kbroker.broker.configuration.quotas import QuotaManager
 from kbroker.broker.security.authorizer import Authorizer
 from kbroker.broker.security.credentials import ScramCredentialCache
 from kbroker.broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
-from kbroker.broker.heap import CHECK_MS, HeapTrimmer
-from kbroker.broker.log_regions import SendMemory
+from kbroker.broker.network.heap import CHECK_MS, HeapTrimmer
+from kbroker.broker.network.log_regions import SendMemory
 from kbroker.protocol.framing import FrameStream
 from kbroker.storage.open_files import OPEN_FILES, capacity_for_limit
 from kbroker.protocol.receive_budget import ReceiveBudget
 from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata, TopicNotCreated
-from kbroker.broker.producer_ids import ProducerIdManager
-from kbroker.broker.replica_manager import ReplicaManager
-from kbroker.broker.log_dir_failure import handle_log_dir_failure
+from kbroker.broker.transactions.producer_ids import ProducerIdManager
+from kbroker.broker.partitions.replica_manager import ReplicaManager
+from kbroker.broker.partitions.log_dir_failure import handle_log_dir_failure
 from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from kbroker.broker.replication.quota import leader_quota
 from kbroker.broker.coordinator_shards import CoordinatorShards, replay
-from kbroker.broker.inter_broker import InterBrokerChannel
-from kbroker.broker.topic_ids import TopicIds
+from kbroker.broker.transactions.inter_broker import InterBrokerChannel
+from kbroker.broker.partitions.topic_ids import TopicIds
 from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from kbroker.coordinators.internal_topic import InternalTopicStore
 from kbroker.coordinators.scheduler import LoopScheduler

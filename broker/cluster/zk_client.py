@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from kbroker.broker.quotas import QUOTA_KEYS
+from kbroker.broker.configuration.quotas import QUOTA_KEYS
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
                     "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification",

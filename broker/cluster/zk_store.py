@@ -23,9 +23,9 @@ import structlog
 
 from kbroker.broker.cluster.assignment import assign_replicas
 from kbroker.broker.cluster.zk_client import KafkaZkClient, TopicAssignment
-from kbroker.broker.dynamic_config import DEFAULT_ENTITY
+from kbroker.broker.configuration.dynamic_config import DEFAULT_ENTITY
 from kbroker.broker.metadata import TopicMetadata
-from kbroker.broker.quotas import QUOTA_KEYS
+from kbroker.broker.configuration.quotas import QUOTA_KEYS
 
 log = structlog.get_logger("broker.cluster.zk_store")
 

@@ -1,7 +1,7 @@
 """AddPartitionsToTxn: clients (v0-3) add partitions to their transaction; brokers (v4) verify membership."""
 
 from kbroker.broker.handlers.common import topics_refused, transaction_error, txn_shard, when_replicated
-from kbroker.broker.inter_broker import verify_here
+from kbroker.broker.transactions.inter_broker import verify_here
 from kbroker.protocol.acls import CLUSTER_ACTION, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TXN as API  # noqa: F401

@@ -1,6 +1,6 @@
 """AlterClientQuotas: set or remove quota keys of (user, client id) entities, persisted and applied at once."""
 
-from kbroker.broker.quotas import CLIENT_ID, QUOTA_KEYS, USER, entity_from_components
+from kbroker.broker.configuration.quotas import CLIENT_ID, QUOTA_KEYS, USER, entity_from_components
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS as API  # noqa: F401

@@ -2,10 +2,10 @@
 default's) whole set of dynamic configs.
 
 Changes persist in the metadata store and apply at once: to the topic's logs, or to every running component
-that reads a changed broker config (broker/dynamic_config.py).
+that reads a changed broker config (broker/configuration/dynamic_config.py).
 """
 
-from kbroker.broker.dynamic_config import is_sensitive, validate
+from kbroker.broker.configuration.dynamic_config import is_sensitive, validate
 from kbroker.broker.handlers.describe_configs import BROKER, TOPIC, broker_id_refusal, refusal
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode

@@ -4,6 +4,6 @@ from kbroker.protocol.messages.api_versions import API_VERSIONS as API  # noqa: 
 
 
 def handle(ctx, request):
-    from kbroker.broker.registry import api_versions_list
+    from kbroker.broker.network.registry import api_versions_list
 
     return {"error_code": 0, "api_keys": api_versions_list(), "throttle_time_ms": 0}

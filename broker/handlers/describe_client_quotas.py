@@ -1,6 +1,6 @@
 """DescribeClientQuotas: the quota configs of the (user, client id) entities a filter matches."""
 
-from kbroker.broker.quotas import CLIENT_ID, DEFAULT, USER, entity_components
+from kbroker.broker.configuration.quotas import CLIENT_ID, DEFAULT, USER, entity_components
 from kbroker.protocol.acls import DESCRIBE_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS as API  # noqa: F401

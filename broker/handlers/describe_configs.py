@@ -1,8 +1,8 @@
-"""DescribeConfigs: topic and broker configs with their sources and synonyms (broker/dynamic_config.py)."""
+"""DescribeConfigs: topic and broker configs with their sources and synonyms (broker/configuration/dynamic_config.py)."""
 
-from kbroker.broker.config import DEFINITIONS
-from kbroker.broker.log_levels import LEVELS
-from kbroker.broker.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
+from kbroker.broker.configuration.config import DEFINITIONS
+from kbroker.broker.configuration.log_levels import LEVELS
+from kbroker.broker.configuration.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
                                    is_custom, is_sensitive, is_sensitive_topic_config, text_of)
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
@@ -45,7 +45,7 @@ _UNSET_BY_DEFAULT = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms"}
 def _type_of(name: str, parser) -> int:
     if name in _TYPE_OF:
         return _TYPE_OF[name]
-    if parser is None:   # a custom config (broker/dynamic_config.py): Kafka has no type for it either
+    if parser is None:   # a custom config (broker/configuration/dynamic_config.py): Kafka has no type for it either
         return UNKNOWN
     if parser is int:
         return INT

@@ -1,9 +1,9 @@
 """Fetch: read partitions up to the high watermark; long-poll in the purgatory for ``min_bytes``.
 
 Incremental fetch sessions (KIP-227) are kept in ``broker.fetch_sessions``
-(see broker/fetch_sessions.py for the rules).
+(see broker/partitions/fetch_sessions.py for the rules).
 
-From v13 topics are named by id (KIP-516, broker/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
+From v13 topics are named by id (KIP-516, broker/partitions/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
 an id is checked again when the answer is made, so a fetch parked while its topic was deleted and recreated
 never returns the new topic's records. From v15 a follower names itself in ``replica_state`` (KIP-903);
 from v16 a partition refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader,
@@ -13,10 +13,10 @@ and the answer that leader's endpoint (KIP-951), so the client goes there withou
 import asyncio
 import dataclasses
 
-from kbroker.broker.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
+from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
 from kbroker.broker.handlers.common import LeaderDiscovery
-from kbroker.broker.quotas import FETCH, throttle_for, unrecord
-from kbroker.broker.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
+from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
+from kbroker.broker.partitions.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
 from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)

@@ -1,12 +1,12 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs; SET and DELETE
 on loggers' levels (BROKER_LOGGER)."""
 
-from kbroker.broker.config import DEFINITIONS
-from kbroker.broker.dynamic_config import LIST_KEYS, text_of
+from kbroker.broker.configuration.config import DEFINITIONS
+from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
                                            resource_error)
 from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, TOPIC, broker_id_refusal, refusal
-from kbroker.broker.log_levels import KAFKA_LEVELS, LEVELS, NAMES, ROOT
+from kbroker.broker.configuration.log_levels import KAFKA_LEVELS, LEVELS, NAMES, ROOT
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)

@@ -11,7 +11,7 @@ kilobytes may decompress to its bound (``kbroker.compression.max.ratio``),
 which must not hold the event loop. Requests on one connection still take
 effect in order, since the connection awaits each before it reads the next.
 
-Produce v13 names topics by id (KIP-516, broker/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
+Produce v13 names topics by id (KIP-516, broker/partitions/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
 the id is checked again at the append, after any wait, so a write never lands in a topic recreated under
 the same name. From v10 a partition refused with NOT_LEADER_OR_FOLLOWER carries its current leader and the
 answer that leader's endpoint (KIP-951).
@@ -19,9 +19,9 @@ answer that leader's endpoint (KIP-951).
 
 import asyncio
 
-from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE
+from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
 from kbroker.broker.handlers.common import LeaderDiscovery
-from kbroker.broker.quotas import PRODUCE, throttle_for
+from kbroker.broker.configuration.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)

@@ -1,7 +1,7 @@
 """WriteTxnMarkers: the transaction coordinator asks partition leaders to append COMMIT/ABORT markers
 (``broker.txn_markers``: appended as acks=all, answered once the ISR has them)."""
 
-from kbroker.broker.txn_markers import append_markers
+from kbroker.broker.transactions.txn_markers import append_markers
 from kbroker.protocol.acls import ALTER, CLUSTER_ACTION
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.write_txn_markers import WRITE_TXN_MARKERS as API  # noqa: F401  (the registry reads API)

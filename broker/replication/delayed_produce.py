@@ -10,7 +10,7 @@ as in Kafka.
 
 from __future__ import annotations
 
-from kbroker.broker.purgatory import DelayedOperation
+from kbroker.broker.partitions.purgatory import DelayedOperation
 from kbroker.protocol.errors import ErrorCode
 
 

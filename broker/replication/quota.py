@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kbroker.broker.config import LONG_MAX
-from kbroker.broker.quotas import Sensor
+from kbroker.broker.configuration.config import LONG_MAX
+from kbroker.broker.configuration.quotas import Sensor
 from kbroker.storage.log_config import throttled_replicas
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass, field
 
-from kbroker.broker.config import ConfigError
+from kbroker.broker.configuration.config import ConfigError
 from kbroker.broker.security.principal import PrincipalError, parse_rules
 from kbroker.broker.security.sasl import SaslSession
 from kbroker.broker.security.tls import client_context, server_context

@@ -17,7 +17,7 @@ import os
 import ssl
 import tempfile
 
-from kbroker.broker.config import ConfigError
+from kbroker.broker.configuration.config import ConfigError
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}

@@ -117,6 +117,6 @@ async def test_offsets_are_committed_and_fetched_by_id(conn, topic_name):
     assert await commit(topic_id, 7) == 0
     assert await committed() == {topic_id: 7}
     await delete(conn, topic_name)
-    new_id = await create(conn, topic_name)
+    await create(conn, topic_name)   # the same name again, under a new id
     assert await commit(topic_id, 9) == ErrorCode.UNKNOWN_TOPIC_ID
     assert await committed() == {}   # the deleted topic's offsets went with it, as in Kafka

@@ -73,3 +73,33 @@ def test_imports_go_one_way(package):
                 if bad:
                     wrong[os.path.relpath(path, ROOT)] = sorted(bad)
     assert not wrong, f"{package} may import only {sorted(ALLOWED[package])}: {wrong}"
+
+
+# The broker's top level: its entry points (cli, main, embedded, the pytest plugin), the Broker hub and what
+# only it uses, and rooms a newcomer can tell apart by their names. A new module goes into a room.
+BROKER_TOP_LEVEL = {"__init__.py", "cli.py", "main.py", "embedded.py", "pytest_plugin.py", "server.py",
+                    "metadata.py", "coordinator_shards.py"}
+BROKER_ROOMS = {"network", "partitions", "transactions", "configuration", "cluster", "replication", "security",
+                "handlers", "metrics"}
+
+
+def test_the_broker_reads_as_rooms():
+    entries = [e for e in os.listdir(os.path.join(ROOT, "broker")) if not e.startswith((".", "__pycache__"))]
+    assert {e for e in entries if e.endswith(".py")} == BROKER_TOP_LEVEL
+    assert {e for e in entries if os.path.isdir(os.path.join(ROOT, "broker", e))} == BROKER_ROOMS
+
+
+def test_partitions_do_not_know_the_network_edge():
+    """The append and fetch paths (broker/partitions) never import the request side: connections, handlers,
+    the Broker hub; requests reach them, not the other way round."""
+    edge = {"kbroker.broker.network", "kbroker.broker.handlers", "kbroker.broker.server"}
+    wrong = {}
+    for directory, _, files in os.walk(os.path.join(ROOT, "broker", "partitions")):
+        for name in (n for n in files if n.endswith(".py")):
+            path = os.path.join(directory, name)
+            tree = ast.parse(open(path, encoding="utf-8").read(), path)
+            found = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                     and any(n.module == e or n.module.startswith(e + ".") for e in edge)}
+            if found:
+                wrong[name] = sorted(found)
+    assert not wrong, wrong

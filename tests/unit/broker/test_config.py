@@ -1,6 +1,6 @@
 import pytest
 
-from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.configuration.config import BrokerConfig, ConfigError
 
 
 def test_properties_env_and_overrides_in_order(tmp_path):

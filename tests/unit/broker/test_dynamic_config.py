@@ -1,7 +1,7 @@
 """Dynamic broker configs: the layers' precedence and the validation rules (Kafka's DynamicBrokerConfig)."""
 
-from kbroker.broker.config import BrokerConfig
-from kbroker.broker.dynamic_config import validate
+from kbroker.broker.configuration.config import BrokerConfig
+from kbroker.broker.configuration.dynamic_config import validate
 
 
 def test_this_brokers_layer_beats_the_default_which_beats_the_static_value():

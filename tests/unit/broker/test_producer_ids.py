@@ -1,4 +1,4 @@
-from kbroker.broker.producer_ids import ProducerIdManager
+from kbroker.broker.transactions.producer_ids import ProducerIdManager
 
 
 def test_ids_are_never_reissued_across_restarts(tmp_path):

@@ -1,6 +1,6 @@
 import asyncio
 
-from kbroker.broker.purgatory import DelayedOperation, Purgatory
+from kbroker.broker.partitions.purgatory import DelayedOperation, Purgatory
 
 
 class WaitFor(DelayedOperation):

@@ -3,7 +3,7 @@ usage it is, and that throttle times pace a client at its quota from its first r
 
 import pytest
 
-from kbroker.broker.quotas import DEFAULT, FETCH, PRODUCE, REQUEST, QuotaManager, entity_components, entity_from_components
+from kbroker.broker.configuration.quotas import DEFAULT, FETCH, PRODUCE, REQUEST, QuotaManager, entity_components, entity_from_components
 
 
 def manager(**configs) -> QuotaManager:

@@ -3,7 +3,7 @@ RFC 7677's example and against kbroker's own client), JAAS entries and the liste
 
 import pytest
 
-from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.configuration.config import BrokerConfig, ConfigError
 from kbroker.broker.security import sasl as sasl_module
 from kbroker.broker.security.listeners import inter_broker_sasl, listener_security
 from kbroker.broker.security.sasl import SaslFailure, SaslSession, State

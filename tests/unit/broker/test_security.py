@@ -2,7 +2,7 @@
 
 import pytest
 
-from kbroker.broker.config import BrokerConfig, ConfigError
+from kbroker.broker.configuration.config import BrokerConfig, ConfigError
 from kbroker.broker.security.listeners import inter_broker_tls, listener_security
 from kbroker.broker.security.principal import (ANONYMOUS, PrincipalError, apply_rules, distinguished_name, parse_rules,
                                        tls_principal)

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from kbroker.broker.replica_manager import ReplicaManager
+from kbroker.broker.partitions.replica_manager import ReplicaManager
 from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from kbroker.coordinators.group.state import GroupState
 from kbroker.coordinators.internal_topic import InternalTopicStore

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kbroker.broker.replica_manager import ReplicaManager
+from kbroker.broker.partitions.replica_manager import ReplicaManager
 from kbroker.coordinators.internal_topic import InternalTopicStore
 from kbroker.coordinators.scheduler import ManualScheduler
 from kbroker.coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from kbroker.broker.registry import HANDLERS
+from kbroker.broker.network.registry import HANDLERS
 from kbroker.protocol.schema import DATA, REGISTRY, Field, Versions
 
 SCHEMAS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "kafka-protocol", "messages")

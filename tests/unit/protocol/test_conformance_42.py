@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from kbroker.broker.registry import HANDLERS  # noqa: F401  (registers every handled API's declaration)
+from kbroker.broker.network.registry import HANDLERS  # noqa: F401  (registers every handled API's declaration)
 from kbroker.protocol.schema import REGISTRY, Field
 from tests.unit.protocol.franz_definitions import FOLDER, layout, load
 

@@ -29,10 +29,10 @@ import time
 import structlog
 from construct import ConstructError
 
-from kbroker.broker.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
-from kbroker.broker.log_regions import write_answer
-from kbroker.broker.registry import HANDLERS, api_versions_list
-from kbroker.broker.quotas import EXEMPT_APIS, REQUEST, throttle_for
+from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from kbroker.broker.network.log_regions import write_answer
+from kbroker.broker.network.registry import HANDLERS, api_versions_list
+from kbroker.broker.configuration.quotas import EXEMPT_APIS, REQUEST, throttle_for
 from kbroker.broker.security.principal import ANONYMOUS, PrincipalError, tls_principal
 from kbroker.broker.security.sasl import SaslFailure, State
 from kbroker.protocol import schema

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from kbroker.broker.config import ConfigError
+from kbroker.broker.configuration.config import ConfigError
 
 
 def parse_overrides(text: str) -> dict[str, int]:

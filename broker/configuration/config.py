@@ -115,7 +115,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     # Prometheus metrics (broker/metrics/): GET /metrics on this port; -1 (the default) serves none
     "metrics.port": (int, -1),
     "metrics.host": (str, "127.0.0.1"),
-    # client quotas (broker/quotas.py): usage is a rate over quota.window.num samples of this many seconds
+    # client quotas (broker/configuration/quotas.py): usage is a rate over quota.window.num samples of this many seconds
     "leader.replication.throttled.rate": (int, LONG_MAX),
     "follower.replication.throttled.rate": (int, LONG_MAX),
     "replica.alter.log.dirs.io.max.bytes.per.second": (int, LONG_MAX),   # copying between log.dirs
@@ -171,7 +171,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "log.cleaner.max.compaction.lag.ms": (int, 9223372036854775807),
     "replica.lag.time.max.ms": (int, 30000),
     "request.timeout.ms": (int, 30000),
-    # Large log regions of a fetch answer go out by sendfile on plaintext listeners (broker/log_regions.py);
+    # Large log regions of a fetch answer go out by sendfile on plaintext listeners (broker/network/log_regions.py);
     # false: read and written in chunks, as under TLS. Measured (docs/BENCHMARKS.md, issue 36): sendfile
     # 1,565 MB/s at 12 % broker CPU against 1,360 MB/s at 20 % (median of 12 runs each, rdkafka fetch).
     "kbroker.fetch.sendfile": (_bool, True),
@@ -203,7 +203,7 @@ def parse_value(key: str, value: Any) -> Any:
 @dataclass
 class BrokerConfig:
     """``values`` are the effective settings: ``static`` (file, environment, flags) with the dynamic layers
-    (broker/dynamic_config.py) laid over them; everything reads ``values``."""
+    (broker/configuration/dynamic_config.py) laid over them; everything reads ``values``."""
     values: dict[str, Any] = field(default_factory=dict)
     static: dict[str, Any] | None = None
 

@@ -6,7 +6,7 @@ Layers, the most specific first, as DescribeConfigs reports them:
 - DYNAMIC_BROKER_CONFIG: this broker's own (ZooKeeper ``/config/brokers/<id>``, the local store otherwise);
 - DYNAMIC_DEFAULT_BROKER_CONFIG: every broker's (``/config/brokers/<default>``);
 - STATIC_BROKER_CONFIG: ``server.properties``, ``KBROKER_*`` and ``--override``;
-- DEFAULT_CONFIG: the definitions in broker/config.py.
+- DEFAULT_CONFIG: the definitions in broker/configuration/config.py.
 
 Invariant: after ``replace`` returns, ``broker.config.values`` is the static values with both dynamic layers
 laid over them, and every running component that depends on a changed key has been told (log configs of
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import structlog
 
-from kbroker.broker.config import DEFINITIONS, ConfigError, parse_listener, parse_value
-from kbroker.broker.connection_limits import parse_overrides
+from kbroker.broker.configuration.config import DEFINITIONS, ConfigError, parse_listener, parse_value
+from kbroker.broker.network.connection_limits import parse_overrides
 from kbroker.storage.log_config import BROKER_SYNONYMS, validate_topic_config
 
 log = structlog.get_logger("broker.dynamic_config")

@@ -22,7 +22,7 @@ import asyncio
 
 import structlog
 
-from kbroker.broker.txn_markers import append_markers
+from kbroker.broker.transactions.txn_markers import append_markers
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.coordinators.transaction.coordinator import Marker
 from kbroker.protocol.errors import ErrorCode

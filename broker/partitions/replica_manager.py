@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import structlog
 
-from kbroker.broker.partition import READ_COMMITTED, Partition
-from kbroker.broker.purgatory import DelayedOperation, Purgatory
+from kbroker.broker.partitions.partition import READ_COMMITTED, Partition
+from kbroker.broker.partitions.purgatory import DelayedOperation, Purgatory
 from kbroker.broker.replication.delayed_produce import DelayedProduce
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.record_check import check_keyed_batch, check_timestamps

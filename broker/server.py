@@ -27,37 +27,31 @@ from kbroker.broker.network.log_regions import SendMemory
 from kbroker.protocol.framing import FrameStream
 from kbroker.storage.open_files import OPEN_FILES, capacity_for_limit
 from kbroker.protocol.receive_budget import ReceiveBudget
-from kbroker.broker.metadata import LocalMetadataStore, TopicMetadata, TopicNotCreated
+from kbroker.broker.metadata import LocalMetadataStore
 from kbroker.broker.transactions.producer_ids import ProducerIdManager
 from kbroker.broker.partitions.replica_manager import ReplicaManager
 from kbroker.broker.partitions.log_dir_failure import handle_log_dir_failure
 from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from kbroker.broker.replication.quota import leader_quota
-from kbroker.broker.coordinator_shards import CoordinatorShards, replay
+from kbroker.broker.admin.operations import AdminOperations
+from kbroker.broker.coordination.hosting import CoordinatorHosting
+from kbroker.broker.coordination.shards import OFFSETS_TOPIC, TXN_TOPIC
 from kbroker.broker.transactions.inter_broker import InterBrokerChannel
 from kbroker.broker.partitions.topic_ids import TopicIds
 from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from kbroker.coordinators.internal_topic import InternalTopicStore
 from kbroker.coordinators.scheduler import LoopScheduler
 from kbroker.coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
-from kbroker.protocol.errors import ErrorCode
 from kbroker.storage.log_config import LogConfig
 from kbroker.storage.log_manager import LogManager
 
 log = structlog.get_logger("broker.server")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TXN_TOPIC = "__transaction_state"
-
-
-async def _persisted(write) -> None:
-    """A metadata store's write: the ZooKeeper store's is a coroutine to await, the local store's is done (and
-    on disk) when the call returns."""
-    if asyncio.iscoroutine(write):
-        await write
-
-
 class Broker:
+    """The hub every handler reaches through ``ctx.broker``: the components of one broker, its listeners and
+    its lifecycle. What admin requests change lives in ``admin`` (broker/admin/), the coordinators' internal
+    topics and shard loading in ``coordination`` (broker/coordination/)."""
+
     def __init__(self, config: BrokerConfig, clock=time.time) -> None:
         self.config = config
         self.listener_security = listener_security(config)   # (bad TLS settings stop the start here)
@@ -98,7 +92,6 @@ class Broker:
         self._stopping = False
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
-        self.shards = CoordinatorShards(self)   # cluster mode: the internal partitions coordinated here
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append)
@@ -119,7 +112,8 @@ class Broker:
         self.bound: list[tuple[str, int]] = []              # where the listeners actually listen
         self._tasks: list[asyncio.Task] = []
         self._stopped = asyncio.Event()
-        self._internal_creating: set[str] = set()
+        self.admin = AdminOperations(self)               # what admin requests change
+        self.coordination = CoordinatorHosting(self)     # internal topics and coordinator shards
 
     @property
     def cluster_id(self) -> str:
@@ -128,184 +122,6 @@ class Broker:
     def topic_config(self, topic: str) -> LogConfig:
         meta = self.metadata.topics.get(topic)
         return self.default_log_config.with_overrides(meta.configs if meta else {})
-
-    # ------------------------------------------------------------------ topics
-    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
-                     assignment: list[list[int]] | None = None) -> TopicMetadata:
-        """``assignment``: replicas per partition as the client asked; only a cluster has a choice of them."""
-        if self.cluster is not None:
-            # The controller makes the leaders and tells every replica.
-            return self.metadata.create_topic(name, partitions, replication_factor, configs, assignment)
-        try:
-            topic = self.metadata.create_topic(name, partitions, replication_factor, configs)
-        except OSError as exc:   # its metadata could not be saved (out of descriptors, a full disk)
-            self.metadata.topics.pop(name, None)
-            raise TopicNotCreated(f"{name} could not be created: {exc}") from None
-        config = self.topic_config(name)
-        made = [self.replica_manager.make_leader(name, index, config) for index in range(partitions)]
-        if any(p is None for p in made):
-            # A log could not be made (a failed dir, or no descriptor to be had even after the cache of open
-            # files gave its own back): the topic is not created, and the client is told.
-            self.replica_manager.remove_topic(name)
-            self.metadata.delete_topic(name)
-            raise TopicNotCreated(f"the logs of {name} could not be created (see the broker's log)")
-        log.info("topic_created", topic=name, partitions=partitions, configs=configs)
-        return topic
-
-    def delete_topic(self, name: str) -> None:
-        self.metadata.delete_topic(name)
-        if self.cluster is not None:
-            return   # StopReplica from the controller removes the replicas everywhere
-        self.replica_manager.remove_topic(name)
-        if name != OFFSETS_TOPIC and OFFSETS_TOPIC in self.metadata.topics:
-            self.group_coordinator.remove_topic_offsets(name)
-        log.info("topic_deleted", topic=name)
-
-    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> None:
-        if self.cluster is not None:
-            self.metadata.set_partitions(name, count, assignment)
-            return
-        config = self.topic_config(name)
-        for index in range(self.metadata.topics[name].partitions, count):
-            self.replica_manager.make_leader(name, index, config)
-        self.metadata.set_partitions(name, count)
-
-    def reconfigure_logs(self, unclean_enabled: bool = False) -> None:
-        """The broker defaults of topic configs changed (dynamic broker configs): every log takes its topic's
-        config anew; turning unclean election on lets the controller elect where no ISR member is left."""
-        self.default_log_config = self.config.log_config()
-        configs: dict[str, LogConfig] = {}   # one per topic, shared by its partitions as at creation
-        for (topic, _), lg in list(self.log_manager.logs.items()):
-            if topic not in configs:
-                configs[topic] = self.topic_config(topic)
-            lg.config = configs[topic]
-        controller = self.cluster.controller if self.cluster is not None else None
-        if unclean_enabled and controller is not None and controller.active:
-            for name in list(self.metadata.topics):
-                controller.enqueue("unclean_enabled", name)
-
-    async def set_broker_configs(self, per_broker: bool, texts: dict[str, str]) -> None:
-        """This broker's (``per_broker``) or the cluster-wide dynamic configs are now ``texts``, persisted before
-        this returns and applied here at once; in a cluster every broker applies them from ZooKeeper's
-        notification."""
-        entity = self.dynamic.entity(per_broker)
-        await _persisted(self.metadata.set_broker_configs(entity, texts))
-        self.dynamic.replace(**{"own" if per_broker else "default": texts})
-
-    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        self.metadata.set_configs(name, configs)
-        self.replica_manager.update_config(name, self.topic_config(name))
-
-    async def set_scram_credentials(self, user: str, texts: dict[str, str]) -> None:
-        """The user's SCRAM credentials are now ``texts`` (mechanism -> Kafka's credential text), persisted
-        before this returns; in a cluster every broker applies them from ZooKeeper's notification."""
-        await _persisted(self.metadata.set_user_credentials(user, texts))
-        self.credentials.replace(user, texts)
-
-    async def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
-        """The (user, client id) entity's quotas are now ``values``, persisted before this returns; in a cluster
-        every broker applies them from ZooKeeper's notification."""
-        await _persisted(self.metadata.set_quotas(entity, values))
-        self.quotas.replace(entity, values)
-
-    async def change_acls(self, resource: tuple[int, int, str], add: set, remove: set) -> None:
-        """Add and remove ACLs of one resource pattern, persisted before this returns and applied here at once;
-        in a cluster every other broker applies them from ZooKeeper's notification."""
-        if self.cluster is not None:
-            await self.cluster.acls.change(resource, add, remove)
-            return
-        current = self.authorizer.of_resource(*resource)
-        wanted = (current | add) - remove
-        if wanted != current:
-            self.metadata.set_acls([a for a in self.metadata.acls if a.resource != resource] + list(wanted))
-            self.authorizer.replace(*resource, wanted)
-
-    # ------------------------------------------------------------------ internal topics
-    def _ensure_internal_topic(self, name: str, partitions: int, replication: int,
-                               configs: dict[str, str]) -> ErrorCode:
-        """Create an internal topic on first use, as Kafka does on the first FindCoordinator of its kind.
-
-        With fewer live brokers than its replication factor (one here), Kafka
-        answers COORDINATOR_NOT_AVAILABLE and creates nothing.
-        """
-        if name in self.metadata.topics:
-            return ErrorCode.NONE
-        if self.cluster is not None:
-            live = len(self.cluster.cache.brokers)
-            if replication > live:
-                log.warning("internal_topic_replication_unsatisfiable", topic=name, replication_factor=replication,
-                            brokers=live)
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            if name not in self._internal_creating:
-                self._internal_creating.add(name)
-                self.create_topic(name, partitions, replication, {"cleanup.policy": "compact", **configs})
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE   # until the controller has made its leaders
-        if replication > 1:   # one live broker
-            log.warning("internal_topic_replication_unsatisfiable", topic=name, replication_factor=replication,
-                        brokers=1)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        self.create_topic(name, partitions, replication, {"cleanup.policy": "compact", **configs})
-        return ErrorCode.NONE
-
-    def ensure_offsets_topic(self) -> ErrorCode:
-        """``__consumer_offsets``, from the ``offsets.topic.*`` settings."""
-        return self._ensure_internal_topic(
-            OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"], self.config["offsets.topic.replication.factor"],
-            {"segment.bytes": str(self.config["offsets.topic.segment.bytes"]), "compression.type": "producer"})
-
-    def ensure_transaction_topic(self) -> ErrorCode:
-        """``__transaction_state``, from the ``transaction.state.log.*`` settings."""
-        return self._ensure_internal_topic(
-            TXN_TOPIC, self.config["transaction.state.log.num.partitions"],
-            self.config["transaction.state.log.replication.factor"],
-            {"segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
-             "min.insync.replicas": str(self.config["transaction.state.log.min.isr"])})
-
-    def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
-        return self._coordinator_error(TXN_TOPIC, self.txn_coordinator.partition_for(transactional_id))
-
-    def _load_transaction_coordinator(self) -> None:
-        """Rebuild transactional ids from ``__transaction_state``; prepared transactions are then finished."""
-        count = self._replay(TXN_TOPIC, self.txn_store, self.txn_coordinator.replay_stored)
-        self.txn_coordinator.loaded()
-        log.info("transaction_coordinator_loaded", records=count,
-                 transactional_ids=len(self.txn_coordinator.transactions))
-
-    def group_coordinator_error(self, group_id: str) -> ErrorCode:
-        """NONE if this broker coordinates ``group_id``; else the error a client retries on."""
-        return self._coordinator_error(OFFSETS_TOPIC, self.group_coordinator.partition_for(group_id))
-
-    def _coordinator_error(self, topic: str, index: int) -> ErrorCode:
-        if topic not in self.metadata.topics:   # (no shard of it is here: Kafka 4's answer, tests/reference)
-            return ErrorCode.NOT_COORDINATOR
-        if self.cluster is not None:
-            return self.shards.error(topic, index)
-        partition = self.replica_manager.get(topic, index)
-        return ErrorCode.NONE if partition is not None and partition.is_leader else ErrorCode.NOT_COORDINATOR
-
-    def _replay(self, topic: str, store: InternalTopicStore, apply) -> int:
-        """Feed every record of a local internal topic to ``apply(partition, record)``; returns the count."""
-        if topic not in self.metadata.topics:
-            return 0
-        return sum(list(replay(topic, store, index, apply))[-1]
-                   for index in range(self.metadata.topics[topic].partitions))
-
-    def _load_group_coordinator(self) -> None:
-        """Rebuild groups and committed offsets by replaying every local ``__consumer_offsets`` partition."""
-        started = time.monotonic()
-        count = self._replay(OFFSETS_TOPIC, self.offsets_store, self.group_coordinator.replay_stored)
-        self.group_coordinator.loaded()
-        log.info("group_coordinator_loaded", records=count, groups=len(self.group_coordinator.groups),
-                 seconds=round(time.monotonic() - started, 3))
-
-    # ------------------------------------------------------------------ cluster callbacks
-    def on_leadership_change(self, topic: str, index: int, is_leader: bool) -> None:
-        """Cluster mode: coordinator shards load and unload with leadership of their internal partition."""
-        self.shards.leadership_changed(topic, index, is_leader)
-
-    def on_topic_deleted(self, name: str) -> None:
-        if name != OFFSETS_TOPIC:
-            self.group_coordinator.remove_topic_offsets(name)
 
     def on_controller_seen(self, controller_id: int) -> None:
         log.debug("controller_seen", controller_id=controller_id)
@@ -364,12 +180,12 @@ class Broker:
         for (topic, index) in list(self.log_manager.logs):
             if topic not in self.metadata.topics:  # deleted while we were down
                 self.log_manager.delete(topic, index)
-        self._load_group_coordinator()
+        self.coordination.load_group_coordinator()
         await self._start_listeners()
         await self._start_metrics()
         self._start_periodic_tasks()
         # After the listeners: finishing a prepared transaction sends its markers to this broker's listener.
-        self._load_transaction_coordinator()
+        self.coordination.load_transaction_coordinator()
         log.info("broker_started", broker_id=self.broker_id, endpoints=self.endpoints,
                  partitions=len(self.replica_manager.partitions), seconds=round(time.monotonic() - started, 3))
 
@@ -499,7 +315,7 @@ class Broker:
             server.close()
         for task in self._tasks:
             task.cancel()
-        self.shards.shutdown()
+        self.coordination.shards.shutdown()
         await self.alter_log_dirs.close()
         self.replica_manager.shutdown()   # parked requests answer now
         self.group_coordinator.shutdown()  # parked joins and syncs answer NOT_COORDINATOR

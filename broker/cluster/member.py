@@ -179,7 +179,7 @@ class ClusterMember:
                 partition.leader_id = -1
                 partition.partition_epoch = -1   # the controller's next word about it is applied in full
                 rm.high_watermark_moved(tp)
-                self.broker.on_leadership_change(tp[0], tp[1], False)
+                self.broker.coordination.leadership_changed(tp[0], tp[1], False)
                 fenced += 1
         if fenced:
             log.warning("leaderships_fenced", partitions=fenced, reason=reason)
@@ -209,7 +209,7 @@ class ClusterMember:
                 meta.topic_id = self.cache.topic_ids.get(name, meta.topic_id)
                 meta.replication_factor = len(parts[0].replicas) if 0 in parts else 1
         for name in deleted:
-            self.broker.on_topic_deleted(name)
+            self.broker.coordination.topic_deleted(name)
         return ErrorCode.NONE
 
     async def leader_and_isr(self, request) -> tuple[ErrorCode, dict]:
@@ -237,7 +237,7 @@ class ClusterMember:
                     self.fetchers.unfollow(tp)
                 else:
                     self.fetchers.follow(tp, state.leader, state.leader_epoch)
-                self.broker.on_leadership_change(name, state.partition_index, partition.is_leader)
+                self.broker.coordination.leadership_changed(name, state.partition_index, partition.is_leader)
         self._leadership_applied.set()
         return ErrorCode.NONE, errors
 
@@ -249,7 +249,7 @@ class ClusterMember:
             for p in topic.partition_states:
                 tp = (topic.topic_name, p.partition_index)
                 self.fetchers.unfollow(tp)
-                self.broker.on_leadership_change(tp[0], tp[1], False)
+                self.broker.coordination.leadership_changed(tp[0], tp[1], False)
                 self.broker.replica_manager.stop_replica(tp[0], tp[1], p.delete_partition)
                 out.append((tp, ErrorCode.NONE))
         return ErrorCode.NONE, out

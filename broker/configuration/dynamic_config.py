@@ -168,7 +168,7 @@ class DynamicBrokerConfig:
     def _apply(self, changed: set[str]) -> None:
         broker = self.broker
         if changed & LOG_KEYS:
-            broker.reconfigure_logs(unclean_enabled="unclean.leader.election.enable" in changed
+            broker.admin.reconfigure_logs(unclean_enabled="unclean.leader.election.enable" in changed
                                     and broker.config["unclean.leader.election.enable"])
         if changed & CONNECTION_KEYS:
             broker.connection_limits.reconfigure(broker.config)

@@ -11,7 +11,7 @@ def handle(ctx, request):
     error = transaction_error(ctx, request.transactional_id)
     if not error and not ctx.authorized(READ, GROUP, request.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    error = error or broker.ensure_offsets_topic()
+    error = error or broker.coordination.ensure_offsets_topic()
     if not error:
         partition = ("__consumer_offsets", broker.group_coordinator.partition_for(request.group_id))
         error = broker.txn_coordinator.add_partitions(request.transactional_id, request.producer_id,

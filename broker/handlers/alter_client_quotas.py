@@ -42,7 +42,7 @@ async def handle(ctx, request):
                     values.pop(op.key, None)
                 else:
                     values[op.key] = op.value
-            await ctx.broker.set_quotas(entity, values)
+            await ctx.broker.admin.set_quotas(entity, values)
             ctx.log.info("client_quotas_altered", entity=entity, quotas=values)
         results.append({"error_code": error, "error_message": problem, "entity": echo})
     return {"throttle_time_ms": 0, "entries": results}

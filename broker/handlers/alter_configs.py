@@ -23,7 +23,7 @@ def apply_topic_configs(ctx, name: str, configs: dict[str, str], validate_only: 
         if problem:
             return ErrorCode.INVALID_CONFIG, problem
     if not validate_only:
-        broker.set_topic_configs(name, configs)
+        broker.admin.set_topic_configs(name, configs)
         ctx.log.info("topic_configs_altered", topic=name, configs=configs)
     return ErrorCode.NONE, None
 
@@ -44,7 +44,7 @@ async def apply_broker_configs(ctx, name: str, per_broker: bool, texts: dict[str
         return ErrorCode.INVALID_REQUEST, f"Invalid config value for resource ConfigResource(type=BROKER, " \
                                          f"name='{name}'): {problem}"
     if not validate_only:
-        await ctx.broker.set_broker_configs(per_broker, texts)
+        await ctx.broker.admin.set_broker_configs(per_broker, texts)
         ctx.log.info("broker_configs_altered", broker=name or "<default>",
                      configs={k: "(sensitive)" if is_sensitive(k) else v for k, v in texts.items()})
     return ErrorCode.NONE, None

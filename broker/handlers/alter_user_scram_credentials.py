@@ -63,7 +63,7 @@ async def handle(ctx, request):
                 mechanism = MECHANISM_BY_TYPE[u.mechanism]
                 texts[mechanism] = ScramCredential.from_salted_password(
                     mechanism, bytes(u.salt), bytes(u.salted_password), u.iterations).to_text()
-        await ctx.broker.set_scram_credentials(user, texts)
+        await ctx.broker.admin.set_scram_credentials(user, texts)
         ctx.log.info("scram_credentials_altered", user=user, mechanisms=sorted(texts))
         results.append({"user": user, "error_code": ErrorCode.NONE, "error_message": None})
     return {"throttle_time_ms": 0, "results": results}

@@ -84,14 +84,14 @@ def coordinator_error(ctx, group_id: str, operation: int = READ) -> ErrorCode:
     (GROUP_AUTHORIZATION_FAILED, checked first as in Kafka), or it is not the group's coordinator."""
     if not ctx.authorized(operation, GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    return ctx.broker.group_coordinator_error(group_id)
+    return ctx.broker.coordination.group_coordinator_error(group_id)
 
 
 def transaction_error(ctx, transactional_id: str) -> ErrorCode:
     """As ``coordinator_error`` for a transactional id: Write on it first, then this broker's coordination."""
     if not ctx.authorized(WRITE, TRANSACTIONAL_ID, transactional_id):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    return ctx.broker.transaction_coordinator_error(transactional_id)
+    return ctx.broker.coordination.transaction_coordinator_error(transactional_id)
 
 
 def topics_refused(ctx, operation: int, topics) -> set[str]:

@@ -36,7 +36,7 @@ async def handle(ctx, request):
     failed: dict[tuple, str] = {}
     for resource, added in by_resource.items():
         try:
-            await ctx.broker.change_acls(resource, added, set())
+            await ctx.broker.admin.change_acls(resource, added, set())
             ctx.log.info("acls_created", acls=[a.describe() for a in added], resource=str(resource))
         except Exception as exc:   # the store did not take it (ZooKeeper away past request.timeout.ms)
             ctx.log.warning("acls_create_failed", resource=str(resource), error=repr(exc))

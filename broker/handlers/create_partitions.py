@@ -35,7 +35,7 @@ def handle(ctx, request):
             message = f"Replication factor: {meta.replication_factor} larger than available brokers: {len(live)}."
         elif not request.validate_only:
             assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
-            broker.add_partitions(topic.name, topic.count, assignment)
+            broker.admin.add_partitions(topic.name, topic.count, assignment)
         results.append({"name": topic.name, "error_code": error, "error_message": message})
     response = {"throttle_time_ms": 0, "results": results}
     if broker.cluster is None or request.validate_only:

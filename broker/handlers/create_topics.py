@@ -99,7 +99,7 @@ def _create(ctx, request):
         if not request.validate_only:
             assignment = [list(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition_index)]
             try:
-                topic_id = broker.create_topic(topic.name, partitions, replication, configs,
+                topic_id = broker.admin.create_topic(topic.name, partitions, replication, configs,
                                                assignment or None).topic_id
             except TopicNotCreated as exc:
                 results.append({"name": topic.name, "topic_id": bytes(16), "error_code": ErrorCode.KAFKA_STORAGE_ERROR,

@@ -37,7 +37,7 @@ async def handle(ctx, request):
     failed: dict[tuple, str] = {}
     for resource, removed in removing.items():
         try:
-            await ctx.broker.change_acls(resource, set(), removed)
+            await ctx.broker.admin.change_acls(resource, set(), removed)
             ctx.log.info("acls_deleted", acls=[a.describe() for a in removed], resource=str(resource))
         except Exception as exc:   # the store did not take it (ZooKeeper away past request.timeout.ms)
             ctx.log.warning("acls_delete_failed", resource=str(resource), error=repr(exc))

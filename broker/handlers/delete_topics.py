@@ -29,6 +29,6 @@ def handle(ctx, request):
             error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         else:
             topic_id = meta.topic_id
-            broker.delete_topic(name)
+            broker.admin.delete_topic(name)
         responses.append({"name": name, "topic_id": topic_id, "error_code": error, "error_message": message})
     return {"throttle_time_ms": 0, "responses": responses}

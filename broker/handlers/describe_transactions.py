@@ -11,7 +11,7 @@ def handle(ctx, request):
     for transactional_id in request.transactional_ids:
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED \
             if not ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, transactional_id) \
-            else broker.transaction_coordinator_error(transactional_id)
+            else broker.coordination.transaction_coordinator_error(transactional_id)
         if error:
             states.append({"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
                            "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,

@@ -19,9 +19,9 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
     if key_type == TRANSACTION and not ctx.authorized(DESCRIBE, acls.TRANSACTIONAL_ID, key):
         return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if key_type == GROUP:
-        error = broker.ensure_offsets_topic() or broker.group_coordinator_error(key)
+        error = broker.coordination.ensure_offsets_topic() or broker.coordination.group_coordinator_error(key)
     elif key_type == TRANSACTION:
-        error = broker.ensure_transaction_topic() or broker.transaction_coordinator_error(key)
+        error = broker.coordination.ensure_transaction_topic() or broker.coordination.transaction_coordinator_error(key)
     else:
         error = ErrorCode.INVALID_REQUEST
     if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:

@@ -110,7 +110,7 @@ def answer(ctx, request):
                     topics.append(_refused(name))
                     continue
                 try:
-                    broker.create_topic(name, broker.config["num.partitions"],
+                    broker.admin.create_topic(name, broker.config["num.partitions"],
                                         broker.config["default.replication.factor"], {})
                 except TopicNotCreated:
                     topics.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "name": name, "partitions": []})

@@ -25,7 +25,7 @@ def handle_log_dir_failure(broker, log_dir: str, lost: list[tuple[str, int]]) ->
         if tp in lost or future.parent_dir == log_dir:
             mover.cancel(tp)
     for tp in lost:
-        broker.on_leadership_change(tp[0], tp[1], False)
+        broker.coordination.leadership_changed(tp[0], tp[1], False)
     member = broker.cluster
     if member is not None:
         for tp in lost:

@@ -186,7 +186,7 @@ def verify_here(broker, transactional_id: str, producer_id: int, epoch: int,
                 partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
     """KIP-890's verification at this broker as the transaction's coordinator: each partition's error (NONE
     when it is in the producer's open transaction), or this broker's reason not to coordinate it."""
-    error = broker.transaction_coordinator_error(transactional_id)
+    error = broker.coordination.transaction_coordinator_error(transactional_id)
     if error:
         return {tp: error for tp in partitions}
     return broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, partitions)

@@ -13,7 +13,7 @@ import time
 
 import structlog
 
-from kbroker.broker.coordinator_shards import OFFSETS_TOPIC
+from kbroker.broker.coordination.shards import OFFSETS_TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_marker_batch
 

@@ -278,7 +278,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
     def _flush_rolled(self, segment: LogSegment, end_offset: int) -> None:
         """Runs on the flusher thread: only fsyncs and raises the recovery point (an int store)."""
         try:
-            segment.flush()
+            segment.flush_off_thread()
         except OSError:   # closed by retention or deletion meanwhile: nothing left to protect
             return
         if end_offset > self.recovery_point and end_offset <= self.log_end_offset:

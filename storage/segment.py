@@ -99,6 +99,24 @@ class LogSegment(CachedFile):
         self.time_index.flush()
         self.txn_index.flush()
 
+    def flush_off_thread(self) -> None:
+        """``flush`` for another thread (the roll's flusher): through descriptors of its own, opened by path.
+        The cache of open files is the broker thread's; a descriptor the flusher took through ``fd`` would sit
+        in the flusher's cache while the segment believes it open, and be closed there under the broker's
+        feet. (fsync through any descriptor of a file makes the file's data durable.)"""
+        for path in (self.path, self.offset_index.path, self.time_index.path):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                if path == self.path:
+                    raise   # the segment was deleted meanwhile: the caller stops
+                continue    # an index not written yet (or deleted with its segment since): nothing to sync
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self.txn_index.flush()   # (by path already)
+
     # ------------------------------------------------------------------ reading
     def header_at(self, position: int) -> BatchHeader | None:
         data = os.pread(self.fd, HEADER_SIZE, position)

@@ -7,14 +7,12 @@ import time
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import Divergence, same, settled
+from tests.reference.differential import same, settled
 from tests.reference.test_produce_fetch import create, list_offset, produce
 
 pytestmark = pytest.mark.reference
 
 
-@pytest.mark.xfail(strict=True, raises=Divergence, reason="issue 29: kafka-python infers 3.6 from kbroker's "
-                                                          "ApiVersions")
 async def test_kafka_python_infers_the_same_broker_version(targets):
     def scenario(target):
         from kafka import KafkaAdminClient
@@ -23,7 +21,7 @@ async def test_kafka_python_infers_the_same_broker_version(targets):
             return admin._client.check_version()   # (what it inferred from ApiVersions)
         finally:
             admin.close()
-    await same(targets, scenario)
+    assert await same(targets, scenario) == (4, 2)
 
 
 async def test_an_aiokafka_group_commits_and_reads_back(targets, topic):

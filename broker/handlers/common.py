@@ -142,15 +142,17 @@ class LeaderDiscovery:
                 for b, host, port, rack in self.ctx.broker.live_brokers(self.ctx.listener) if b in self.leaders]
 
 
-def resolve_topic_ids(ctx, topics) -> set[int]:
-    """Requests that name topics by id (KIP-516): give each topic ``name`` the name its ``topic_id`` has now;
-    returns the ``id()`` of the topics whose id no topic has (to be answered UNKNOWN_TOPIC_ID)."""
+def resolve_topic_ids(ctx, topics, name_field: str = "name") -> tuple[list, list]:
+    """Requests that name topics by id (KIP-516): (known, unknown) of ``topics``; each known topic's
+    ``name_field`` is set to the name its ``topic_id`` has now, the unknown ones' ids name no topic (to be
+    answered UNKNOWN_TOPIC_ID)."""
     ids = ctx.broker.topic_ids
-    unknown = set()
+    known, unknown = [], []
     for topic in topics:
         name = ids.name_of(topic.topic_id)
         if name is None:
-            unknown.add(id(topic))
+            unknown.append(topic)
         else:
-            topic["name"] = name
-    return unknown
+            topic[name_field] = name
+            known.append(topic)
+    return known, unknown

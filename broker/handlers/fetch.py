@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 
 from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
-from kbroker.broker.handlers.common import LeaderDiscovery
+from kbroker.broker.handlers.common import LeaderDiscovery, resolve_topic_ids
 from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
 from kbroker.broker.partitions.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
 from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
@@ -45,7 +45,7 @@ _LEADERSHIP_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_
 def _response(results, shape: _Shape) -> dict:
     by_id = shape.asked is not None
     name_key = "topic_id" if by_id else "topic"
-    discovery = LeaderDiscovery(shape.ctx) if shape.ctx.api_version >= 16 else None
+    discovers, discovery = shape.ctx.api_version >= 16, None   # (made at the first leadership refusal)
     topics: list[dict] = []
     for r in results:
         key = shape.asked.get(r.topic) if by_id else r.topic
@@ -60,7 +60,8 @@ def _response(results, shape: _Shape) -> dict:
         if r.diverging_epoch is not None:
             topics[-1]["partitions"][-1]["diverging_epoch"] = {"epoch": r.diverging_epoch[0],
                                                                "end_offset": r.diverging_epoch[1]}
-        if discovery is not None and r.error in _LEADERSHIP_ERRORS:
+        if discovers and r.error in _LEADERSHIP_ERRORS:
+            discovery = discovery or LeaderDiscovery(shape.ctx)
             current = discovery.current_leader(r.topic, r.partition, r.current_leader)
             if current is not None:
                 topics[-1]["partitions"][-1]["current_leader"] = current
@@ -80,17 +81,8 @@ def _response(results, shape: _Shape) -> dict:
 def _resolve_ids(ctx, request) -> list[tuple[bytes, int]]:
     """Fetch v13+: give each topic the name its id has now; topics whose id no topic has are taken out of
     the request and returned as (id, partition), to be answered UNKNOWN_TOPIC_ID."""
-    ids = ctx.broker.topic_ids
-    known, unknown = [], []
-    for t in request.topics:
-        name = ids.name_of(t.topic_id)
-        if name is None:
-            unknown.extend((bytes(t.topic_id), p.partition) for p in t.partitions)
-        else:
-            t["topic"] = name
-            known.append(t)
-    request["topics"] = known
-    return unknown
+    request["topics"], unknown = resolve_topic_ids(ctx, request.topics, "topic")
+    return [(bytes(t.topic_id), p.partition) for t in unknown for p in t.partitions]
 
 
 def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, ErrorCode]:

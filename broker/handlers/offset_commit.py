@@ -10,7 +10,7 @@ from kbroker.protocol.messages.offset_commit import OFFSET_COMMIT as API  # noqa
 
 def handle(ctx, request):
     broker = ctx.broker
-    unknown = resolve_topic_ids(ctx, request.topics) if ctx.api_version >= 10 else set()
+    unknown = {id(t) for t in resolve_topic_ids(ctx, request.topics)[1]} if ctx.api_version >= 10 else set()
     offsets = {}
     for topic in request.topics:
         if id(topic) in unknown:

@@ -48,15 +48,14 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[Erro
 
 def _by_id(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:
     """v10: the same answer with topics named by id."""
-    unknown = resolve_topic_ids(ctx, topics) if topics is not None else set()
-    known = None if topics is None else [t for t in topics if id(t) not in unknown]
+    known, unknown = resolve_topic_ids(ctx, topics) if topics is not None else (None, [])
     error, found = _fetch_group(ctx, group_id, known, require_stable)
     ids = ctx.broker.topic_ids
-    answer = [{**t, "topic_id": ids.id_of(t["name"])} for t in found if ids.id_of(t["name"]) is not None]
+    answer = [{**t, "topic_id": topic_id} for t in found if (topic_id := ids.id_of(t["name"])) is not None]
     answer += [{"topic_id": bytes(t.topic_id), "partitions": [
         {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
          "error_code": ErrorCode.UNKNOWN_TOPIC_ID} for p in t.partition_indexes]}
-        for t in topics or () if id(t) in unknown]
+        for t in unknown]
     return error, answer
 
 

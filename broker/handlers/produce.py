@@ -20,7 +20,7 @@ answer that leader's endpoint (KIP-951).
 import asyncio
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
-from kbroker.broker.handlers.common import LeaderDiscovery
+from kbroker.broker.handlers.common import LeaderDiscovery, resolve_topic_ids
 from kbroker.broker.configuration.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
@@ -113,17 +113,9 @@ async def _check_then_handle(ctx, request, refused, batches: dict):
 def _resolve_ids(ctx, request) -> None:
     """Produce v13: each topic gets the name its id has now; topics whose id no topic has are set aside in
     ``request["unknown_topics"]``, and ``request["asked_ids"]`` maps each name to the id it was asked by."""
-    ids = ctx.broker.topic_ids
-    known, unknown, asked = [], [], {}
-    for topic in request.topic_data:
-        name = ids.name_of(topic.topic_id)
-        if name is None:
-            unknown.append(topic)
-        else:
-            topic["name"] = name
-            asked[name] = bytes(topic.topic_id)
-            known.append(topic)
-    request["topic_data"], request["unknown_topics"], request["asked_ids"] = known, unknown, asked
+    known, unknown = resolve_topic_ids(ctx, request.topic_data)
+    request["topic_data"], request["unknown_topics"] = known, unknown
+    request["asked_ids"] = {t.name: bytes(t.topic_id) for t in known}
 
 
 def _unknown_ids(request) -> list[dict]:
@@ -205,7 +197,7 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
     failed = False
     topics_counted = ctx.broker.metrics.topics
     asked = request.get("asked_ids")
-    discovery = LeaderDiscovery(ctx) if ctx.api_version >= 10 else None
+    discovery = None   # made at the first partition refused for leadership (v10+), not for every request
     for topic in request.topic_data:
         partitions = []
         # (v13: the id may name another topic, or none, since it was resolved: a wait came in between)
@@ -250,7 +242,8 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                                    "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message,
                                    "record_errors": [{"batch_index": n, "batch_index_error_message": why}
                                                      for n, why in record_errors]})
-                if discovery is not None and result_error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                if result_error == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:
+                    discovery = discovery or LeaderDiscovery(ctx)
                     partitions[-1]["current_leader"] = discovery.current_leader(topic.name, pdata.index)
         responses.append({"name": topic.name, "topic_id": asked[topic.name] if asked else None,
                           "partition_responses": partitions})

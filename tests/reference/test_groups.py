@@ -25,6 +25,13 @@ async def coordinator_found(target, group: str) -> None:
                   lambda a: a.error_code == 0)
 
 
+def join_request(group: str, group_instance_id: str | None = None, reason: str | None = None) -> dict:
+    """A JoinGroup of a new consumer-protocol member with the range assignor (empty subscription metadata)."""
+    return {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+            "group_instance_id": group_instance_id, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": reason}
+
+
 def fill(target, topic, partitions, per_partition=5) -> None:
     p = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0})
     for partition in range(partitions):
@@ -99,9 +106,7 @@ async def test_join_group_errors(targets, topic):
     async def scenario(target):
         group = f"g-{topic}"
         await coordinator_found(target, group)
-        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
+        join = join_request(group)
         first = await call(target, JOIN_GROUP, 5, join)
         too_short = await call(target, JOIN_GROUP, 5, {**join, "session_timeout_ms": 10})
         no_protocols = await call(target, JOIN_GROUP, 5, {**join, "protocols": []})
@@ -237,9 +242,7 @@ async def test_list_groups_by_state_and_type(targets, topic, version):
     async def scenario(target):
         group = f"g-{topic}"
         await coordinator_found(target, group)
-        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
+        join = join_request(group)
         first = await settled(lambda: call(target, JOIN_GROUP, 5, join),
                               lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
         joined = await call(target, JOIN_GROUP, 5, {**join, "member_id": first.member_id})
@@ -275,9 +278,7 @@ async def test_a_static_leader_that_restarts_keeps_the_assignment(targets, topic
     async def scenario(target):
         group = f"g-{topic}"
         await coordinator_found(target, group)
-        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
-                "group_instance_id": "instance-1", "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": "started"}
+        join = join_request(group, group_instance_id="instance-1", reason="started")
         first = await settled(lambda: call(target, JOIN_GROUP, version, join),
                               lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
         synced = await call(target, SYNC_GROUP, 5, {
@@ -335,9 +336,7 @@ async def test_offsets_of_a_classic_group_at_every_version(targets, topic, versi
         seen = {"simple commit": first_commit, "fetch": await fetch(),
                 "stranger commits to a group that does not exist": await commit(1, "nobody", 6, group=group + "-x"),
                 "stranger commits": await commit(1, "nobody", 6)}
-        join = {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None}
+        join = join_request(group)
         first = await call(target, JOIN_GROUP, 5, join)
         joined = await call(target, JOIN_GROUP, 5, {**join, "member_id": first.member_id})
         seen["member commits"] = await commit(joined.generation_id, joined.member_id, 7)

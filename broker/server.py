@@ -94,7 +94,7 @@ class Broker:
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
-                                                  self.offsets_store.append)
+                                                  self.offsets_store.append, lambda: self.metadata.topics)
         self.inter_broker = InterBrokerChannel(self)
         self.txn_store = InternalTopicStore(self.replica_manager, TXN_TOPIC, clock)
         self.txn_coordinator = TransactionCoordinator(TransactionConfig.from_broker(config), LoopScheduler(clock),

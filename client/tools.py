@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import struct
 import sys
 
 from kbroker.client.acls import acls_tool
 from kbroker.client.configs import configs_tool
+from kbroker.client.groups import groups_tool
 from kbroker.client.connection import KafkaConnection
 from kbroker.client.properties import read_properties
 from kbroker.client.security import SecurityConfigError, connect_options
@@ -16,7 +16,6 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch, iter_records, split_batches
 
 METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 3, 0, 1, 2, 19, 20, 32
-OFFSET_FETCH, FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 9, 10, 15, 16, 42
 
 
 def _split_server(bootstrap: str) -> tuple[str, int]:
@@ -152,75 +151,6 @@ async def consume(args) -> int:
         await conn.close()
 
 
-def consumer_assignment(data: bytes) -> list[tuple[str, int]]:
-    """(topic, partition) pairs of a ConsumerProtocolAssignment (every version starts the same way)."""
-    data = bytes(data)
-    if len(data) < 6:
-        return []
-    pos, out = 2, []
-    (count,) = struct.unpack_from(">i", data, pos)
-    pos += 4
-    for _ in range(max(count, 0)):
-        (length,) = struct.unpack_from(">h", data, pos)
-        topic = data[pos + 2:pos + 2 + length].decode()
-        pos += 2 + length
-        (n,) = struct.unpack_from(">i", data, pos)
-        out += [(topic, p) for p in struct.unpack_from(f">{max(n, 0)}i", data, pos + 4)]
-        pos += 4 + 4 * max(n, 0)
-    return out
-
-
-async def groups(args) -> int:
-    """Like kafka-consumer-groups.sh: list, describe (offsets, lag, owners) and delete."""
-    conn = await _connect(args)
-    try:
-        if args.action == "list":
-            resp = await conn.request(LIST_GROUPS, 4, {"states_filter": []})
-            for g in sorted(resp.groups, key=lambda g: g.group_id):
-                print(f"{g.group_id}\t{g.group_state}\t{g.protocol_type}")
-            return 0
-        if not args.group:
-            return _fail("--group is required")
-        found = await conn.request(FIND_COORDINATOR, 3, {"key": args.group, "key_type": 0})
-        if found.error_code:
-            return _fail(f"{ErrorCode(found.error_code).name}: no coordinator for {args.group}")
-        if args.action == "delete":
-            resp = await conn.request(DELETE_GROUPS, 2, {"groups_names": [args.group]})
-            if resp.results[0].error_code:
-                return _fail(ErrorCode(resp.results[0].error_code).name)
-            print(f"Deleted group {args.group}.")
-            return 0
-        described = (await conn.request(DESCRIBE_GROUPS, 5, {"groups": [args.group],
-                                                              "include_authorized_operations": False})).groups[0]
-        owners = {tp: m for m in described.members for tp in consumer_assignment(m.member_assignment)}
-        fetched = await conn.request(OFFSET_FETCH, 7, {"group_id": args.group, "topics": None,
-                                                       "require_stable": False})
-        committed = {(t.name, p.partition_index): p.committed_offset for t in fetched.topics for p in t.partitions}
-        partitions = sorted(set(committed) | set(owners))
-        ends = {}
-        if partitions:
-            by_topic: dict[str, list[int]] = {}
-            for topic, p in partitions:
-                by_topic.setdefault(topic, []).append(p)
-            resp = await conn.request(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-                {"name": t, "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": -1}
-                                           for p in ps]} for t, ps in by_topic.items()]})
-            ends = {(t.name, p.partition_index): p.offset for t in resp.topics for p in t.partitions}
-        print(f"Group {args.group} is {described.group_state} ({described.protocol_data or 'no protocol'}, "
-              f"{len(described.members)} members)")
-        print("GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
-        for tp in partitions:
-            current = committed.get(tp, -1)
-            end = ends.get(tp, -1)
-            lag = end - current if current >= 0 and end >= 0 else "-"
-            m = owners.get(tp)
-            who = f"{m.member_id}\t{m.client_host}\t{m.client_id}" if m else "-\t-\t-"
-            print(f"{args.group}\t{tp[0]}\t{tp[1]}\t{current if current >= 0 else '-'}\t{end}\t{lag}\t{who}")
-        return 0
-    finally:
-        await conn.close()
-
-
 def _with_connection(tool):
     async def run(args) -> int:
         conn = await _connect(args)
@@ -232,7 +162,7 @@ def _with_connection(tool):
 
 
 def run(args) -> int:
-    action = {"topics": topics, "produce": produce, "consume": consume, "groups": groups,
+    action = {"topics": topics, "produce": produce, "consume": consume, "groups": _with_connection(groups_tool),
               "users": _with_connection(users), "acls": _with_connection(acls_tool),
               "configs": _with_connection(configs_tool)}[args.command]
     try:

@@ -41,6 +41,9 @@ class LoopScheduler:
         except Exception:   # a timer's failure must not stop the loop's other work
             log.exception("timer_failed", key=repr(key))
 
+    def is_scheduled(self, key: Hashable) -> bool:
+        return key in self._timers
+
     def cancel(self, key: Hashable) -> None:
         handle = self._timers.pop(key, None)
         if handle is not None:
@@ -68,6 +71,9 @@ class ManualScheduler:
         entry = (self._now + max(0, delay_ms), next(self._seq), action)
         self._timers[key] = entry
         heapq.heappush(self._heap, (entry[0], entry[1], key))
+
+    def is_scheduled(self, key: Hashable) -> bool:
+        return key in self._timers
 
     def cancel(self, key: Hashable) -> None:
         self._timers.pop(key, None)

@@ -17,6 +17,11 @@ TEST_OVERRIDES = {
     "transaction.state.log.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "500",
+    # KIP-848 members heartbeat every 5 s by default: a test's group settles in a few heartbeats, not minutes.
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
     "num.partitions": "1",
     "log.cleaner.backoff.ms": "200",
 }

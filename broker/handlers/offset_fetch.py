@@ -1,7 +1,7 @@
 """OffsetFetch: committed offsets of one group (v1-7) or several (v8+); -1 where nothing is committed.
 
-From v9 a group's request may carry KIP-848's member id and epoch, which a classic group does not check (as
-Kafka answers them). From v10 topics are named by id (KIP-516): partitions of an id no topic has are
+From v9 a group's request may carry KIP-848's member id and epoch: a consumer group's member must read at its
+current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); a classic group does not check them (as Kafka). From v10 topics are named by id (KIP-516): partitions of an id no topic has are
 UNKNOWN_TOPIC_ID, and a group's committed topics that no longer exist are left out of an all-topics answer.
 """
 
@@ -13,9 +13,10 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.offset_fetch import OFFSET_FETCH as API  # noqa: F401  (the registry reads API)
 
 
-def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member=(None, -1)) -> tuple[ErrorCode, list[dict]]:
     requested = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
-    error = coordinator_error(ctx, group_id, DESCRIBE)
+    error = coordinator_error(ctx, group_id, DESCRIBE) or ctx.broker.group_coordinator.fetch_member_error(
+        group_id, *member)
     unstable: set = set()
     refused: set[str] = set()
     if error:
@@ -46,10 +47,10 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[Erro
     return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-def _by_id(ctx, group_id: str, topics, require_stable: bool) -> tuple[ErrorCode, list[dict]]:
+def _by_id(ctx, group_id: str, topics, require_stable: bool, member=(None, -1)) -> tuple[ErrorCode, list[dict]]:
     """v10: the same answer with topics named by id."""
     known, unknown = resolve_topic_ids(ctx, topics) if topics is not None else (None, [])
-    error, found = _fetch_group(ctx, group_id, known, require_stable)
+    error, found = _fetch_group(ctx, group_id, known, require_stable, member)
     ids = ctx.broker.topic_ids
     answer = [{**t, "topic_id": topic_id} for t in found if (topic_id := ids.id_of(t["name"])) is not None]
     answer += [{"topic_id": bytes(t.topic_id), "partitions": [
@@ -64,7 +65,8 @@ def handle(ctx, request):
         groups = []
         fetch_group = _by_id if ctx.api_version >= 10 else _fetch_group
         for group in request.groups:
-            error, topics = fetch_group(ctx, group.group_id, group.topics, request.require_stable)
+            member = (group.member_id, group.member_epoch) if ctx.api_version >= 9 else (None, -1)
+            error, topics = fetch_group(ctx, group.group_id, group.topics, request.require_stable, member)
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = request.topics

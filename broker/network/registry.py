@@ -14,6 +14,8 @@ from typing import Callable
 
 from kbroker.broker.handlers import (
     alter_partition_reassignments,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     alter_replica_log_dirs,
     list_partition_reassignments,
     describe_topic_partitions,
@@ -93,6 +95,7 @@ HANDLERS: dict[int, Handler] = {
         describe_configs, alter_configs, create_partitions, incremental_alter_configs, describe_cluster,
         find_coordinator, join_group, sync_group, heartbeat, leave_group, offset_commit, offset_fetch,
         describe_groups, list_groups, delete_groups, offset_delete,
+        consumer_group_heartbeat, consumer_group_describe,
         add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
         describe_producers, describe_transactions, list_transactions,
         leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,

@@ -1,4 +1,5 @@
-"""Group administration: DeleteGroups, DescribeGroups and ListGroups, and how a group dies.
+"""Group administration: DeleteGroups, DescribeGroups and ListGroups, and how a group dies, for classic and
+KIP-848 consumer groups alike.
 
 Mixed into ``GroupCoordinator``.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 import structlog
 
 from kbroker.coordinators.group import records
+from kbroker.coordinators.group.consumer.records import group_tombstones
+from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -30,15 +33,19 @@ class GroupAdmin:
                 results[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
                 entries = [(records.offset_commit_key(group_id, *tp), None) for tp in group.offsets]
-                entries.append((records.group_metadata_key(group_id), None))
+                if isinstance(group, ConsumerGroup):
+                    entries += group_tombstones(group)
+                else:
+                    entries.append((records.group_metadata_key(group_id), None))
                 error = self._store(group_id, entries)
                 if not error:
                     self._mark_dead(group)
                 results[group_id] = error
         return results
 
-    def _mark_dead(self, group: GroupMetadata) -> None:
-        group.transition_to(S.DEAD, self.now_ms())
+    def _mark_dead(self, group: GroupMetadata | ConsumerGroup) -> None:
+        if isinstance(group, GroupMetadata):
+            group.transition_to(S.DEAD, self.now_ms())
         group.offsets.clear()
         self.scheduler.cancel(("join", group.group_id))
         self.scheduler.cancel(("sync", group.group_id))
@@ -48,7 +55,8 @@ class GroupAdmin:
 
     def describe_group(self, group_id: str) -> dict:
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
+            # A consumer group is not described by the classic API: Kafka 4.2 answers as for no group.
             return {"error_code": 0, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
                     "protocol_data": "", "members": []}
         stable = group.is_(S.STABLE)
@@ -60,8 +68,17 @@ class GroupAdmin:
                 "protocol_type": group.protocol_type or "",
                 "protocol_data": (group.protocol_name or "") if stable else "", "members": members}
 
-    def list_groups(self, states: set[str] | None = None) -> list[dict]:
+    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None) -> list[dict]:
+        """Groups in one of ``states`` and of one of ``types`` (classic, consumer), whatever their case."""
         wanted = {s.lower() for s in states} if states else None
-        return [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value}
-                for g in self.groups.values()
-                if not g.is_(S.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
+        kinds = {t.lower() for t in types} if types else None
+        listed = []
+        for g in self.groups.values():
+            kind = "consumer" if isinstance(g, ConsumerGroup) else "classic"
+            state = g.state if kind == "consumer" else g.state.value
+            if (g.is_(S.DEAD) or (wanted is not None and state.lower() not in wanted)
+                    or (kinds is not None and kind not in kinds)):
+                continue
+            listed.append({"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": state,
+                           "group_type": kind})
+        return listed

@@ -27,6 +27,9 @@ from typing import Callable
 import structlog
 
 from kbroker.coordinators.group.admin import GroupAdmin
+from kbroker.coordinators.group.consumer.heartbeat import ConsumerGroupHeartbeat
+from kbroker.coordinators.group.consumer.records import group_tombstones
+from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.group import GroupMetadata, MemberMetadata, join_result, sync_result
 from kbroker.coordinators.group.loader import GroupLoader
 from kbroker.coordinators.group.offsets import OffsetManager
@@ -52,6 +55,11 @@ class GroupConfig:
     max_size: int = 2**31 - 1
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_protocol_enabled: bool = True
 
     @classmethod
     def from_broker(cls, config) -> "GroupConfig":
@@ -61,14 +69,22 @@ class GroupConfig:
                    initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
                    max_size=config["group.max.size"],
                    offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
-                   offsets_retention_ms=config["offsets.retention.minutes"] * 60 * 1000)
+                   offsets_retention_ms=config["offsets.retention.minutes"] * 60 * 1000,
+                   consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+                   consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+                   consumer_max_size=config["group.consumer.max.size"],
+                   consumer_assignors=tuple(config["group.consumer.assignors"]),
+                   consumer_protocol_enabled="consumer" in config["group.coordinator.rebalance.protocols"])
 
 
-class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
-    def __init__(self, config: GroupConfig, scheduler, store: Store) -> None:
+class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat):
+    def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict) -> None:
+        """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
+        KIP-848's assignors divide)."""
         self.config = config
         self.scheduler = scheduler
         self.store = store
+        self.topics = topics
         self.groups: dict[str, GroupMetadata] = {}
         self._initial_delay: set[str] = set()   # groups whose first rebalance waits out the initial delay
 
@@ -95,6 +111,16 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
         if rebalance_timeout_ms < 0:   # JoinGroup v0 has none: Kafka uses the session timeout
             rebalance_timeout_ms = session_timeout_ms
         group = self.groups.get(group_id)
+        if isinstance(group, ConsumerGroup):
+            if not group.is_empty:
+                # Kafka 4 would let a classic member into a consumer group (online migration): not built here.
+                return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            error = self._store(group_id, group_tombstones(group))   # the empty consumer group goes, offsets stay
+            if error:
+                return respond(join_result(error, member_id))
+            for key, value in group_tombstones(group):
+                self.replay(key, value)
+            group = self.groups.get(group_id)
         if group is None:
             if member_id:
                 return respond(join_result(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
@@ -397,7 +423,7 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
                    protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
                    respond: Respond) -> None:
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.is_(S.DEAD):
             return respond(sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -443,7 +469,7 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None) -> ErrorCode:
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -465,7 +491,7 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin):
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         """Remove each (member id, instance id); returns the top-level error and one error per member."""
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or isinstance(group, ConsumerGroup):
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)

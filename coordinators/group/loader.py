@@ -14,6 +14,8 @@ Invariants:
 from __future__ import annotations
 
 from kbroker.coordinators.group import records
+from kbroker.coordinators.group.consumer.model import ConsumerGroup
+from kbroker.coordinators.group.consumer.replay import replay_consumer_record
 from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata, join_result, sync_result
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -48,6 +50,8 @@ class GroupLoader:
         """
         decoded_key = records.decode_key(key)
         decoded = records.decode_value(decoded_key, value)
+        if isinstance(decoded_key, records.ConsumerGroupKey):
+            return replay_consumer_record(self.groups, decoded_key, decoded, self.now_ms())
         if isinstance(decoded_key, records.OffsetKey):
             tp = (decoded_key.topic, decoded_key.partition)
             group = self.groups.get(decoded_key.group)
@@ -69,10 +73,18 @@ class GroupLoader:
                                                 getattr(decoded, "expire_timestamp", -1))
             return
         group_id = decoded_key.group
-        if decoded is None:
-            self.groups.pop(group_id, None)
-            return
         previous = self.groups.get(group_id)
+        if isinstance(previous, ConsumerGroup):
+            return   # a classic group's tombstone written when it became this consumer group
+        if decoded is None:
+            if previous is not None and (previous.offsets or previous.pending_txn_offsets):
+                # Offsets outlive their group's record (Kafka keeps them apart): an empty group holds them.
+                holder = GroupMetadata(group_id, offsets=previous.offsets)
+                holder.pending_txn_offsets = previous.pending_txn_offsets
+                self.groups[group_id] = holder
+            else:
+                self.groups.pop(group_id, None)
+            return
         offsets = previous.offsets if previous is not None else {}
         group = GroupMetadata(group_id, generation_id=decoded.generation, protocol_type=decoded.protocol_type or None,
                               protocol_name=decoded.protocol, state_timestamp_ms=decoded.current_state_timestamp,
@@ -96,6 +108,12 @@ class GroupLoader:
         """After replay: start the session timers of the members the log says exist (of one shard, or all)."""
         for group in self.groups.values():
             if partition is None or self.partition_for(group.group_id) == partition:
+                if isinstance(group, ConsumerGroup):
+                    for member in group.members.values():
+                        self._schedule_consumer_session(group.group_id, member.member_id)
+                        if member.state.name == "UNREVOKED_PARTITIONS":
+                            self._schedule_revocation(group.group_id, member)
+                    continue
                 for member in group.members.values():
                     self._heartbeat(group, member)
 
@@ -112,7 +130,13 @@ class GroupLoader:
             self._drop(group)
         self.scheduler.cancel_all()
 
-    def _drop(self, group: GroupMetadata) -> None:
+    def _drop(self, group: GroupMetadata | ConsumerGroup) -> None:
+        if isinstance(group, ConsumerGroup):
+            for member_id in group.members:
+                self.scheduler.cancel(("consumer-session", group.group_id, member_id))
+                self.scheduler.cancel(("consumer-revocation", group.group_id, member_id))
+            self.groups.pop(group.group_id, None)
+            return
         for member in list(group.members.values()):
             self._answer_join(group, member, join_result(ErrorCode.NOT_COORDINATOR, member.member_id))
             self._answer_sync(group, member, sync_result(ErrorCode.NOT_COORDINATOR))

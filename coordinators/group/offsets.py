@@ -16,6 +16,7 @@ from typing import Callable
 import structlog
 
 from kbroker.coordinators.group import records
+from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -42,7 +43,13 @@ class OffsetManager:
         if error:
             return all_(error)
         member = None
-        if not (generation_id < 0 and group.is_(S.EMPTY)):
+        if isinstance(group, ConsumerGroup):
+            # KIP-848: a member commits at its current epoch; others only while the group has no members.
+            if not (generation_id < 0 and not group.members):
+                error = group.member_epoch_error(member_id, generation_id)
+                if error:
+                    return all_(error)
+        elif not (generation_id < 0 and group.is_(S.EMPTY)):
             # Only a group with no members takes commits from outside it (consumers using assign()).
             error = self._validate_generation(group, member_id, group_instance_id, generation_id)
             if not error and group.is_(S.COMPLETING_REBALANCE):
@@ -61,7 +68,7 @@ class OffsetManager:
                 group.offsets[tp] = committed
         if member is not None:
             self._heartbeat(group, member)
-        if not accepted and group.is_(S.EMPTY) and not group.offsets:
+        if not accepted and isinstance(group, GroupMetadata) and group.is_(S.EMPTY) and not group.offsets:
             self._maybe_drop_empty_group(group)
         return results
 
@@ -106,7 +113,12 @@ class OffsetManager:
         group, error = self._commit_target(group_id, create=True)
         if error:
             return all_(error)
-        if generation_id >= 0 or member_id or group_instance_id is not None:
+        if isinstance(group, ConsumerGroup):
+            if generation_id >= 0 or member_id:
+                error = group.member_epoch_error(member_id, generation_id)
+                if error:
+                    return all_(error)
+        elif generation_id >= 0 or member_id or group_instance_id is not None:
             # v3+ (KIP-447): a consumer-group-aware producer proves it still belongs to the generation.
             error = self._validate_generation(group, member_id, group_instance_id, generation_id)
             if error:
@@ -136,6 +148,14 @@ class OffsetManager:
             return set()
         return {tp for tp in partitions if group.has_pending_txn_offset(tp)}
 
+    def fetch_member_error(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9+: a consumer group's member reads at its current epoch (KIP-848); a classic group
+        and a request naming no member are not checked, as in Kafka."""
+        group = self.groups.get(group_id)
+        if not isinstance(group, ConsumerGroup) or (member_id is None and member_epoch < 0):
+            return ErrorCode.NONE
+        return group.member_epoch_error(member_id or "", member_epoch)
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], CommittedOffset | None]:
         """Committed offsets of the partitions asked for (None: all the group has); None where none is."""
@@ -151,7 +171,9 @@ class OffsetManager:
         if group is None or group.is_(S.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] | None = set()
-        if group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
+        if isinstance(group, ConsumerGroup):
+            subscribed = group.subscribed_topic_names()
+        elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
             subscribed = group.subscribed_topics()
             if subscribed is None:   # not a consumer group: Kafka refuses while it has members
                 return ErrorCode.NON_EMPTY_GROUP, {}
@@ -195,8 +217,12 @@ class OffsetManager:
             if group.is_(S.DEAD):
                 continue
             expired = []
+            consumer = isinstance(group, ConsumerGroup)
+            subscribed = group.subscribed_topic_names() if consumer else set()
             for tp, committed in group.offsets.items():
-                if committed.expire_timestamp >= 0:
+                if consumer:      # KIP-848: a topic no member subscribes to ages from its last commit
+                    due = tp[0] not in subscribed and now >= committed.commit_timestamp + retention
+                elif committed.expire_timestamp >= 0:
                     due = now >= committed.expire_timestamp
                 elif group.protocol_type is None:        # standalone consumers: age of the commit
                     due = now >= committed.commit_timestamp + retention
@@ -207,7 +233,8 @@ class OffsetManager:
                 if due:
                     expired.append(tp)
             entries = [(records.offset_commit_key(group.group_id, *tp), None) for tp in expired]
-            drop_group = group.is_(S.EMPTY) and len(expired) == len(group.offsets) and not group.members
+            drop_group = (not consumer and group.is_(S.EMPTY) and len(expired) == len(group.offsets)
+                          and not group.members)
             if drop_group:
                 entries.append((records.group_metadata_key(group.group_id), None))
             if not entries or self._store(group.group_id, entries):

@@ -2,7 +2,9 @@
 
 A record's key is an int16 schema version followed by the key struct, and so
 is its value; a null value is a tombstone (a deleted offset or group). The key
-version tells the record kind: 0 and 1 are offset commits, 2 is group metadata.
+version tells the record kind: 0 and 1 are offset commits, 2 is classic group metadata, 3 and 5-8 are a
+KIP-848 consumer group's epoch, member, target assignment epoch, target of a member and current assignment
+of a member.
 Decoding accepts every version Kafka has written; encoding writes the
 versions Kafka 3.x writes (offset commit v3 values, group metadata v3 values).
 """
@@ -36,6 +38,19 @@ class OffsetKey:
 @dataclass(frozen=True)
 class GroupKey:
     group: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupKey:
+    """A KIP-848 record's key: ``kind`` is its key version (3, 5, 6, 7 or 8), ``member`` empty for 3 and 6."""
+    kind: int
+    group: str
+    member: str = ""
+
+
+CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
+                          5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
+                          7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
 
 
 def _encode(name: str, version: int, obj: dict) -> bytes:
@@ -86,12 +101,28 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
     if version == GROUP_METADATA_KEY_VERSION:
         _, key = _decode("GroupMetadataKey", data)
         return GroupKey(key.group)
+    if version in CONSUMER_GROUP_RECORDS and version != 4:
+        _, key = _decode(CONSUMER_GROUP_RECORDS[version] + "Key", data)
+        return ConsumerGroupKey(version, key.group_id, key.get("member_id", ""))
+    if version == 4:   # written by Kafka 4.0 only (KIP-1101 replaced it with a hash): nothing to restore
+        return ConsumerGroupKey(4, data[4:4 + int.from_bytes(data[2:4], "big")].decode())
     raise ValueError(f"unknown __consumer_offsets key version {version}")
 
 
-def decode_value(key: OffsetKey | GroupKey, data: bytes | None) -> schema.Message | None:
+def consumer_group_key(kind: int, group: str, member: str = "") -> bytes:
+    fields = {"group_id": group, "member_id": member} if kind in (5, 7, 8) else {"group_id": group}
+    return _encode(CONSUMER_GROUP_RECORDS[kind] + "Key", kind, fields)
+
+
+def consumer_group_value(kind: int, value: dict) -> bytes:
+    return _encode(CONSUMER_GROUP_RECORDS[kind] + "Value", 0, value)
+
+
+def decode_value(key: OffsetKey | GroupKey | ConsumerGroupKey, data: bytes | None) -> schema.Message | None:
     """The value's fields, or None for a tombstone."""
     if data is None:
         return None
+    if isinstance(key, ConsumerGroupKey):
+        return None if key.kind == 4 else _decode(CONSUMER_GROUP_RECORDS[key.kind] + "Value", data)[1]
     name = "OffsetCommitValue" if isinstance(key, OffsetKey) else "GroupMetadataValue"
     return _decode(name, data)[1]

@@ -10,6 +10,8 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     consumer_offsets_records,
     controlled_shutdown,
     create_acls,

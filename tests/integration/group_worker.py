@@ -88,9 +88,13 @@ def run_confluent(args) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     config = {"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
-              "auto.offset.reset": "earliest", "session.timeout.ms": args.session_ms,
-              "heartbeat.interval.ms": args.heartbeat_ms, "partition.assignment.strategy": args.assignor,
-              "topic.metadata.refresh.interval.ms": 1000}
+              "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000}
+    if args.protocol == "consumer":
+        # KIP-848: the broker assigns and sets the session and heartbeat timing; the assignor is its own.
+        config.update({"group.protocol": "consumer", "group.remote.assignor": args.assignor})
+    else:
+        config.update({"session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.heartbeat_ms,
+                       "partition.assignment.strategy": args.assignor})
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
     if os.environ.get("GROUP_WORKER_DEBUG"):   # librdkafka's own debug log on stderr
@@ -173,6 +177,7 @@ def main() -> None:
     parser.add_argument("group")
     parser.add_argument("--assignor", default="range")
     parser.add_argument("--instance-id", default=None)
+    parser.add_argument("--protocol", default="classic", choices=["classic", "consumer"])   # confluent only
     parser.add_argument("--session-ms", type=int, default=3000)
     parser.add_argument("--heartbeat-ms", type=int, default=300)
     parser.add_argument("--batch", type=int, default=20)

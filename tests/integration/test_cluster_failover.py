@@ -242,3 +242,29 @@ async def test_aiokafka_producer_and_group_consumer_ride_through_a_leader_kill(c
                 raise
     assert len(acked) == 3000, f"{3000 - len(acked)} sends failed beyond the producer's retries"
     assert acked <= received
+
+
+def test_a_kip_848_group_rides_through_kills_of_its_coordinator(cluster, topic_name):
+    """The consumer group's epochs, members and assignments are in ``__consumer_offsets`` like its offsets: the
+    broker that takes over the partition reloads them, members carry on at their epochs, nothing is lost and
+    nothing committed comes again."""
+    from tests.integration.groupworkers import Worker, check_at_least_once, consumed
+    from tests.integration.groupworkers import wait_until as wait_for
+
+    create(cluster.bootstrap, topic_name, 4, 3)
+    fill(cluster.bootstrap, topic_name, 3000)
+    group = f"group-{topic_name}"
+    opts = dict(protocol="consumer", assignor="uniform", batch=20, process_ms=20)
+    workers = [Worker("confluent", cluster.bootstrap, topic_name, group, name=f"w{n}", **opts) for n in range(2)]
+    offsets_partition = partition_for(group, INTERNAL_PARTITIONS)
+    try:
+        wait_for(lambda: all(w.owned() for w in workers), 60, "both members assigned", workers)
+        for share in (0.3, 0.6):
+            wait_for(lambda: len(consumed(workers)) >= 3000 * share, 90, f"{share:.0%} consumed", workers)
+            kill_and_wait_moved(cluster, coordinator_of(cluster, "__consumer_offsets", group), "__consumer_offsets",
+                                offsets_partition)
+        wait_for(lambda: len(consumed(workers)) == 3000, 90, "every record consumed", workers)
+    finally:
+        for w in workers:
+            w.terminate()
+    check_at_least_once(workers, 3000)

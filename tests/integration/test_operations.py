@@ -107,6 +107,31 @@ def test_cli_groups_describe_shows_offsets_lag_and_owners(broker, topic_name):
     assert deleted.returncode == 0, deleted.stderr
 
 
+def test_cli_groups_describe_shows_a_consumer_groups_epochs_and_assignments(broker, topic_name):
+    from confluent_kafka import Consumer
+    make_topic(broker.bootstrap, topic_name, 2)
+    group = f"cli-848-{topic_name}"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer",
+                         "client.id": "cli-848"})
+    consumer.subscribe([topic_name])
+    try:
+        while len(consumer.assignment()) < 2:
+            consumer.poll(0.1)
+        described = cli(broker, "groups", "describe", "--group", group)
+        assert described.returncode == 0, described.stderr
+        lines = described.stdout.splitlines()
+        assert lines[0].startswith(f"Group {group} is Stable (consumer protocol, assignor uniform, group epoch 1")
+        owners = {tuple(line.split("\t")[1:3]): line.split("\t")[8] for line in lines[2:4]}
+        assert owners == {(topic_name, "0"): "cli-848", (topic_name, "1"): "cli-848"}
+        member = lines[5].split("\t")
+        both = f"{topic_name}-0,{topic_name}-1"
+        assert lines[4].startswith("MEMBER-ID\t") and member[2:] == ["1", both, both]   # epoch, assigned, target
+        listed = [line.split("\t") for line in cli(broker, "groups", "list").stdout.splitlines()]
+        assert [group, "Stable", "consumer", "consumer"] in listed
+    finally:
+        consumer.close()
+
+
 def test_data_and_topic_configs_survive_a_clean_restart(fresh_broker):
     broker = fresh_broker.start()
     make_topic(broker.bootstrap, "kept", partitions=2, configs={"retention.ms": "123456"})

@@ -96,7 +96,6 @@ async def test_a_classic_group_assigns_commits_and_rebalances_on_leave(targets, 
     assert seen["after leave"] == [0, 1, 2, 3] and seen["committed"] == [(i, 5) for i in range(4)]
 
 
-@ISSUE_28
 async def test_a_kip_848_group_assigns_commits_and_rebalances_on_leave(targets, topic):
     seen = await same(targets, group_scenario("consumer"), topic)
     assert seen["after leave"] == [0, 1, 2, 3]

@@ -81,7 +81,11 @@ CASES = [(a.name, a.key, v, direction)
          for v in range(a.versions.low, min(a.versions.high, newest(a.name)) + 1)
          for direction in ("Request", "Response")] if os.path.isdir(SCHEMAS) else []
 INTERNAL = os.path.join(SCHEMAS, "..", "internal")
-DATA_CASES = [(d.name, v) for d in DATA.values() for v in range(d.versions.low, d.versions.high + 1)]
+# The internal records whose official JSON ../shared holds (offsets, classic groups, transactions). KIP-848's
+# records (key versions 3, 5-8) were checked against apache/kafka's group-coordinator JSON when they were
+# declared; ConsumerGroupMetadataValue's tagged MetadataHash is Kafka 4.1's (KIP-1101), newer than that copy.
+DATA_CASES = [(d.name, v) for d in DATA.values() for v in range(d.versions.low, d.versions.high + 1)
+              if os.path.exists(os.path.join(INTERNAL, d.name + ".json"))]
 
 
 @pytest.mark.parametrize("name,api_key,version,direction", CASES,

@@ -1,0 +1,28 @@
+"""Feature versions (KIP-584) as ApiVersions v3+ reports them: what this broker supports and what is finalized.
+
+Kafka 4 turns protocol features on through finalized feature levels that clients read from ApiVersions:
+``group.version`` 1 is KIP-848's consumer group protocol. kbroker reports only the features whose
+behaviour it implements, each finalized at the level it serves; a client that finds no level for a feature
+reads it as level 0, as from a Kafka broker that predates it.
+
+Invariant: a feature is finalized at a level only while the behaviour of that level is served (the consumer
+protocol off through ``group.coordinator.rebalance.protocols`` finalizes ``group.version`` at 0).
+"""
+
+from __future__ import annotations
+
+SUPPORTED = {"group.version": (0, 1)}
+FINALIZED_EPOCH = 1   # finalized levels follow from the configuration; they change only with a restart
+
+
+def finalized(config) -> dict[str, int]:
+    return {"group.version": 1 if "consumer" in config["group.coordinator.rebalance.protocols"] else 0}
+
+
+def api_versions_features(config) -> dict:
+    """The feature fields of an ApiVersions v3+ answer (a level 0 feature is not listed as finalized)."""
+    return {"supported_features": [{"name": n, "min_version": lo, "max_version": hi}
+                                   for n, (lo, hi) in sorted(SUPPORTED.items())],
+            "finalized_features_epoch": FINALIZED_EPOCH,
+            "finalized_features": [{"name": n, "min_version_level": level, "max_version_level": level}
+                                   for n, level in sorted(finalized(config).items()) if level > 0]}

@@ -1,0 +1,116 @@
+"""Server-side assignors of KIP-848 (``group.consumer.assignors``): pure functions, no broker needed.
+
+``assign(members, topics)``: ``members`` maps a member id to its ``MemberSpec`` (the topic ids it subscribes
+to, its instance id, its current target), ``topics`` maps a topic id to its partition count. The answer
+maps every member id to its new target assignment (topic id -> frozenset of partitions).
+
+Invariants of both: every partition of a subscribed topic goes to exactly one member subscribed to that
+topic; a member gets nothing it does not subscribe to.
+* ``uniform`` (Kafka's default): balanced and sticky. Members sharing a subscription end within one partition
+  of each other; a partition stays with its current member unless balance needs it elsewhere, so a member
+  joining or leaving moves as few partitions as possible.
+* ``range``: per topic, contiguous ranges in member order (static members by instance id first, then member
+  ids), the first ``n % k`` members one partition more: members subscribed to co-partitioned topics get the
+  same partition numbers of each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kbroker.coordinators.group.consumer.model import Assignment
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    topics: frozenset[bytes]
+    instance_id: str | None = None
+    current: Assignment = field(default_factory=dict)
+
+
+def _member_order(members: dict[str, MemberSpec]) -> list[str]:
+    return sorted(members, key=lambda m: (members[m].instance_id is None, members[m].instance_id or "", m))
+
+
+def range_assign(members: dict[str, MemberSpec], topics: dict[bytes, int]) -> dict[str, Assignment]:
+    result: dict[str, dict[bytes, frozenset[int]]] = {m: {} for m in members}
+    order = _member_order(members)
+    for topic_id, count in topics.items():
+        subscribed = [m for m in order if topic_id in members[m].topics]
+        if not subscribed or count <= 0:
+            continue
+        quota, extra = divmod(count, len(subscribed))
+        start = 0
+        for i, member_id in enumerate(subscribed):
+            end = start + quota + (1 if i < extra else 0)
+            if end > start:
+                result[member_id][topic_id] = frozenset(range(start, end))
+            start = end
+    return result
+
+
+def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int]) -> dict[str, Assignment]:
+    order = _member_order(members)
+    rank = {m: i for i, m in enumerate(order)}
+    owner: dict[tuple[bytes, int], str] = {}
+    owned: dict[str, set[tuple[bytes, int]]] = {m: set() for m in members}
+    # 1. Stickiness: a partition stays where it is while its member still subscribes to its topic.
+    for member_id in order:
+        spec = members[member_id]
+        for topic_id, partitions in spec.current.items():
+            if topic_id not in spec.topics or topic_id not in topics:
+                continue
+            for p in partitions:
+                tp = (topic_id, p)
+                if p < topics[topic_id] and tp not in owner:
+                    owner[tp] = member_id
+                    owned[member_id].add(tp)
+    subscribers = {t: [m for m in order if t in members[m].topics] for t in topics}
+    # 2. Every other partition goes to the least loaded member subscribed to its topic (topics with the
+    #    fewest subscribers first: they have the fewest places to go).
+    for topic_id in sorted(topics, key=lambda t: (len(subscribers[t]), t)):
+        candidates = subscribers[topic_id]
+        if not candidates:
+            continue
+        for p in range(topics[topic_id]):
+            tp = (topic_id, p)
+            if tp in owner:
+                continue
+            member_id = min(candidates, key=lambda m: (len(owned[m]), rank[m]))
+            owner[tp] = member_id
+            owned[member_id].add(tp)
+    # 3. Balance: move one partition at a time from a member to one with at least two fewer that also
+    #    subscribes to its topic. Each move lowers the sum of squared loads, so this ends.
+    moved = True
+    while moved:
+        moved = False
+        for giver in sorted(order, key=lambda m: (-len(owned[m]), rank[m])):
+            for tp in sorted(owned[giver], key=lambda x: (x[0], -x[1])):
+                takers = [m for m in subscribers[tp[0]] if len(owned[m]) + 1 < len(owned[giver])]
+                if not takers:
+                    continue
+                taker = min(takers, key=lambda m: (len(owned[m]), rank[m]))
+                owned[giver].discard(tp)
+                owned[taker].add(tp)
+                owner[tp] = taker
+                moved = True
+                break
+            if moved:
+                break
+    result: dict[str, Assignment] = {}
+    for member_id, tps in owned.items():
+        by_topic: dict[bytes, set[int]] = {}
+        for topic_id, p in tps:
+            by_topic.setdefault(topic_id, set()).add(p)
+        result[member_id] = {t: frozenset(ps) for t, ps in by_topic.items()}
+    return result
+
+
+ASSIGNORS = {"uniform": uniform_assign, "range": range_assign}
+
+
+def assignor_of(members, default: str) -> str:
+    """The group's assignor: the one most of its members ask for (``group.remote.assignor``), else the
+    broker's first of ``group.consumer.assignors``."""
+    chosen = [m.server_assignor for m in members if m.server_assignor]
+    return max(sorted(set(chosen)), key=chosen.count) if chosen else default

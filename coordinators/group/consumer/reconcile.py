@@ -1,0 +1,67 @@
+"""One member's next step towards its target assignment (KIP-848's reconciliation).
+
+A member revokes before anyone else is given what it held: partitions leaving it go to its
+pending-revocation set and it stays at its epoch (UNREVOKED_PARTITIONS) until a heartbeat no longer lists
+them as owned; only then does it move to the target epoch. A partition of its target still held by another
+member (assigned or pending revocation there) is withheld (UNRELEASED_PARTITIONS) and given at a later
+heartbeat, once released.
+"""
+
+from __future__ import annotations
+
+from kbroker.coordinators.group.consumer.model import Assignment, ConsumerMember, MemberState
+
+
+def owns_any(owned: Assignment | None, partitions: Assignment) -> bool:
+    """Whether the member's reported partitions include any of ``partitions`` (None: it did not say)."""
+    if owned is None:
+        return True
+    return any(owned.get(t, frozenset()) & ps for t, ps in partitions.items())
+
+
+def next_member(member: ConsumerMember, target_epoch: int, target: Assignment, owner_of,
+                owned: Assignment | None) -> ConsumerMember:
+    """``owner_of(topic_id, partition)`` names the member holding a partition now, or None."""
+    if member.state is MemberState.STABLE:
+        if member.member_epoch == target_epoch:
+            return member
+        return _compute(member, member.member_epoch, target_epoch, target, owner_of, owned)
+    if member.state is MemberState.UNREVOKED_PARTITIONS:
+        if owns_any(owned, member.pending_revocation):
+            return member
+        return _compute(member, member.member_epoch + 1, target_epoch, target, owner_of, owned)
+    return _compute(member, member.member_epoch, target_epoch, target, owner_of, owned)
+
+
+def _compute(member: ConsumerMember, epoch: int, target_epoch: int, target: Assignment, owner_of,
+             owned: Assignment | None) -> ConsumerMember:
+    assigned: dict[bytes, frozenset[int]] = {}
+    revoking: dict[bytes, frozenset[int]] = {}
+    to_assign: dict[bytes, frozenset[int]] = {}
+    unreleased = False
+    for topic_id in set(target) | set(member.assigned):
+        wanted = target.get(topic_id, frozenset())
+        current = member.assigned.get(topic_id, frozenset())
+        keep = current & wanted
+        revoke = current - keep
+        new = set(wanted - keep)
+        held = {p for p in new if owner_of(topic_id, p) not in (None, member.member_id)}
+        if held:
+            unreleased = True
+            new -= held
+        if keep:
+            assigned[topic_id] = keep
+        if revoke:
+            revoking[topic_id] = revoke
+        if new:
+            to_assign[topic_id] = frozenset(new)
+    if revoking and owns_any(owned, revoking):
+        return member.with_(state=MemberState.UNREVOKED_PARTITIONS, member_epoch=epoch,
+                            previous_member_epoch=member.member_epoch,
+                            assigned=assigned, pending_revocation=revoking)
+    for topic_id, partitions in to_assign.items():
+        assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
+    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    return member.with_(state=state, member_epoch=target_epoch,
+                        previous_member_epoch=member.member_epoch,
+                        assigned=assigned, pending_revocation={})

@@ -1,0 +1,41 @@
+"""ConsumerGroupDescribe (KIP-848): the declaration of every supported version (v1 adds MemberType)."""
+
+from kbroker.protocol.schema import api
+
+CONSUMER_GROUP_DESCRIBE = api(69, "ConsumerGroupDescribe", "0-1", flexible="0+",
+request="""
+    group_ids                            []string
+    include_authorized_operations        bool
+""",
+response="""
+    throttle_time_ms                     int32
+    groups                               [DescribedGroup]
+      error_code                         int16
+      error_message                      string?                        =null
+      group_id                           string
+      group_state                        string
+      group_epoch                        int32
+      assignment_epoch                   int32
+      assignor_name                      string
+      members                            [Member]
+        member_id                        string
+        instance_id                      string?                        =null
+        rack_id                          string?                        =null
+        member_epoch                     int32
+        client_id                        string
+        client_host                      string
+        subscribed_topic_names           []string
+        subscribed_topic_regex           string?                        =null
+        assignment                       Assignment
+          topic_partitions               [TopicPartitions]
+            topic_id                     uuid
+            topic_name                   string
+            partitions                   []int32
+        target_assignment                Assignment
+          topic_partitions               [TopicPartitions]
+            topic_id                     uuid
+            topic_name                   string
+            partitions                   []int32
+        member_type                      int8                           1+ =-1
+      authorized_operations              int32                          =-2147483648
+""")

@@ -28,6 +28,9 @@ EMBEDDED_DEFAULTS = {
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.num.partitions": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.num.partitions": "1",
+    "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
 }
 

@@ -72,6 +72,7 @@ class LocalMetadataStore:
         self.acls: list[AclBinding] = []
         self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id) -> quota key -> bound
         self.broker_configs: dict[str, dict[str, str]] = {}   # "<default>" or broker id -> dynamic configs
+        self.group_configs: dict[str, dict[str, str]] = {}    # group id -> its configs (GROUP resource)
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -94,12 +95,13 @@ class LocalMetadataStore:
             self.acls = [binding_from_json(a) for a in data.get("acls", [])]
             self.quotas = {(q["user"], q["client_id"]): q["quotas"] for q in data.get("quotas", [])}
             self.broker_configs = data.get("broker_configs", {})
+            self.group_configs = data.get("group_configs", {})
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
                 "acls": [binding_to_json(a) for a in self.acls],
                 "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()],
-                "broker_configs": self.broker_configs}
+                "broker_configs": self.broker_configs, "group_configs": self.group_configs}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -136,6 +138,9 @@ class LocalMetadataStore:
 
     def set_broker_configs(self, entity: str, texts: dict[str, str]) -> None:
         self._replace(self.broker_configs, entity, texts)
+
+    def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
+        self._replace(self.group_configs, group, texts)
 
     def set_acls(self, acls) -> None:
         self.acls = sorted(acls, key=lambda a: (a.resource_type, a.pattern_type, a.name, a.principal, a.host,

@@ -35,7 +35,9 @@ from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from kbroker.broker.replication.quota import leader_quota
 from kbroker.broker.admin.operations import AdminOperations
 from kbroker.broker.coordination.hosting import CoordinatorHosting
-from kbroker.broker.coordination.shards import OFFSETS_TOPIC, TXN_TOPIC
+from kbroker.broker.coordination.shards import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
+from kbroker.broker.shares.manager import SharePartitionManager
+from kbroker.coordinators.share.coordinator import ShareCoordinator
 from kbroker.broker.transactions.inter_broker import InterBrokerChannel
 from kbroker.broker.partitions.topic_ids import TopicIds
 from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
@@ -96,6 +98,10 @@ class Broker:
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append, lambda: self.metadata.topics)
         self.inter_broker = InterBrokerChannel(self)
+        self.share_state_store = InternalTopicStore(self.replica_manager, SHARE_STATE_TOPIC, clock)
+        self.share_coordinator = ShareCoordinator(config["share.coordinator.state.topic.num.partitions"],
+                                                  self.share_state_store.append)
+        self.shares = SharePartitionManager(self)        # share partitions of the partitions led here
         self.txn_store = InternalTopicStore(self.replica_manager, TXN_TOPIC, clock)
         self.txn_coordinator = TransactionCoordinator(TransactionConfig.from_broker(config), LoopScheduler(clock),
                                                       self.txn_store.append, lambda: self.producer_ids.generate(),
@@ -181,6 +187,7 @@ class Broker:
             if topic not in self.metadata.topics:  # deleted while we were down
                 self.log_manager.delete(topic, index)
         self.coordination.load_group_coordinator()
+        self.coordination.load_share_coordinator()
         await self._start_listeners()
         await self._start_metrics()
         self._start_periodic_tasks()

@@ -22,6 +22,13 @@ TEST_OVERRIDES = {
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.session.timeout.ms": "6000",
     "group.consumer.min.session.timeout.ms": "1000",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.heartbeat.interval.ms": "100",
+    "group.share.session.timeout.ms": "6000",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.min.record.lock.duration.ms": "1000",
     "num.partitions": "1",
     "log.cleaner.backoff.ms": "200",
 }

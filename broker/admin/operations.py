@@ -92,6 +92,17 @@ class AdminOperations:
         await _persisted(self.broker.metadata.set_broker_configs(entity, texts))
         self.broker.dynamic.replace(**{"own" if per_broker else "default": texts})
 
+    async def set_group_configs(self, group: str, configs: dict[str, str]) -> None:
+        """A group's configs (GROUP resource) are now ``configs``, persisted before this returns; in a cluster
+        every broker reads them from ZooKeeper's notification."""
+        await _persisted(self.broker.metadata.set_group_configs(group, configs))
+        self.broker.metadata.group_configs[group] = dict(configs)
+
+    def group_config(self, group: str, name: str) -> str:
+        """The value of group config ``name`` for ``group``: its own, else the broker's default."""
+        from kbroker.broker.configuration.group_configs import value_of
+        return value_of(name, self.broker.metadata.group_configs.get(group, {}), self.broker.config)
+
     def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         self.broker.metadata.set_configs(name, configs)
         self.broker.replica_manager.update_config(name, self.broker.topic_config(name))

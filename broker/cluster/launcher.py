@@ -29,7 +29,9 @@ def main(data: str = "data", properties: str = "config/server.properties") -> in
                      "zookeeper.connect": f"{zookeeper.connect}/kbroker",
                      # config/server.properties is written for one broker; three replicate everything.
                      "default.replication.factor": 3, "offsets.topic.replication.factor": 3,
-                     "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2}
+                     "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 2,
+                     "share.coordinator.state.topic.replication.factor": 3,
+                     "share.coordinator.state.topic.min.isr": 2}
         args = [sys.executable, "-m", "kbroker.broker.cli", "serve", properties]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]

@@ -360,6 +360,20 @@ class KafkaZkClient:
     def set_broker_config(self, entity: str, configs: dict[str, str]) -> None:
         self._set_entity_config("brokers", entity, configs, notify=True)
 
+    def group_config(self, group: str) -> dict[str, str]:
+        """``/config/groups/<group>``: a group's configs (KIP-848/932 GROUP resource)."""
+        return self._entity_config("groups", group)
+
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        try:
+            names = self.zk.get_children(self.path("/config/groups"))
+        except NoNodeError:
+            return {}
+        return {name: self.group_config(name) for name in names}
+
+    def set_group_config(self, group: str, configs: dict[str, str]) -> None:
+        self._set_entity_config("groups", group, configs, notify=True)
+
     def _entity_config(self, kind: str, name: str) -> dict[str, str]:
         try:
             return dict(_json(self.zk.get(self.path(f"/config/{kind}/{name}"))[0])["config"])

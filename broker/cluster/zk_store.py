@@ -36,6 +36,7 @@ class ZkTopicStore:
     def __init__(self, member) -> None:
         self.member = member
         self.topics: dict[str, TopicMetadata] = {}
+        self.group_configs: dict[str, dict[str, str]] = {}   # group id -> its configs, from /config/groups
         self.cluster_id = ""
         self._changes_seen: set[str] = set()
 
@@ -114,6 +115,12 @@ class ZkTopicStore:
     async def set_broker_configs(self, entity: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_broker_config, entity, texts)
 
+    async def load_group_configs(self) -> None:
+        self.group_configs = await self.member.zk_call(self.member.zk.group_configs)
+
+    async def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
+        await self.member.zk_call(self.member.zk.set_group_config, group, texts)
+
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
         """Watch ``/config/changes``. At start the notifications that exist were applied by the topic loads;
@@ -158,6 +165,10 @@ class ZkTopicStore:
             if name in (DEFAULT_ENTITY, str(self.member.broker_id)):
                 texts = await self.member.zk_call(zk.broker_config, name)
                 self.member.broker.dynamic.replace(**{"default" if name == DEFAULT_ENTITY else "own": texts})
+            return
+        if entity.startswith("groups/"):
+            group = entity.split("/", 1)[1]
+            self.group_configs[group] = await self.member.zk_call(zk.group_config, group)
             return
         if entity.startswith("topics/"):
             topic = entity.split("/", 1)[1]

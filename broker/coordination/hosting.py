@@ -13,7 +13,8 @@ import time
 
 import structlog
 
-from kbroker.broker.coordination.shards import OFFSETS_TOPIC, TXN_TOPIC, CoordinatorShards, replay
+from kbroker.broker.coordination.shards import (
+    OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC, CoordinatorShards, replay)
 from kbroker.coordinators.internal_topic import InternalTopicStore
 from kbroker.protocol.errors import ErrorCode
 
@@ -67,6 +68,24 @@ class CoordinatorHosting:
             {"segment.bytes": str(config["transaction.state.log.segment.bytes"]),
              "min.insync.replicas": str(config["transaction.state.log.min.isr"])})
 
+    def ensure_share_state_topic(self) -> ErrorCode:
+        """``__share_group_state``, from the ``share.coordinator.state.topic.*`` settings."""
+        config = self.broker.config
+        return self._ensure_internal_topic(
+            SHARE_STATE_TOPIC, config["share.coordinator.state.topic.num.partitions"],
+            config["share.coordinator.state.topic.replication.factor"],
+            {"segment.bytes": str(config["share.coordinator.state.topic.segment.bytes"]),
+             "min.insync.replicas": str(config["share.coordinator.state.topic.min.isr"])})
+
+    def share_coordinator_error(self, index: int) -> ErrorCode:
+        """NONE if this broker holds shard ``index`` of the share coordinator."""
+        return self._coordinator_error(SHARE_STATE_TOPIC, index)
+
+    def load_share_coordinator(self) -> None:
+        count = self._replay(SHARE_STATE_TOPIC, self.broker.share_state_store,
+                             self.broker.share_coordinator.replay_stored)
+        log.info("share_coordinator_loaded", records=count, share_partitions=len(self.broker.share_coordinator.states))
+
     def transaction_coordinator_error(self, transactional_id: str) -> ErrorCode:
         return self._coordinator_error(TXN_TOPIC, self.broker.txn_coordinator.partition_for(transactional_id))
 
@@ -109,5 +128,6 @@ class CoordinatorHosting:
         self.shards.leadership_changed(topic, index, is_leader)
 
     def topic_deleted(self, name: str) -> None:
+        self.broker.shares.topic_deleted(name)
         if name != OFFSETS_TOPIC:
             self.broker.group_coordinator.remove_topic_offsets(name)

@@ -1,7 +1,7 @@
 """Coordinator shards in a cluster: which internal partitions' coordinator state this broker holds.
 
-A broker coordinates the groups (transactional ids) whose ``__consumer_offsets``
-(``__transaction_state``) partition it leads. When leadership of such a
+A broker coordinates the groups (transactional ids, share partitions) whose ``__consumer_offsets``
+(``__transaction_state``, ``__share_group_state``) partition it leads. When leadership of such a
 partition arrives, the shard is loaded by replaying the partition to its log
 end, in slices that yield to the event loop between them, so a large shard
 does not stall other requests; meanwhile the shard's requests answer
@@ -26,7 +26,7 @@ from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.coordinator_shards")
 
-OFFSETS_TOPIC, TXN_TOPIC = "__consumer_offsets", "__transaction_state"
+OFFSETS_TOPIC, TXN_TOPIC, SHARE_STATE_TOPIC = "__consumer_offsets", "__transaction_state", "__share_group_state"
 SLICE = 2000   # records replayed between two yields to the event loop
 
 
@@ -60,7 +60,7 @@ class CoordinatorShards:
 
     def leadership_changed(self, topic: str, index: int, is_leader: bool) -> None:
         tp = (topic, index)
-        if topic not in (OFFSETS_TOPIC, TXN_TOPIC):
+        if topic not in (OFFSETS_TOPIC, TXN_TOPIC, SHARE_STATE_TOPIC):
             return
         held = tp in self.loaded or tp in self.loading
         if is_leader and not held:
@@ -77,6 +77,8 @@ class CoordinatorShards:
         b = self.broker
         if topic == OFFSETS_TOPIC:
             return b.offsets_store, b.group_coordinator
+        if topic == SHARE_STATE_TOPIC:
+            return b.share_state_store, b.share_coordinator
         return b.txn_store, b.txn_coordinator
 
     async def _load(self, tp: tuple[str, int]) -> None:
@@ -89,7 +91,7 @@ class CoordinatorShards:
         except asyncio.CancelledError:
             self._unload(tp)   # leadership left mid-load: nothing half-loaded stays
             raise
-        if topic == OFFSETS_TOPIC:
+        if topic in (OFFSETS_TOPIC, SHARE_STATE_TOPIC):
             coordinator.loaded(index)
         else:   # markers carry the state partition's leader epoch as the coordinator epoch
             partition = self.broker.replica_manager.get(topic, index)

@@ -9,7 +9,7 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
 from kbroker.storage.log_config import BROKER_SYNONYMS, INTERNAL_CONFIGS, TOPIC_CONFIGS, LogConfig
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # ConfigType values (v3+)
 UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 0, 1, 2, 3, 4, 5, 6, 7, 9
@@ -129,7 +129,19 @@ def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCo
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
     if resource_type in (BROKER, BROKER_LOGGER) and not ctx.cluster_authorized(operation):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+    if resource_type == GROUP and not ctx.authorized(operation, acls.GROUP, name):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed."
     return None
+
+
+def group_config_entries(broker, group: str) -> list[dict]:
+    """Every group config: the group's own (DYNAMIC_GROUP_CONFIG, source 8) or the broker's default."""
+    from kbroker.broker.configuration.group_configs import DEFAULTS, default_of
+    own = broker.metadata.group_configs.get(group, {})
+    return [{"name": name, "value": own.get(name, default_of(name, broker.config)), "read_only": False,
+             "config_source": 8 if name in own else 5, "is_sensitive": False, "synonyms": [],
+             "config_type": STRING if name in ("share.auto.offset.reset", "share.isolation.level") else INT,
+             "documentation": None} for name in sorted(DEFAULTS)]
 
 
 def handle(ctx, request):
@@ -148,6 +160,8 @@ def handle(ctx, request):
                               error_message=f"Topic {resource.resource_name} does not exist")
             else:
                 result["configs"] = topic_config_entries(broker, broker.topic_config(meta.name), meta.configs)
+        elif resource.resource_type == GROUP:
+            result["configs"] = group_config_entries(broker, resource.resource_name)
         elif resource.resource_type == BROKER and resource.resource_name == "":
             result["configs"] = default_broker_config_entries(broker)
         elif resource.resource_type in (BROKER, BROKER_LOGGER):

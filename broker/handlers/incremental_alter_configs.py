@@ -1,11 +1,12 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs; SET and DELETE
-on loggers' levels (BROKER_LOGGER)."""
+on loggers' levels (BROKER_LOGGER) and on a group's configs (GROUP, KIP-848/932)."""
 
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
                                            resource_error)
-from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, TOPIC, broker_id_refusal, refusal
+from kbroker.broker.configuration.group_configs import validate as group_config_error
+from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, GROUP, TOPIC, broker_id_refusal, refusal
 from kbroker.broker.configuration.log_levels import KAFKA_LEVELS, LEVELS, NAMES, ROOT
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
@@ -75,6 +76,21 @@ def _alter_loggers(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode,
     return ErrorCode.NONE, None
 
 
+async def _alter_group(ctx, group: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    """GROUP (KIP-848/932): SET and DELETE of a group's configs, checked against the broker's bounds."""
+    if not group:
+        return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+    broker = ctx.broker
+    updated, message = _apply(broker.metadata.group_configs.get(group, {}), ops, None, set(), lambda key: None,
+                              "group")
+    message = message or group_config_error(updated, broker.config)
+    if message:
+        return ErrorCode.INVALID_CONFIG, message
+    if not validate_only:
+        await broker.admin.set_group_configs(group, updated)
+    return ErrorCode.NONE, None
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     responses = []
@@ -83,6 +99,9 @@ async def handle(ctx, request):
         if resource.resource_type == BROKER_LOGGER:
             problem = refusal(ctx, BROKER_LOGGER, name, ALTER_CONFIGS) or \
                 _alter_loggers(ctx, name, resource.configs, request.validate_only)
+        elif resource.resource_type == GROUP:
+            problem = refusal(ctx, GROUP, name, ALTER_CONFIGS) or \
+                await _alter_group(ctx, name, resource.configs, request.validate_only)
         else:
             problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None and resource.resource_type == TOPIC:
@@ -94,7 +113,7 @@ async def handle(ctx, request):
                                           broker.default_log_config.value_of, "topic")
                 problem = ((ErrorCode.INVALID_CONFIG, message) if message else
                            apply_topic_configs(ctx, meta.name, updated, request.validate_only))
-        elif problem is None:   # BROKER
+        elif problem is None and resource.resource_type != GROUP:   # BROKER
             per_broker, problem = broker_target(ctx, name)
             if problem is None:
                 updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, None,

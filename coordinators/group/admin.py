@@ -11,6 +11,7 @@ import structlog
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.records import group_tombstones
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
+from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -35,6 +36,8 @@ class GroupAdmin:
                 entries = [(records.offset_commit_key(group_id, *tp), None) for tp in group.offsets]
                 if isinstance(group, ConsumerGroup):
                     entries += group_tombstones(group)
+                elif isinstance(group, ShareGroup):
+                    entries.append((records.share_group_key(group_id), None))
                 else:
                     entries.append((records.group_metadata_key(group_id), None))
                 error = self._store(group_id, entries)
@@ -43,7 +46,7 @@ class GroupAdmin:
                 results[group_id] = error
         return results
 
-    def _mark_dead(self, group: GroupMetadata | ConsumerGroup) -> None:
+    def _mark_dead(self, group) -> None:
         if isinstance(group, GroupMetadata):
             group.transition_to(S.DEAD, self.now_ms())
         group.offsets.clear()
@@ -55,8 +58,8 @@ class GroupAdmin:
 
     def describe_group(self, group_id: str) -> dict:
         group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
-            # A consumer group is not described by the classic API: Kafka 4.2 answers as for no group.
+        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
+            # A consumer or share group is not described by the classic API: Kafka 4.2 answers as for no group.
             return {"error_code": 0, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
                     "protocol_data": "", "members": []}
         stable = group.is_(S.STABLE)
@@ -74,8 +77,8 @@ class GroupAdmin:
         kinds = {t.lower() for t in types} if types else None
         listed = []
         for g in self.groups.values():
-            kind = "consumer" if isinstance(g, ConsumerGroup) else "classic"
-            state = g.state if kind == "consumer" else g.state.value
+            kind = g.group_type
+            state = g.state if kind != "classic" else g.state.value
             if (g.is_(S.DEAD) or (wanted is not None and state.lower() not in wanted)
                     or (kinds is not None and kind not in kinds)):
                 continue

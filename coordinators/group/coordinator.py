@@ -29,6 +29,8 @@ import structlog
 from kbroker.coordinators.group.admin import GroupAdmin
 from kbroker.coordinators.group.consumer.heartbeat import ConsumerGroupHeartbeat
 from kbroker.coordinators.group.consumer.records import group_tombstones
+from kbroker.coordinators.group.share.heartbeat import ShareGroupHeartbeat
+from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.group import GroupMetadata, MemberMetadata, join_result, sync_result
 from kbroker.coordinators.group.loader import GroupLoader
@@ -60,6 +62,10 @@ class GroupConfig:
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_protocol_enabled: bool = True
+    share_enabled: bool = True
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
 
     @classmethod
     def from_broker(cls, config) -> "GroupConfig":
@@ -74,10 +80,14 @@ class GroupConfig:
                    consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
                    consumer_max_size=config["group.consumer.max.size"],
                    consumer_assignors=tuple(config["group.consumer.assignors"]),
-                   consumer_protocol_enabled="consumer" in config["group.coordinator.rebalance.protocols"])
+                   consumer_protocol_enabled="consumer" in config["group.coordinator.rebalance.protocols"],
+                   share_enabled=config["group.share.enable"],
+                   share_session_timeout_ms=config["group.share.session.timeout.ms"],
+                   share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
+                   share_max_size=config["group.share.max.size"])
 
 
-class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat):
+class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat, ShareGroupHeartbeat):
     def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict) -> None:
         """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
         KIP-848's assignors divide)."""
@@ -111,6 +121,8 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
         if rebalance_timeout_ms < 0:   # JoinGroup v0 has none: Kafka uses the session timeout
             rebalance_timeout_ms = session_timeout_ms
         group = self.groups.get(group_id)
+        if isinstance(group, ShareGroup):
+            return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         if isinstance(group, ConsumerGroup):
             if not group.is_empty:
                 # Kafka 4 would let a classic member into a consumer group (online migration): not built here.
@@ -423,7 +435,7 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
                    protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
                    respond: Respond) -> None:
         group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
             return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.is_(S.DEAD):
             return respond(sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -469,7 +481,7 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None) -> ErrorCode:
         group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -491,7 +503,7 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         """Remove each (member id, instance id); returns the top-level error and one error per member."""
         group = self.groups.get(group_id)
-        if group is None or isinstance(group, ConsumerGroup):
+        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)

@@ -99,6 +99,7 @@ class MemberMetadata:
 
 @dataclass
 class GroupMetadata:
+    group_type = "classic"
     group_id: str
     state: GroupState = GroupState.EMPTY
     generation_id: int = 0

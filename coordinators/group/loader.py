@@ -16,6 +16,7 @@ from __future__ import annotations
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.consumer.replay import replay_consumer_record
+from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata, join_result, sync_result
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -52,6 +53,8 @@ class GroupLoader:
         decoded = records.decode_value(decoded_key, value)
         if isinstance(decoded_key, records.ConsumerGroupKey):
             return replay_consumer_record(self.groups, decoded_key, decoded, self.now_ms())
+        if isinstance(decoded_key, records.ShareGroupKey):
+            return self.replay_share_group(decoded_key.group, decoded)
         if isinstance(decoded_key, records.OffsetKey):
             tp = (decoded_key.topic, decoded_key.partition)
             group = self.groups.get(decoded_key.group)
@@ -74,7 +77,7 @@ class GroupLoader:
             return
         group_id = decoded_key.group
         previous = self.groups.get(group_id)
-        if isinstance(previous, ConsumerGroup):
+        if isinstance(previous, (ConsumerGroup, ShareGroup)):
             return   # a classic group's tombstone written when it became this consumer group
         if decoded is None:
             if previous is not None and (previous.offsets or previous.pending_txn_offsets):
@@ -108,6 +111,8 @@ class GroupLoader:
         """After replay: start the session timers of the members the log says exist (of one shard, or all)."""
         for group in self.groups.values():
             if partition is None or self.partition_for(group.group_id) == partition:
+                if isinstance(group, ShareGroup):
+                    continue   # (members are not persisted: they rejoin)
                 if isinstance(group, ConsumerGroup):
                     for member in group.members.values():
                         self._schedule_consumer_session(group.group_id, member.member_id)
@@ -130,7 +135,12 @@ class GroupLoader:
             self._drop(group)
         self.scheduler.cancel_all()
 
-    def _drop(self, group: GroupMetadata | ConsumerGroup) -> None:
+    def _drop(self, group) -> None:
+        if isinstance(group, ShareGroup):
+            for member_id in group.members:
+                self.scheduler.cancel(("share-session", group.group_id, member_id))
+            self.groups.pop(group.group_id, None)
+            return
         if isinstance(group, ConsumerGroup):
             for member_id in group.members:
                 self.scheduler.cancel(("consumer-session", group.group_id, member_id))

@@ -17,6 +17,7 @@ import structlog
 
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
+from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -83,6 +84,8 @@ class OffsetManager:
             group = self.groups[group_id] = GroupMetadata(group_id, state_timestamp_ms=self.now_ms())
         if group.is_(S.DEAD):
             return None, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if isinstance(group, ShareGroup):   # a share group's progress is its share partitions', not offsets
+            return None, ErrorCode.GROUP_ID_NOT_FOUND
         return group, ErrorCode.NONE
 
     def _offsets_to_write(self, group_id: str, offsets: dict, partition_exists, expire: int):

@@ -48,6 +48,12 @@ class ConsumerGroupKey:
     member: str = ""
 
 
+@dataclass(frozen=True)
+class ShareGroupKey:
+    """A share group's record (key version 11): its epoch."""
+    group: str
+
+
 CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
                           5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
                           7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
@@ -104,6 +110,9 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
     if version in CONSUMER_GROUP_RECORDS and version != 4:
         _, key = _decode(CONSUMER_GROUP_RECORDS[version] + "Key", data)
         return ConsumerGroupKey(version, key.group_id, key.get("member_id", ""))
+    if version == 11:
+        _, key = _decode("ShareGroupMetadataKey", data)
+        return ShareGroupKey(key.group_id)
     if version == 4:   # written by Kafka 4.0 only (KIP-1101 replaced it with a hash): nothing to restore
         return ConsumerGroupKey(4, data[4:4 + int.from_bytes(data[2:4], "big")].decode())
     raise ValueError(f"unknown __consumer_offsets key version {version}")
@@ -118,10 +127,20 @@ def consumer_group_value(kind: int, value: dict) -> bytes:
     return _encode(CONSUMER_GROUP_RECORDS[kind] + "Value", 0, value)
 
 
-def decode_value(key: OffsetKey | GroupKey | ConsumerGroupKey, data: bytes | None) -> schema.Message | None:
+def share_group_key(group: str) -> bytes:
+    return _encode("ShareGroupMetadataKey", 11, {"group_id": group})
+
+
+def share_group_value(epoch: int) -> bytes:
+    return _encode("ShareGroupMetadataValue", 0, {"epoch": epoch})
+
+
+def decode_value(key, data: bytes | None) -> schema.Message | None:
     """The value's fields, or None for a tombstone."""
     if data is None:
         return None
+    if isinstance(key, ShareGroupKey):
+        return _decode("ShareGroupMetadataValue", data)[1]
     if isinstance(key, ConsumerGroupKey):
         return None if key.kind == 4 else _decode(CONSUMER_GROUP_RECORDS[key.kind] + "Value", data)[1]
     name = "OffsetCommitValue" if isinstance(key, OffsetKey) else "GroupMetadataValue"

@@ -15,8 +15,6 @@ pytestmark = pytest.mark.reference
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP = 10, 11, 12, 8, 9, 14
 INCREMENTAL_ALTER_CONFIGS, GROUP_CONFIG, DESCRIBE_GROUPS, LIST_GROUPS = 44, 32, 15, 16
 COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
-ISSUE_28 = pytest.mark.xfail(strict=True, raises=Divergence,
-                             reason="issue 28: KIP-848 consumer groups and share groups")
 
 
 async def coordinator_found(target, group: str) -> None:
@@ -186,7 +184,6 @@ def share_scenario(mode: str):
     return scenario
 
 
-@ISSUE_28
 @pytest.mark.parametrize("mode", ["implicit", "explicit"])
 async def test_a_share_group_delivers_acknowledges_and_redelivers(targets, topic, mode):
     seen = await same(targets, share_scenario(mode), topic)
@@ -194,7 +191,6 @@ async def test_a_share_group_delivers_acknowledges_and_redelivers(targets, topic
         assert (0, 2) in seen and (1, 2) in seen and (2, 2) not in seen
 
 
-@ISSUE_28
 async def test_a_share_groups_acquisition_lock_times_out_and_the_record_is_redelivered(targets, topic):
     """One member acquires the records and goes quiet; once the group's lock duration (2 s) has passed,
     another member gets them, each delivered a second time."""
@@ -226,7 +222,6 @@ async def test_a_share_groups_acquisition_lock_times_out_and_the_record_is_redel
     assert [count for _, count in again] == [2, 2, 2]
 
 
-@ISSUE_28
 async def test_the_group_version_and_share_version_features_are_finalized(targets):
     async def scenario(target):
         answer = await call(target, 18, 3, {"client_software_name": "differential", "client_software_version": "1"})

@@ -80,7 +80,7 @@ def test_imports_go_one_way(package):
 BROKER_TOP_LEVEL = {"__init__.py", "cli.py", "main.py", "embedded.py", "pytest_plugin.py", "server.py",
                     "metadata.py"}
 BROKER_ROOMS = {"network", "partitions", "transactions", "configuration", "admin", "coordination", "cluster",
-                "replication", "security", "handlers", "metrics"}
+                "replication", "security", "handlers", "metrics", "shares"}
 
 
 def test_the_broker_reads_as_rooms():

@@ -1,0 +1,84 @@
+"""What ShareFetch and ShareAcknowledge share: refusals of the request as a whole, the share partitions a
+request names (resolved, authorized, loaded), their acknowledgements, and the shape of the answer."""
+
+from __future__ import annotations
+
+from kbroker.protocol.acls import GROUP, READ, TOPIC
+from kbroker.protocol.errors import ErrorCode
+
+NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
+
+
+def answer(error=0, message=None, lock_ms=0, responses=()) -> dict:
+    """A ShareFetch or ShareAcknowledge answer (v1 ShareAcknowledge has no lock timeout: not encoded there)."""
+    return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+            "acquisition_lock_timeout_ms": lock_ms, "responses": list(responses), "node_endpoints": []}
+
+
+def request_refusal(ctx, request) -> tuple[ErrorCode, str | None] | None:
+    if not ctx.broker.group_coordinator.config.share_enabled:
+        return ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled."
+    if not request.group_id:
+        return ErrorCode.INVALID_REQUEST, "Group id must be set."
+    if not request.member_id:
+        return ErrorCode.INVALID_REQUEST, "Member id must be set."
+    if not ctx.authorized(READ, GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    return None
+
+
+class SharePartitions:
+    """The share partitions of one request and what is answered for each."""
+
+    def __init__(self, ctx, group: str, member: str) -> None:
+        self.ctx, self.group, self.member = ctx, group, member
+        self.manager = ctx.broker.shares
+        self.names: dict[bytes, str] = {}
+        self.loaded: dict[tuple[bytes, int], object] = {}
+        self.entries: dict[tuple[bytes, int], dict] = {}
+
+    def entry(self, topic_id: bytes, partition: int) -> dict:
+        return self.entries.setdefault((topic_id, partition), {
+            "partition_index": partition, "error_code": 0, "error_message": None, "acknowledge_error_code": 0,
+            "acknowledge_error_message": None, "current_leader": dict(NO_LEADER), "records": None,
+            "acquired_records": []})
+
+    async def load(self, keys) -> None:
+        broker = self.ctx.broker
+        for topic_id, partition in keys:
+            if (topic_id, partition) in self.loaded:
+                continue
+            name = self.names.get(topic_id) or broker.topic_ids.name_of(topic_id)
+            if name is None:
+                self.entry(topic_id, partition)["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            if not self.ctx.authorized(READ, TOPIC, name):
+                self.entry(topic_id, partition)["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            self.names[topic_id] = name
+            error, loaded = await self.manager.load(self.group, name, topic_id, partition)
+            if error:
+                e = self.entry(topic_id, partition)
+                e["error_code"] = error
+                info = broker.partition_info(name, partition)
+                if info is not None:
+                    e["current_leader"] = {"leader_id": info[0], "leader_epoch": info[1]}
+                continue
+            self.loaded[(topic_id, partition)] = loaded
+
+    async def acknowledge(self, topic_id: bytes, partition: int, batches) -> ErrorCode:
+        e = self.entry(topic_id, partition)
+        loaded = self.loaded.get((topic_id, partition))
+        if loaded is None:
+            error = ErrorCode(e["error_code"] or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        else:
+            error = await self.manager.acknowledge(
+                (self.group, self.names[topic_id], partition), loaded, self.member,
+                [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
+        return error
+
+    def topics(self, fields=None) -> list[dict]:
+        by_topic: dict[bytes, list[dict]] = {}
+        for (topic_id, _), e in self.entries.items():
+            by_topic.setdefault(topic_id, []).append(e if fields is None else {k: e[k] for k in fields})
+        return [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]

@@ -1,0 +1,101 @@
+"""ShareFetch (KIP-932): a share group member's fetch. It opens, continues or closes the member's share session,
+applies the acknowledgements it carries, then acquires available records of the session's partitions for
+the member under the group's lock duration and answers them with their acquired offset ranges and delivery
+counts. With nothing to acquire it waits up to MaxWaitMs for an append or a release (the fetch purgatory).
+
+Records go out as the log holds them (whole batches); the acquired ranges say which of their records are the
+member's. A final fetch (epoch -1) acquires nothing: it acknowledges, releases what the member still holds
+and closes the session."""
+
+from __future__ import annotations
+
+from kbroker.broker.handlers.share_common import SharePartitions, answer, request_refusal
+from kbroker.broker.partitions.purgatory import DelayedOperation
+from kbroker.broker.shares.partition import BATCH_OPTIMIZED, RECORD_LIMIT
+from kbroker.broker.shares.sessions import FINAL_EPOCH
+from kbroker.protocol.messages.share_fetch import SHARE_FETCH as API  # noqa: F401  (the registry reads API)
+
+DEFAULT_MAX_RECORDS = 500
+
+
+class DelayedShareFetch(DelayedOperation):
+    """Parked until an append or a release lets the member acquire something, or MaxWaitMs passes."""
+
+    def __init__(self, timeout_ms: int, attempt) -> None:
+        super().__init__(timeout_ms)
+        self.attempt = attempt
+
+    def try_complete(self) -> bool:
+        return self.attempt() and self.force_complete()
+
+    def on_complete(self):
+        return None
+
+
+async def handle(ctx, request):
+    refused = request_refusal(ctx, request)
+    if refused:
+        return answer(*refused)
+    manager = ctx.broker.shares
+    group, member, epoch = request.group_id, request.member_id, request.share_session_epoch
+    error, session = manager.sessions.begin(group, member, epoch)
+    if error:
+        return answer(error)
+    named = [(bytes(t.topic_id), p.partition_index, p.acknowledgement_batches)
+             for t in request.topics for p in t.partitions]
+    if epoch != FINAL_EPOCH:
+        for topic_id, partition, _ in named:
+            session.partitions.setdefault((topic_id, partition))
+        for forgotten in request.forgotten_topics_data:
+            for partition in forgotten.partitions:
+                session.partitions.pop((bytes(forgotten.topic_id), partition), None)
+    shares = SharePartitions(ctx, group, member)
+    await shares.load([*session.partitions, *((t, p) for t, p, _ in named)])
+    for topic_id, partition, batches in named:
+        if batches:
+            shares.entry(topic_id, partition)["acknowledge_error_code"] = \
+                await shares.acknowledge(topic_id, partition, batches)
+    lock_ms = manager.lock_ms(group)
+    if epoch == FINAL_EPOCH:
+        await manager.release_session(session, shares.names)
+        manager.sessions.close(session)
+        return answer(lock_ms=lock_ms, responses=shares.topics())
+    if ctx.api_version < 2 or not request.is_renew_ack:
+        await _acquire(ctx, request, shares, session)
+    return answer(lock_ms=lock_ms, responses=shares.topics())
+
+
+async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
+    manager = shares.manager
+    mode = RECORD_LIMIT if ctx.api_version >= 2 and request.share_acquire_mode == 1 else BATCH_OPTIMIZED
+    read_committed = manager.group_config(shares.group, "share.isolation.level") == "read_committed"
+    keys = [k for k in session.partitions if k in shares.loaded]
+    if keys:   # a different partition first each time, so that one busy partition does not starve the others
+        turn = session.epoch % len(keys)
+        keys = keys[turn:] + keys[:turn]
+
+    def attempt() -> bool:
+        budget = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+        room = request.max_bytes
+        got = False
+        for topic_id, partition in keys:
+            if budget <= 0 or room <= 0:
+                break
+            data, ranges = manager.acquire(shares.group, shares.names[topic_id], partition,
+                                           shares.loaded[(topic_id, partition)], shares.member, budget, room, mode,
+                                           read_committed)
+            if ranges:
+                e = shares.entry(topic_id, partition)
+                e["records"] = data
+                e["acquired_records"] = [{"first_offset": f, "last_offset": la, "delivery_count": c}
+                                         for f, la, c in ranges]
+                budget -= sum(la - f + 1 for f, la, _ in ranges)
+                room -= len(data)
+                got = True
+        return got
+
+    if not attempt() and request.max_wait_ms > 0 and keys:
+        op = DelayedShareFetch(request.max_wait_ms, attempt)
+        purgatory = ctx.broker.replica_manager.fetch_purgatory
+        if not purgatory.try_complete_else_watch(op, [(shares.names[t], p) for t, p in keys]):
+            await op.future

@@ -1,0 +1,220 @@
+"""The share partitions of the partitions this broker leads, and the share sessions of the members fetching.
+
+A share partition is loaded on first use from its state at the share coordinator (initialized there at
+``share.auto.offset.reset`` if it has none), acquired from by ShareFetch, changed by acknowledgements and
+expired locks, and written back to the coordinator before the change is answered. It belongs to the
+partition's leadership: a leader epoch other than the one it was loaded at makes it load again, so a new
+leader resumes from the last written state (records acquired then are handed out again).
+
+Invariants:
+* a state change is answered only after the snapshot that holds it was written (one write at a time per
+  share partition, each the latest snapshot);
+* every acquisition has one lock timer; an expiry that releases records wakes the fetches waiting on the
+  partition (the fetch purgatory, as an append does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from dataclasses import dataclass, field
+
+import structlog
+
+from kbroker.broker.shares.partition import SharePartition
+from kbroker.broker.shares.persister import SharePersister
+from kbroker.broker.shares.sessions import ShareSession, ShareSessions
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.types import FileRegion
+
+log = structlog.get_logger("broker.shares")
+
+Key = tuple[str, str, int]   # group, topic, partition
+_HEADER = struct.Struct(">qi")          # base offset, batch length
+_ATTRIBUTES, _LAST_DELTA, _PRODUCER_ID = 21, 23, 43
+_CONTROL, _TRANSACTIONAL = 0x20, 0x10
+HEADER_SIZE = 61
+
+
+@dataclass
+class Loaded:
+    sp: SharePartition
+    leader_epoch: int
+    topic_id: bytes
+    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def batch_ranges(data: bytes, aborted: list[dict]) -> tuple[int, list[tuple[int, int, bool]]]:
+    """(bytes of whole batches, [(base, last, hidden)]) of a log read; markers and aborted records are hidden."""
+    aborted_from = {}
+    for a in aborted:
+        aborted_from[a["producer_id"]] = min(a["first_offset"], aborted_from.get(a["producer_id"], a["first_offset"]))
+    pos, out = 0, []
+    while pos + HEADER_SIZE <= len(data):
+        base, length = _HEADER.unpack_from(data, pos)
+        if pos + 12 + length > len(data):
+            break
+        (attributes,) = struct.unpack_from(">h", data, pos + _ATTRIBUTES)
+        (delta,) = struct.unpack_from(">i", data, pos + _LAST_DELTA)
+        (producer_id,) = struct.unpack_from(">q", data, pos + _PRODUCER_ID)
+        hidden = bool(attributes & _CONTROL) or (
+            bool(attributes & _TRANSACTIONAL) and producer_id in aborted_from and base >= aborted_from[producer_id])
+        out.append((base, base + delta, hidden))
+        pos += 12 + length
+    return pos, out
+
+
+class SharePartitionManager:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.persister = SharePersister(broker)
+        self.sessions = ShareSessions()
+        self.partitions: dict[Key, Loaded] = {}
+        self._loading: dict[Key, asyncio.Future] = {}
+        self._background: set[asyncio.Task] = set()
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def now_ms(self) -> int:
+        return int(self.broker.replica_manager.clock() * 1000)
+
+    def group_config(self, group: str, name: str) -> str:
+        return self.broker.admin.group_config(group, name)
+
+    def lock_ms(self, group: str) -> int:
+        return int(self.group_config(group, "share.record.lock.duration.ms"))
+
+    # ------------------------------------------------------------------ loading
+    async def load(self, group: str, topic: str, topic_id: bytes, partition: int
+                   ) -> tuple[ErrorCode, Loaded | None]:
+        key = (group, topic, partition)
+        while True:
+            leader = self.broker.replica_manager.get(topic, partition)
+            if leader is None or not leader.is_leader:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+            loaded = self.partitions.get(key)
+            if loaded is not None and loaded.leader_epoch == leader.leader_epoch and loaded.topic_id == topic_id:
+                return ErrorCode.NONE, loaded
+            pending = self._loading.get(key)
+            if pending is None:
+                break
+            await asyncio.shield(pending)
+        future = self._loading[key] = asyncio.get_running_loop().create_future()
+        try:
+            error, loaded = await self._read(group, topic, topic_id, partition, leader)
+            if loaded is not None:
+                self.partitions[key] = loaded
+            return error, loaded
+        finally:
+            del self._loading[key]
+            future.set_result(None)
+
+    async def _read(self, group, topic, topic_id, partition, leader) -> tuple[ErrorCode, Loaded | None]:
+        epoch = leader.leader_epoch
+        error, state = await self.persister.read(group, topic_id, partition, epoch)
+        if error:
+            return error, None
+        limits = dict(delivery_limit=int(self.group_config(group, "share.delivery.count.limit")),
+                      max_in_flight=self.broker.config["group.share.partition.max.record.locks"])
+        if state is None:
+            plog = leader.log
+            reset = self.group_config(group, "share.auto.offset.reset")
+            start = plog.log_start_offset if reset == "earliest" else \
+                self._offset_by_duration(plog, reset) if reset.startswith("by_duration:") else plog.high_watermark
+            error = await self.persister.initialize(group, topic_id, partition, 0, start)
+            if error:
+                return error, None
+            sp = SharePartition(start, state_epoch=0, **limits)
+        else:
+            sp = SharePartition.restore(state.start_offset, state.batches, state_epoch=state.state_epoch, **limits)
+        log.info("share_partition_loaded", group=group, topic=topic, partition=partition, start=sp.start,
+                 in_flight=len(sp.records), leader_epoch=epoch)
+        return ErrorCode.NONE, Loaded(sp, epoch, bytes(topic_id))
+
+    def _offset_by_duration(self, plog, reset: str) -> int:
+        """``by_duration:PnDTnHnMn.nS``: the first offset at or after now minus that duration."""
+        import re
+        m = re.fullmatch(r"by_duration:P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", reset)
+        if m is None:
+            return plog.high_watermark
+        days, hours, minutes, seconds = (float(x) if x else 0.0 for x in m.groups())
+        since = self.now_ms() - int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+        found = plog.offset_for_timestamp(since)
+        return found[0] if found else plog.high_watermark
+
+    # ------------------------------------------------------------------ acquiring
+    def acquire(self, group: str, topic: str, partition: int, loaded: Loaded, member: str, max_records: int,
+                max_bytes: int, mode: int, read_committed: bool) -> tuple[bytes | None, list]:
+        leader = self.broker.replica_manager.get(topic, partition)
+        if leader is None or not leader.is_leader or leader.leader_epoch != loaded.leader_epoch:
+            return None, []
+        plog, sp = leader.log, loaded.sp
+        sp.move_start(plog.log_start_offset)
+        bound = plog.last_stable_offset if read_committed else plog.high_watermark
+        if not sp.can_acquire(bound):
+            return None, []
+        offset = sp.next_fetch_offset()
+        found = plog.read(offset, max(max_bytes, 1), bound, True)
+        if found is None:
+            return None, []
+        data = FileRegion(found.segment, found.position, found.length).read()
+        aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                   for a in plog.aborted_transactions(offset, bound)] if read_committed else []
+        end, batches = batch_ranges(data, aborted)
+        lock_ms = self.lock_ms(group)
+        lock, ranges = sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode)
+        if not ranges:
+            return None, []
+        self._arm_lock((group, topic, partition), loaded, lock, lock_ms)
+        return data[:end], ranges
+
+    def _arm_lock(self, key: Key, loaded: Loaded, lock: int, delay_ms: int) -> None:
+        asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._lock_ran_out, key, loaded, lock)
+
+    def _lock_ran_out(self, key: Key, loaded: Loaded, lock: int) -> None:
+        if self.partitions.get(key) is not loaded:
+            return   # reloaded (leadership moved): the new state has these records available again
+        now = self.now_ms()
+        released = loaded.sp.expire(lock, now)
+        later = loaded.sp.next_deadline(lock)
+        if later is not None:   # renewed records keep their lock until the renewed deadline
+            self._arm_lock(key, loaded, lock, later - now)
+        if released:
+            log.debug("share_locks_expired", group=key[0], topic=key[1], partition=key[2], records=released)
+            self._spawn(self._persist_and_wake(key, loaded))
+
+    # ------------------------------------------------------------------ changing and persisting
+    async def acknowledge(self, key: Key, loaded: Loaded, member: str, batches: list, renew: bool = False
+                          ) -> ErrorCode:
+        error = loaded.sp.acknowledge(member, batches, self.now_ms(), self.lock_ms(key[0]))
+        if error:
+            return error
+        return await self._persist_and_wake(key, loaded)
+
+    async def release_session(self, session: ShareSession, names: dict[bytes, str]) -> None:
+        """A closed session: what its member holds in the session's partitions goes back to the others."""
+        for topic_id, partition in session.partitions:
+            topic = names.get(topic_id)
+            loaded = self.partitions.get((session.group, topic, partition)) if topic else None
+            if loaded is not None and loaded.sp.release_member(session.member):
+                await self._persist_and_wake((session.group, topic, partition), loaded)
+
+    async def _persist_and_wake(self, key: Key, loaded: Loaded) -> ErrorCode:
+        group, topic, partition = key
+        async with loaded.write_lock:
+            sp = loaded.sp
+            error = await self.persister.write(group, loaded.topic_id, partition, sp.state_epoch,
+                                               loaded.leader_epoch, sp.start, sp.snapshot())
+        if error:
+            log.warning("share_state_write_failed", group=group, topic=topic, partition=partition, error=error.name)
+            if error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH):
+                self.partitions.pop(key, None)   # a newer leader or state: load again before serving more
+        self.broker.replica_manager.fetch_purgatory.check_and_complete((topic, partition))
+        return error
+
+    def topic_deleted(self, name: str) -> None:
+        for key in [k for k in self.partitions if k[1] == name]:
+            del self.partitions[key]

@@ -1,0 +1,110 @@
+"""Where a share partition's state is kept: the share coordinator of its key, here or on another broker.
+
+The share-partition leader reads the state when it loads a share partition and writes a snapshot after each
+change it answers (acknowledgements, releases, expired locks), awaiting the coordinator's acknowledgement
+first. When this broker holds the key's shard of ``__share_group_state`` the coordinator is called directly
+(and, in a cluster, the write awaits the shard partition's ISR, as an acks=all produce); otherwise the
+request goes to the shard's leader (ReadShareGroupState, WriteShareGroupState, InitializeShareGroupState).
+
+Invariant: a write is acknowledged only once the state is as durable as an acks=all record; errors a
+coordinator move causes are retried until ``RETRY_S`` has passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from kbroker.broker.coordination.shards import SHARE_STATE_TOPIC
+from kbroker.broker.transactions.inter_broker import SEND_ERRORS
+from kbroker.coordinators.share.coordinator import ShareState
+from kbroker.protocol.errors import ErrorCode
+
+log = structlog.get_logger("broker.shares")
+
+INITIALIZE, READ, WRITE = 83, 84, 85
+RETRY_S = 15.0
+MOVING = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+          ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT}
+
+
+class SharePersister:
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    async def read(self, group: str, topic_id: bytes, partition: int, leader_epoch: int
+                   ) -> tuple[ErrorCode, ShareState | None]:
+        def here():
+            return self.broker.share_coordinator.read((group, topic_id, partition), leader_epoch)
+
+        async def there(leader):
+            answer = await self.broker.inter_broker._request(leader, READ, 0, {"group_id": group, "topics": [
+                {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": leader_epoch}]}]})
+            p = answer.results[0].partitions[0]
+            if p.error_code or p.state_epoch < 0:
+                return ErrorCode(p.error_code), None
+            return ErrorCode.NONE, ShareState(p.state_epoch, leader_epoch, p.start_offset,
+                                              [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                               for b in p.state_batches])
+        return await self._call(group, topic_id, partition, here, there, replicate=False)
+
+    async def initialize(self, group: str, topic_id: bytes, partition: int, state_epoch: int,
+                         start_offset: int) -> ErrorCode:
+        def here():
+            return self.broker.share_coordinator.initialize((group, topic_id, partition), state_epoch,
+                                                            start_offset), None
+
+        async def there(leader):
+            answer = await self.broker.inter_broker._request(leader, INITIALIZE, 0, {"group_id": group, "topics": [
+                {"topic_id": topic_id, "partitions": [{"partition": partition, "state_epoch": state_epoch,
+                                                       "start_offset": start_offset}]}]})
+            return ErrorCode(answer.results[0].partitions[0].error_code), None
+        return (await self._call(group, topic_id, partition, here, there))[0]
+
+    async def write(self, group: str, topic_id: bytes, partition: int, state_epoch: int, leader_epoch: int,
+                    start_offset: int, batches: list) -> ErrorCode:
+        def here():
+            return self.broker.share_coordinator.write((group, topic_id, partition), state_epoch, leader_epoch,
+                                                       start_offset, batches), None
+
+        async def there(leader):
+            answer = await self.broker.inter_broker._request(leader, WRITE, 0, {"group_id": group, "topics": [
+                {"topic_id": topic_id, "partitions": [{
+                    "partition": partition, "state_epoch": state_epoch, "leader_epoch": leader_epoch,
+                    "start_offset": start_offset, "state_batches": [
+                        {"first_offset": f, "last_offset": la, "delivery_state": st, "delivery_count": c}
+                        for f, la, st, c in batches]}]}]})
+            return ErrorCode(answer.results[0].partitions[0].error_code), None
+        return (await self._call(group, topic_id, partition, here, there))[0]
+
+    async def _call(self, group, topic_id, partition, here, there, replicate: bool = True):
+        """``here()`` or ``await there(leader)``, each (error, value); retried while the shard moves."""
+        coordination = self.broker.coordination
+        index = self.broker.share_coordinator.partition_for(group, topic_id, partition)
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + RETRY_S, 0.05
+        while True:
+            error, value = coordination.ensure_share_state_topic(), None
+            if not error:
+                leader = self.broker.inter_broker._leader_of(SHARE_STATE_TOPIC, index)
+                try:
+                    if self.broker.cluster is None or leader == self.broker.broker_id:
+                        error = coordination.share_coordinator_error(index)
+                        if not error:
+                            error, value = here()
+                            if not error and replicate and self.broker.cluster is not None:
+                                error = ErrorCode(await self.broker.replica_manager.wait_replicated(
+                                    SHARE_STATE_TOPIC, index, self.broker.config["offsets.commit.timeout.ms"]))
+                    elif leader < 0:
+                        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    else:
+                        error, value = await there(leader)
+                except SEND_ERRORS:
+                    error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if error not in MOVING or loop.time() > deadline:
+                if error:
+                    log.warning("share_state_call_failed", group=group, partition=partition, error=error.name)
+                return error, value
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)

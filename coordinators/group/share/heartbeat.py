@@ -1,0 +1,182 @@
+"""ShareGroupHeartbeat and ShareGroupDescribe (KIP-932): joining, staying in and leaving a share group.
+
+Mixed into ``GroupCoordinator``. A member joins with epoch 0 and its subscription, is given its partitions
+at the group's epoch, and heartbeats with the epoch it was given; -1 leaves. Membership changes bump the
+group epoch, persisted (ShareGroupMetadata) before the answer; members are not persisted, so a member of a
+reloaded coordinator is told UNKNOWN_MEMBER_ID and rejoins under its own id.
+
+Invariants:
+* a group id names one group of one type (a share group's id is refused by the other protocols, and theirs
+  here, with GROUP_ID_NOT_FOUND);
+* each member has one session timer (``group.share.session.timeout.ms``); its expiry removes the member.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from kbroker.coordinators.group import records
+from kbroker.coordinators.group.consumer.heartbeat import HeartbeatError, error_response
+from kbroker.coordinators.group.group import GroupMetadata
+from kbroker.coordinators.group.share.model import ShareGroup, ShareMember, share_assign
+from kbroker.protocol.errors import ErrorCode
+
+log = structlog.get_logger("coordinators.group")
+
+
+class ShareGroupHeartbeat:
+    def share_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                              subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> dict:
+        try:
+            if not member_id:
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            if not group_id:
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+            if rack_id == "":
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+            if member_epoch == 0 and not subscribed_topic_names:
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+            if member_epoch < -1:
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+            group = self._share_group_for(group_id, create=member_epoch == 0)
+            if member_epoch == -1:
+                return self._share_leave(group, member_id)
+            return self._share_heartbeat(group, member_id, member_epoch, rack_id, subscribed_topic_names,
+                                         client_id, client_host)
+        except HeartbeatError as e:
+            return error_response(e.code, e.message)
+
+    def _share_group_for(self, group_id: str, create: bool) -> ShareGroup:
+        group = self.groups.get(group_id)
+        if isinstance(group, ShareGroup):
+            return group
+        if group is None or (isinstance(group, GroupMetadata) and group.is_empty and not group.offsets
+                             and group.generation_id == 0):
+            if not create:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            return ShareGroup(group_id, state_timestamp_ms=self.now_ms())
+        raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+
+    def _share_targets(self, members: dict[str, ShareMember]) -> dict:
+        topics = self.topics()
+        subscribed, counts = {}, {}
+        for member_id, m in members.items():
+            ids = set()
+            for name in m.subscribed_topic_names:
+                meta = topics.get(name)
+                if meta is not None and meta.partitions > 0:
+                    ids.add(bytes(meta.topic_id))
+                    counts[bytes(meta.topic_id)] = meta.partitions
+            subscribed[member_id] = frozenset(ids)
+        return share_assign(subscribed, counts), tuple(sorted(counts.items()))
+
+    def _share_heartbeat(self, group: ShareGroup, member_id: str, epoch: int, rack_id, names, client_id,
+                         client_host) -> dict:
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+            if len(group.members) >= self.config.share_max_size:
+                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                     f"The share group has reached its maximum capacity of "
+                                     f"{self.config.share_max_size} members.")
+            member = ShareMember(member_id)
+        elif epoch not in (0, member.member_epoch):
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The share group member has a {'greater' if epoch > member.member_epoch else 'smaller'}"
+                                 f" member epoch ({epoch}) than the one known by the group coordinator "
+                                 f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+        joined = member_id not in group.members
+        subscription = tuple(names) if names is not None else member.subscribed_topic_names
+        changed = joined or subscription != member.subscribed_topic_names
+        updated = ShareMember(member_id, rack_id if rack_id is not None else member.rack_id, client_id, client_host,
+                              subscription, member.member_epoch, member.assignment)
+        members = {**group.members, member_id: updated}
+        targets, metadata = self._share_targets(members)
+        if changed or hash(metadata) != group.metadata_hash or group.group_epoch == 0:
+            epoch_after = group.group_epoch + 1
+            error = self._store(group.group_id, [(records.share_group_key(group.group_id),
+                                                 records.share_group_value(epoch_after))])
+            if error:
+                raise HeartbeatError(error)
+            group.group_epoch = group.assignment_epoch = epoch_after
+            group.metadata_hash = hash(metadata)
+            for m_id, target in targets.items():
+                members[m_id].assignment = target
+        if self.groups.get(group.group_id) is not group:
+            self.groups[group.group_id] = group
+        group.members = members
+        previous = member.assignment if not joined else None
+        updated.member_epoch = group.group_epoch   # (no reconciliation: a member is always at the group's epoch)
+        self._schedule_share_session(group.group_id, member_id)
+        full = epoch == 0 or names is not None
+        response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
+                    "member_epoch": updated.member_epoch,
+                    "heartbeat_interval_ms": self.config.share_heartbeat_interval_ms, "assignment": None}
+        if full or updated.assignment != previous:
+            response["assignment"] = {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)}
+                                                           for t, ps in sorted(updated.assignment.items())]}
+        return response
+
+    def _share_leave(self, group: ShareGroup, member_id: str) -> dict:
+        if member_id not in group.members:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {member_id} is not a member of group {group.group_id}.")
+        error = self._remove_share_member(group, member_id, "left the group")
+        if error:
+            raise HeartbeatError(error)
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
+                "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+
+    def _remove_share_member(self, group: ShareGroup, member_id: str, reason: str) -> ErrorCode:
+        error = self._store(group.group_id, [(records.share_group_key(group.group_id),
+                                              records.share_group_value(group.group_epoch + 1))])
+        if error:
+            return error
+        del group.members[member_id]
+        group.group_epoch = group.assignment_epoch = group.group_epoch + 1
+        targets, metadata = self._share_targets(group.members)
+        group.metadata_hash = hash(metadata)
+        for m_id, target in targets.items():
+            group.members[m_id].assignment = target
+        self.scheduler.cancel(("share-session", group.group_id, member_id))
+        log.info("share_member_removed", group=group.group_id, member=member_id, reason=reason)
+        return ErrorCode.NONE
+
+    def _schedule_share_session(self, group_id: str, member_id: str) -> None:
+        def expired():
+            group = self.groups.get(group_id)
+            if isinstance(group, ShareGroup) and member_id in group.members:
+                if self._remove_share_member(group, member_id, "session timeout expired"):
+                    self._schedule_share_session(group_id, member_id)
+        self.scheduler.schedule(("share-session", group_id, member_id), self.config.share_session_timeout_ms, expired)
+
+    def replay_share_group(self, group_id: str, value) -> None:
+        group = self.groups.get(group_id)
+        if value is None:
+            if isinstance(group, ShareGroup):
+                del self.groups[group_id]
+            return
+        if not isinstance(group, ShareGroup):
+            group = self.groups[group_id] = ShareGroup(group_id)
+        group.group_epoch = group.assignment_epoch = value.epoch
+
+    # ================================================================== ShareGroupDescribe
+    def describe_share_group(self, group_id: str) -> dict:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            message = f"Group {group_id} not found." if group is None else f"Group {group_id} is not a share group."
+            return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": message, "group_id": group_id,
+                    "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                    "authorized_operations": -2147483648}
+        names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}
+        members = [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
+                    "client_id": m.client_id, "client_host": m.client_host,
+                    "subscribed_topic_names": list(m.subscribed_topic_names),
+                    "assignment": {"topic_partitions": [
+                        {"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(ps)}
+                        for t, ps in sorted(m.assignment.items())]}} for m in group.members.values()]
+        return {"error_code": 0, "error_message": None, "group_id": group_id, "group_state": group.state,
+                "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+                "assignor_name": "simple", "members": members, "authorized_operations": -2147483648}

@@ -1,0 +1,76 @@
+"""A share group and its members: which member fetches from which partitions (KIP-932).
+
+Unlike a consumer group's, a share group's assignment needs no reconciliation: members share partitions
+and records are handed out one by one by the share-partition leaders, so a member takes its new target at
+once, at the group's epoch. Only the group's epoch is persisted (ShareGroupMetadata, key version 11), so its
+id keeps its type across restarts; members rejoin a reloaded coordinator (UNKNOWN_MEMBER_ID tells them to).
+
+Invariant: while the group has members, every partition of a topic some member subscribes to is assigned
+to at least one member subscribed to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kbroker.coordinators.group.consumer.model import Assignment
+
+
+@dataclass
+class ShareMember:
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    member_epoch: int = 0
+    assignment: Assignment = field(default_factory=dict)
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    metadata_hash: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+    state_timestamp_ms: int = -1
+    offsets: dict = field(default_factory=dict)             # (share groups commit no offsets)
+    pending_txn_offsets: dict = field(default_factory=dict)
+
+    group_type = "share"
+    protocol_type = "share"
+    generation_id = 0
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def is_(self, state) -> bool:
+        return state.value == self.state
+
+    def has_pending_txn_offset(self, tp) -> bool:
+        return False
+
+    def subscribed_topic_names(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+
+
+def share_assign(members: dict[str, frozenset[bytes]], topics: dict[bytes, int]) -> dict[str, Assignment]:
+    """Kafka's simple share assignor, homogeneous or not: each partition to one subscribed member in turn;
+    when a topic has fewer partitions than subscribers, its partitions go round again so that every
+    subscriber fetches from one."""
+    result: dict[str, dict[bytes, set[int]]] = {m: {} for m in members}
+    for topic_id in sorted(topics):
+        subscribers = sorted(m for m, subscribed in members.items() if topic_id in subscribed)
+        if not subscribers:
+            continue
+        count = topics[topic_id]
+        for i in range(max(count, len(subscribers))):
+            member = subscribers[i % len(subscribers)]
+            result[member].setdefault(topic_id, set()).add(i % count)
+    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in result.items()}

@@ -1,0 +1,121 @@
+"""The share coordinator: the state of each share partition (group, topic id, partition), kept as the last
+snapshot written to ``__share_group_state`` and rebuilt from it by replay.
+
+A share-partition leader (the broker leading the data partition) initializes, reads and writes that state
+here, directly when this broker holds the key's shard, or with InitializeShareGroupState,
+ReadShareGroupState and WriteShareGroupState when another broker does. ``store(partition, records)``
+appends to ``__share_group_state`` as ``__consumer_offsets`` is appended; the state changes only after it
+returned NONE, and ``replay`` is the only way state enters a shard.
+
+Invariants:
+* a write carries the leader epoch of the data partition's leader: a write from an older leader than the
+  last accepted one is FENCED_LEADER_EPOCH, so a deposed share-partition leader cannot overwrite its
+  successor's state;
+* a write with an older state epoch than the stored one is FENCED_STATE_EPOCH (the state was reset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kbroker.coordinators.partitioning import partition_for
+from kbroker.coordinators.share import records
+from kbroker.protocol.errors import ErrorCode
+
+Key = tuple[str, bytes, int]          # group, topic id, partition
+Batch = tuple[int, int, int, int]     # first offset, last offset, delivery state, delivery count
+
+
+@dataclass
+class ShareState:
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    batches: list[Batch] = field(default_factory=list)
+    snapshot_epoch: int = 0
+
+
+def shard_key(group: str, topic_id: bytes, partition: int) -> str:
+    """Kafka's share coordinator key, ``group:topicId:partition``, with the topic id as Kafka prints it."""
+    import base64
+    return f"{group}:{base64.urlsafe_b64encode(bytes(topic_id)).rstrip(b'=').decode()}:{partition}"
+
+
+class ShareCoordinator:
+    def __init__(self, partitions: int, store: Callable[[int, list], ErrorCode]) -> None:
+        self.partitions = partitions
+        self.store = store
+        self.states: dict[Key, ShareState] = {}
+
+    def partition_for(self, group: str, topic_id: bytes, partition: int) -> int:
+        return partition_for(shard_key(group, topic_id, partition), self.partitions)
+
+    # ------------------------------------------------------------------ the operations
+    def read(self, key: Key, leader_epoch: int) -> tuple[ErrorCode, ShareState | None]:
+        """The state of ``key``, None if it was never initialized (the leader initializes it)."""
+        state = self.states.get(key)
+        if state is not None and leader_epoch >= 0 and leader_epoch < state.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH, None
+        return ErrorCode.NONE, state
+
+    def initialize(self, key: Key, state_epoch: int, start_offset: int) -> ErrorCode:
+        state = self.states.get(key)
+        if state is not None and state_epoch < state.state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        return self._put(key, ShareState(state_epoch, state.leader_epoch if state else -1, start_offset, []))
+
+    def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int,
+              batches: list[Batch]) -> ErrorCode:
+        state = self.states.get(key)
+        if state is None:
+            return ErrorCode.INVALID_REQUEST if start_offset < 0 else \
+                self._put(key, ShareState(state_epoch, leader_epoch, start_offset, list(batches)))
+        if state_epoch < state.state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        if leader_epoch < state.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return self._put(key, ShareState(state_epoch, leader_epoch,
+                                         start_offset if start_offset >= 0 else state.start_offset,
+                                         list(batches), state.snapshot_epoch + 1))
+
+    def delete(self, key: Key) -> ErrorCode:
+        if key not in self.states:
+            return ErrorCode.NONE
+        entries = [(records.snapshot_key(*key), None)]
+        error = self.store(self.partition_for(*key), entries)
+        if not error:
+            self.replay(*entries[0])
+        return error
+
+    def _put(self, key: Key, state: ShareState) -> ErrorCode:
+        entry = (records.snapshot_key(*key), records.snapshot_value(
+            state.snapshot_epoch, state.state_epoch, state.leader_epoch, state.start_offset, state.batches))
+        error = self.store(self.partition_for(*key), [entry])
+        if not error:
+            self.replay(*entry)
+        return error
+
+    # ------------------------------------------------------------------ replay and shards
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        k = records.decode_key(key)
+        if value is None:
+            self.states.pop(k, None)
+            return
+        v = records.decode_value(value)
+        self.states[k] = ShareState(v.state_epoch, v.leader_epoch, v.start_offset,
+                                    [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                                     for b in v.state_batches], v.snapshot_epoch)
+
+    def replay_stored(self, partition: int, stored) -> None:
+        if stored.key is not None:
+            self.replay(stored.key, stored.value)
+
+    def loaded(self, partition: int | None = None) -> None:
+        pass
+
+    def unload_partition(self, partition: int) -> int:
+        gone = [k for k in self.states if self.partition_for(*k) == partition]
+        for k in gone:
+            del self.states[k]
+        return len(gone)

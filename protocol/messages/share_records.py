@@ -1,0 +1,34 @@
+"""Records of ``__share_group_state`` (the share coordinator's snapshots of a share partition) and the share
+group's record in ``__consumer_offsets`` (key version 11), keyed and versioned as Kafka writes them."""
+
+from kbroker.protocol.schema import data
+
+SHARE_SNAPSHOT_KEY = data("ShareSnapshotKey", "0-0", flexible=None, fields="""
+    group_id                             string
+    topic_id                             uuid
+    partition                            int32
+""")
+
+
+SHARE_SNAPSHOT_VALUE = data("ShareSnapshotValue", "0-0", flexible="0+", fields="""
+    snapshot_epoch                       uint16
+    state_epoch                          int32
+    leader_epoch                         int32
+    start_offset                         int64
+    state_batches                        [StateBatch]
+      first_offset                       int64
+      last_offset                        int64
+      delivery_state                     int8
+      delivery_count                     int16
+""")
+
+
+SHARE_GROUP_METADATA_KEY = data("ShareGroupMetadataKey", "11-11", flexible=None, fields="""
+    group_id                             string
+""")
+
+
+SHARE_GROUP_METADATA_VALUE = data("ShareGroupMetadataValue", "0-0", flexible="0+", fields="""
+    epoch                                int32
+    metadata_hash                        int64                          @0 =0
+""")

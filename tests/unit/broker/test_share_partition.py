@@ -1,0 +1,96 @@
+"""One share partition's record states (KIP-932): acquisition under locks, acknowledgements, releases, the
+delivery limit and the start offset, driven without a broker or a clock."""
+
+from __future__ import annotations
+
+from kbroker.broker.shares.partition import (
+    ACCEPT, ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE, GAP, RECORD_LIMIT, REJECT, RELEASE, RENEW, SharePartition)
+from kbroker.broker.shares.sessions import ShareSessions
+from kbroker.protocol.errors import ErrorCode as E
+
+LOCK = 1000
+
+
+def test_records_are_acquired_once_until_released_then_delivered_again_with_a_higher_count():
+    sp = SharePartition(0)
+    lock, ranges = sp.acquire("a", [(0, 4, False)], 100, now_ms=0, lock_ms=LOCK)
+    assert ranges == [(0, 4, 1)]
+    assert sp.acquire("b", [(0, 4, False)], 100, 0, LOCK)[1] == []          # all held by a
+    assert sp.acknowledge("a", [(0, 1, [ACCEPT]), (2, 2, [RELEASE]), (3, 4, [REJECT])]) == E.NONE
+    assert sp.start == 2                                                     # 0 and 1 are done
+    assert sp.acquire("b", [(0, 4, False)], 100, 0, LOCK)[1] == [(2, 2, 2)]
+    assert sp.acknowledge("b", [(2, 2, [ACCEPT])]) == E.NONE
+    assert (sp.start, sp.records) == (5, {})
+
+
+def test_only_the_holder_acknowledges_and_an_invalid_batch_changes_nothing():
+    sp = SharePartition(0)
+    sp.acquire("a", [(0, 2, False)], 100, 0, LOCK)
+    assert sp.acknowledge("b", [(0, 0, [ACCEPT])]) == E.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [(0, 0, [ACCEPT]), (5, 5, [ACCEPT])]) == E.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [(0, 1, [ACCEPT, 9])]) == E.INVALID_REQUEST
+    assert sp.acknowledge("a", [(0, 2, [ACCEPT, ACCEPT])]) == E.INVALID_REQUEST   # types neither 1 nor per record
+    assert [r.state for r in sp.records.values()] == [ACQUIRED] * 3
+    assert sp.acknowledge("a", [(0, 2, [ACCEPT, RELEASE, ACCEPT])]) == E.NONE
+    assert sp.records[1].state == AVAILABLE and sp.start == 1
+
+
+def test_an_expired_lock_releases_only_what_is_still_held_and_not_renewed():
+    sp = SharePartition(0)
+    lock, _ = sp.acquire("a", [(0, 3, False)], 100, 0, LOCK)
+    sp.acknowledge("a", [(0, 0, [ACCEPT]), (1, 1, [RENEW])], now_ms=500, lock_ms=LOCK)
+    assert sp.expire(lock, now_ms=LOCK) == 2                                  # 2 and 3; 1 was renewed to 1500
+    assert sp.next_deadline(lock) == 1500
+    assert sp.expire(lock, now_ms=1500) == 1
+    assert [(o, r.state, r.delivery_count) for o, r in sorted(sp.records.items())] == [
+        (1, AVAILABLE, 1), (2, AVAILABLE, 1), (3, AVAILABLE, 1)]
+
+
+def test_a_record_released_at_the_delivery_limit_is_archived():
+    sp = SharePartition(0, delivery_limit=3)
+    for delivery in range(1, 4):
+        lock, ranges = sp.acquire("a", [(0, 0, False)], 100, 0, LOCK)
+        assert ranges == [(0, 0, delivery)]
+        sp.expire(lock, now_ms=LOCK)
+    assert sp.start == 1 and sp.acquire("a", [(0, 0, False)], 100, 0, LOCK)[1] == []
+
+
+def test_max_records_stops_at_a_batch_boundary_or_exactly_in_record_limit_mode():
+    batches = [(0, 4, False), (5, 9, False)]
+    assert SharePartition(0).acquire("a", batches, 3, 0, LOCK)[1] == [(0, 4, 1)]
+    assert SharePartition(0).acquire("a", batches, 3, 0, LOCK, RECORD_LIMIT)[1] == [(0, 2, 1)]
+
+
+def test_markers_gaps_and_the_in_flight_limit():
+    sp = SharePartition(0, max_in_flight=6)
+    _, ranges = sp.acquire("a", [(0, 1, False), (2, 2, True), (5, 9, False)], 100, 0, LOCK)
+    assert ranges == [(0, 1, 1), (5, 5, 1)]                                   # 2 a marker, 3-4 compacted away
+    assert sp.records[2].state == sp.records[3].state == ARCHIVED
+    assert sp.acknowledge("a", [(0, 1, [ACCEPT]), (5, 5, [GAP])]) == E.NONE
+    assert sp.start == 6
+
+
+def test_a_snapshot_restores_every_state_and_hands_acquired_records_out_again():
+    sp = SharePartition(10)
+    sp.acquire("a", [(10, 14, False)], 100, 0, LOCK)
+    sp.acknowledge("a", [(11, 11, [ACCEPT]), (12, 12, [RELEASE]), (13, 13, [REJECT])])
+    snapshot = sp.snapshot()
+    assert snapshot == [(10, 10, AVAILABLE, 1), (11, 11, ACKNOWLEDGED, 1), (12, 12, AVAILABLE, 1),
+                        (13, 13, ARCHIVED, 1), (14, 14, AVAILABLE, 1)]
+    again = SharePartition.restore(sp.start, snapshot)
+    _, ranges = again.acquire("b", [(10, 14, False)], 100, 0, LOCK)
+    assert ranges == [(10, 10, 2), (12, 12, 2), (14, 14, 2)]
+    assert again.next_fetch_offset() == 15
+
+
+def test_share_session_epochs():
+    sessions = ShareSessions()
+    assert sessions.begin("g", "m", 1)[0] == E.SHARE_SESSION_NOT_FOUND
+    assert sessions.begin("g", "m", 0, acknowledge_only=True)[0] == E.INVALID_SHARE_SESSION_EPOCH
+    error, session = sessions.begin("g", "m", 0)
+    assert error == E.NONE and session.epoch == 1
+    assert sessions.begin("g", "m", 2)[0] == E.INVALID_SHARE_SESSION_EPOCH
+    assert sessions.begin("g", "m", 1)[0] == E.NONE and session.epoch == 2
+    assert sessions.begin("g", "m", -1) == (E.NONE, session)
+    sessions.close(session)
+    assert sessions.begin("g", "m", -1)[0] == E.SHARE_SESSION_NOT_FOUND

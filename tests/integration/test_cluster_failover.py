@@ -268,3 +268,31 @@ def test_a_kip_848_group_rides_through_kills_of_its_coordinator(cluster, topic_n
         for w in workers:
             w.terminate()
     check_at_least_once(workers, 3000)
+
+
+def test_share_group_members_lose_nothing_across_kills_of_the_share_partition_leader(cluster, topic_name):
+    """Share partitions live with their partition's leadership and write their state to the share coordinator
+    (another broker, or this one) before answering: a new leader resumes from that state, delivers again what
+    was in flight, and no record is accepted twice."""
+    from tests.integration.share_members import Member, set_group_configs, wait_for
+
+    create(cluster.bootstrap, topic_name, 2, 3)
+    group = f"share-{topic_name}"
+    set_group_configs(cluster.bootstrap, group, share_auto_offset_reset="earliest")
+    fill(cluster.bootstrap, topic_name, 2000)
+    members = [Member(cluster.bootstrap, group, [topic_name], process_s=0.01, name=f"m{i}") for i in range(2)]
+    try:
+        for share in (0.3, 0.6):
+            wait_for(lambda: sum(len(m.accepted()) for m in members) >= 2000 * share, 90, f"{share:.0%} accepted",
+                     members)
+            leader = wait_until(lambda: max(leader_of(cluster.bootstrap, topic_name, 0), 0), 30, 0.2, "a leader")
+            kill_and_wait_moved(cluster, leader, topic_name, 0)
+        delivered = lambda: {(p, o) for m in members for p, o, _ in m.deliveries}   # noqa: E731
+        wait_for(lambda: len(delivered()) == 2000 and
+                 {a for m in members for a in m.accepted()} | {(p, o) for m in members for p, o, _ in m.failed_acks}
+                 >= delivered(), 120, "every record delivered and accepted", members)
+    finally:
+        for m in members:
+            m.stop()
+    accepted = [a for m in members for a in m.accepted()]
+    assert len(accepted) == len(set(accepted)), "a record was accepted twice"

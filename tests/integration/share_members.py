@@ -1,0 +1,127 @@
+"""Share group members for tests: confluent-kafka ShareConsumers on threads of their own, recording what they
+were delivered and which acknowledgements the broker confirmed (the client's acknowledgement callback)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from confluent_kafka import AcknowledgeType, ShareConsumer
+
+
+def set_group_configs(bootstrap: str, group: str, **configs) -> None:
+    """IncrementalAlterConfigs SET on the GROUP resource, through librdkafka's admin client."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(k.replace("_", "."), str(v), incremental_operation=AlterConfigOpType.SET)
+        for k, v in configs.items()])
+    admin = AdminClient({"bootstrap.servers": bootstrap})   # (kept alive until the result arrives)
+    admin.incremental_alter_configs([resource])[resource].result(10)
+
+
+class Member:
+    """One share consumer polling until stopped. ``decide(message) -> AcknowledgeType | None`` (explicit mode;
+    None: leave it unacknowledged, its lock runs out); ``process_s`` a pause after each poll that got records."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], *, decide=None, process_s: float = 0.0,
+                 mode: str = "explicit", name: str = "") -> None:
+        self.name = name
+        self.deliveries: list[tuple[int, int, int]] = []          # (partition, offset, delivery count)
+        self.acknowledged: list[tuple[int, int, int]] = []        # (partition, offset, type) confirmed
+        self.failed_acks: list[tuple[int, int, int]] = []         # sent, the broker's answer an error
+        self.errors: list[str] = []
+        self._pending: dict[tuple[int, int], int] = {}
+        self._decide = decide or (lambda m: AcknowledgeType.ACCEPT)
+        self._explicit = mode == "explicit"
+        self._stop = threading.Event()
+        self.consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                       "share.acknowledgement.mode": mode})
+        self.consumer.set_acknowledgement_commit_callback(self._committed)
+        self.consumer.subscribe(topics)
+        self._process_s = process_s
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _committed(self, offsets, exception) -> None:
+        for tp, done in offsets.items():
+            for offset in done:
+                kind = self._pending.pop((tp.partition, offset), AcknowledgeType.ACCEPT)
+                (self.failed_acks if exception is not None else self.acknowledged).append(
+                    (tp.partition, offset, int(kind)))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                messages = self.consumer.poll(0.2)
+                got = False
+                for m in messages:
+                    if m.error() is not None:
+                        self.errors.append(str(m.error()))
+                        continue
+                    got = True
+                    self.deliveries.append((m.partition(), m.offset(), m.delivery_count()))
+                    kind = self._decide(m) if self._explicit else AcknowledgeType.ACCEPT
+                    if kind is not None:
+                        self._pending[(m.partition(), m.offset())] = kind
+                        if self._explicit:
+                            self.consumer.acknowledge(m, kind)
+                if got and self._process_s:
+                    time.sleep(self._process_s)
+                if self._explicit and self._pending:
+                    self.consumer.commit_sync(10)
+            except Exception as exc:   # a broker away for a moment: the client retries, so do we
+                self.errors.append(repr(exc))
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.consumer.close()
+
+    def accepted(self) -> list[tuple[int, int]]:
+        return [(p, o) for p, o, kind in self.acknowledged if kind == int(AcknowledgeType.ACCEPT)]
+
+
+def wait_for(condition, timeout: float, what: str, members=()) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    details = "\n".join(f"{m.name}: {len(m.deliveries)} deliveries, {len(m.acknowledged)} acks, "
+                        f"errors {m.errors[-3:]}" for m in members)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{details}")
+
+
+def _ask(bootstrap: str, api_key: int, version: int, body: dict):
+    from kbroker.client.connection import KafkaConnection
+
+    async def ask():
+        host, port = bootstrap.rsplit(":", 1)
+        conn = await KafkaConnection.open(host, int(port), client_id="share-test")
+        try:
+            return await conn.request(api_key, version, body)
+        finally:
+            await conn.close()
+    return asyncio.run(ask())
+
+
+def topic_id_of(bootstrap: str, topic: str) -> bytes:
+    answer = _ask(bootstrap, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                     "include_topic_authorized_operations": False})
+    return bytes(answer.topics[0].topic_id)
+
+
+def share_state(bootstrap: str, group: str, topic_id: bytes, partition: int):
+    """The share partition's state at the share coordinator (ReadShareGroupState, as a leader reads it; on a
+    single broker every shard is there)."""
+    answer = _ask(bootstrap, 84, 0, {"group_id": group, "topics": [
+        {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": -1}]}]})
+    return answer.results[0].partitions[0]
+
+
+def share_group_members(bootstrap: str, group: str) -> int:
+    """How many members ShareGroupDescribe lists (single broker: it coordinates every group)."""
+    answer = _ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
+    return len(answer.groups[0].members)

@@ -1,0 +1,149 @@
+"""Share groups (KIP-932) with librdkafka's ShareConsumer against a real broker: members splitting one
+partition, explicit acknowledgement (accept, release, reject) and delivery counts, the delivery limit, lock
+expiry, implicit mode, share.auto.offset.reset, and kill -9 of the broker while members consume."""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import AcknowledgeType
+
+from tests.integration.groupworkers import fill
+from tests.integration.share_members import (
+    Member, set_group_configs, share_group_members, share_state, topic_id_of, wait_for)
+from tests.integration.workload import make_topic
+
+
+def small_batches(bootstrap: str, topic: str, count: int) -> None:
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "batch.num.messages": 10})
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode())
+        producer.poll(0)
+    assert producer.flush(30) == 0
+
+
+def test_members_split_one_partition_and_each_record_is_accepted_once(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
+    members = [Member(broker.bootstrap, group, [topic_name], process_s=0.02, name=f"m{i}") for i in range(3)]
+    try:
+        wait_for(lambda: share_group_members(broker.bootstrap, group) == 3, 30, "three members", members)
+        # Batches of ten: a fetch acquires whole batches, so one batch of thousands would go to one member.
+        small_batches(broker.bootstrap, topic_name, 2000)
+        wait_for(lambda: sum(len(m.accepted()) for m in members) >= 2000, 60, "every record accepted", members)
+    finally:
+        for m in members:
+            m.stop()
+    accepted = [a for m in members for a in m.accepted()]
+    assert len(accepted) == len(set(accepted)) == 2000
+    assert sum(1 for m in members if m.accepted()) >= 2, "one member took every record"
+    state = share_state(broker.bootstrap, group, topic_id_of(broker.bootstrap, topic_name), 0)
+    assert (state.error_code, state.start_offset, state.state_batches) == (0, 2000, [])
+
+
+def test_released_records_come_again_rejected_ones_never_and_the_delivery_limit_archives(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest", share_delivery_count_limit=3)
+    fill(broker.bootstrap, topic_name, 10)
+
+    def decide(m):   # 0 released forever, 1 released once, 2 rejected, the rest accepted
+        if m.offset() == 0 or (m.offset() == 1 and m.delivery_count() == 1):
+            return AcknowledgeType.RELEASE
+        return AcknowledgeType.REJECT if m.offset() == 2 else AcknowledgeType.ACCEPT
+    member = Member(broker.bootstrap, group, [topic_name], decide=decide, name="m")
+    topic_id = topic_id_of(broker.bootstrap, topic_name)
+    try:
+        wait_for(lambda: share_state(broker.bootstrap, group, topic_id, 0).start_offset == 10, 30,
+                 "every record done", [member])
+    finally:
+        member.stop()
+    counts: dict[int, list[int]] = {}
+    for _, offset, count in member.deliveries:
+        counts.setdefault(offset, []).append(count)
+    assert counts[0] == [1, 2, 3]          # archived after the third delivery
+    assert counts[1] == [1, 2] and counts[2] == [1]
+    assert all(counts[o] == [1] for o in range(3, 10))
+    assert sorted(member.accepted()) == [(0, o) for o in range(1, 10) if o != 2]
+
+
+def test_a_silent_members_records_go_to_another_when_its_lock_runs_out(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest", share_record_lock_duration_ms=1000)
+    fill(broker.bootstrap, topic_name, 5)
+    silent = Member(broker.bootstrap, group, [topic_name], decide=lambda m: None, name="silent")
+    other = None
+    try:
+        wait_for(lambda: len(silent.deliveries) >= 5, 30, "the silent member's deliveries", [silent])
+        other = Member(broker.bootstrap, group, [topic_name], name="other")
+        wait_for(lambda: len(other.accepted()) == 5, 30, "the other member's acceptances", [silent, other])
+    finally:
+        for m in (silent, other):
+            if m is not None:
+                m.stop()
+    assert sorted(c for _, _, c in other.deliveries) == [2, 2, 2, 2, 2]
+
+
+def test_implicit_mode_accepts_what_the_last_poll_returned(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 2)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
+    fill(broker.bootstrap, topic_name, 200)
+    member = Member(broker.bootstrap, group, [topic_name], mode="implicit", name="m")
+    topic_id = topic_id_of(broker.bootstrap, topic_name)
+    try:
+        wait_for(lambda: {(p, o) for p, o, _ in member.deliveries} and len(member.deliveries) >= 200, 30,
+                 "200 deliveries", [member])
+    finally:
+        member.stop()   # (the close sends the last poll's acceptances)
+    assert len({(p, o) for p, o, _ in member.deliveries}) == 200
+    done = sum(share_state(broker.bootstrap, group, topic_id, p).start_offset for p in range(2))
+    assert done == 200
+
+
+def test_share_auto_offset_reset_latest_starts_after_what_was_there(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1)
+    fill(broker.bootstrap, topic_name, 20)
+    group = f"share-latest-{uuid.uuid4().hex[:6]}"   # latest is the default: no group config
+    member = Member(broker.bootstrap, group, [topic_name], name="latest")
+    topic_id = topic_id_of(broker.bootstrap, topic_name)
+    try:
+        wait_for(lambda: share_state(broker.bootstrap, group, topic_id, 0).start_offset == 20, 30,
+                 "the share partition made at the end of the log", [member])
+        fill(broker.bootstrap, topic_name, 5, first=20)
+        wait_for(lambda: len(member.accepted()) == 5, 30, "the five new records", [member])
+    finally:
+        member.stop()
+    assert sorted(o for _, o in member.accepted()) == [20, 21, 22, 23, 24]
+
+
+def test_no_record_is_lost_or_accepted_twice_across_kill_9(fresh_broker, topic_name):
+    """Members accept every record while the broker is killed and restarted: the share state written before each
+    acknowledgement was answered survives, what was in flight is delivered again."""
+    fresh_broker.start()
+    make_topic(fresh_broker.bootstrap, topic_name, 2)
+    group = f"share-{topic_name}"
+    set_group_configs(fresh_broker.bootstrap, group, share_auto_offset_reset="earliest")
+    fill(fresh_broker.bootstrap, topic_name, 3000)
+    members = [Member(fresh_broker.bootstrap, group, [topic_name], process_s=0.01, name=f"m{i}") for i in range(2)]
+    topic_id = topic_id_of(fresh_broker.bootstrap, topic_name)
+    try:
+        wait_for(lambda: sum(len(m.accepted()) for m in members) >= 800, 60, "800 accepted", members)
+        fresh_broker.kill()
+        fresh_broker.start()
+        wait_for(lambda: sum(share_state(fresh_broker.bootstrap, group, topic_id, p).start_offset
+                             for p in range(2)) == 3000, 90, "every record done", members)
+    finally:
+        for m in members:
+            m.stop()
+    accepted = [a for m in members for a in m.accepted()]
+    assert len(accepted) == len(set(accepted)), "a record was accepted twice"
+    unconfirmed = {(p, o) for m in members for p, o, _ in m.failed_acks}
+    delivered = {(p, o) for m in members for p, o, _ in m.deliveries}
+    # Every record was delivered, and accepted once: confirmed, or sent when the broker died (then it was
+    # delivered again unless its acceptance had been written).
+    assert len(delivered) == 3000
+    assert set(accepted) | unconfirmed >= delivered

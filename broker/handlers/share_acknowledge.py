@@ -15,7 +15,7 @@ async def handle(ctx, request):
         return answer(*refused)
     manager = ctx.broker.shares
     group, member, epoch = request.group_id, request.member_id, request.share_session_epoch
-    error, session = manager.sessions.begin(group, member, epoch, acknowledge_only=True)
+    error, session = manager.begin_session(ctx, group, member, epoch, acknowledge_only=True)
     if error:
         return answer(error)
     named = [(bytes(t.topic_id), p.partition_index, p.acknowledgement_batches)
@@ -27,8 +27,7 @@ async def handle(ctx, request):
         if not e["error_code"]:
             e["error_code"] = await shares.acknowledge(topic_id, partition, batches)
     if epoch == FINAL_EPOCH:
-        await shares.load(list(session.partitions))
-        await manager.release_session(session, shares.names)
+        await manager.release_session(session)
         manager.sessions.close(session)
     fields = ("partition_index", "error_code", "error_message", "current_leader")
     return answer(lock_ms=manager.lock_ms(group), responses=shares.topics(fields))

@@ -38,7 +38,7 @@ async def handle(ctx, request):
         return answer(*refused)
     manager = ctx.broker.shares
     group, member, epoch = request.group_id, request.member_id, request.share_session_epoch
-    error, session = manager.sessions.begin(group, member, epoch)
+    error, session = manager.begin_session(ctx, group, member, epoch)
     if error:
         return answer(error)
     named = [(bytes(t.topic_id), p.partition_index, p.acknowledgement_batches)
@@ -57,7 +57,7 @@ async def handle(ctx, request):
                 await shares.acknowledge(topic_id, partition, batches)
     lock_ms = manager.lock_ms(group)
     if epoch == FINAL_EPOCH:
-        await manager.release_session(session, shares.names)
+        await manager.release_session(session)
         manager.sessions.close(session)
         return answer(lock_ms=lock_ms, responses=shares.topics())
     if ctx.api_version < 2 or not request.is_renew_ack:

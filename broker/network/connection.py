@@ -78,6 +78,7 @@ class Connection:
         self._responder: asyncio.Task | None = None
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
         self.after_response: list = []   # RequestContext.run_after_response's actions for the current request
+        self.on_close: list | None = None   # callbacks when the connection ends (a share session it holds)
         sock = stream.get_extra_info("socket")
         tls = stream.get_extra_info("ssl_object")
         # Where large log regions may go out by sendfile: plaintext only (TLS must encrypt them)
@@ -376,5 +377,10 @@ async def _serve(broker, conn: Connection) -> None:
         conn.log.exception("connection_failed")
     finally:
         conn.stream.close()
+        for callback in conn.on_close or ():
+            try:
+                callback()
+            except Exception:   # one callback's failure must not keep the others from running
+                conn.log.exception("on_close_failed")
         broker.connections.discard(conn)
         broker.connection_limits.release(conn.ip, conn.listener)

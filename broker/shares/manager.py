@@ -194,10 +194,26 @@ class SharePartitionManager:
             return error
         return await self._persist_and_wake(key, loaded)
 
-    async def release_session(self, session: ShareSession, names: dict[bytes, str]) -> None:
+    def begin_session(self, ctx, group: str, member: str, epoch: int, acknowledge_only: bool = False):
+        """The request's share session (``sessions.begin``); a new one closes with its connection."""
+        error, session = self.sessions.begin(group, member, epoch, acknowledge_only)
+        if session is not None and epoch == 0:
+            conn = ctx.connection
+            session.connection = conn
+            if conn.on_close is None:
+                conn.on_close = []
+            conn.on_close.append(lambda: self._connection_closed(session))
+        return error, session
+
+    def _connection_closed(self, session: ShareSession) -> None:
+        if self.sessions.sessions.get((session.group, session.member)) is session:
+            self.sessions.close(session)
+            self._spawn(self.release_session(session))
+
+    async def release_session(self, session: ShareSession) -> None:
         """A closed session: what its member holds in the session's partitions goes back to the others."""
         for topic_id, partition in session.partitions:
-            topic = names.get(topic_id)
+            topic = self.broker.topic_ids.name_of(topic_id)
             loaded = self.partitions.get((session.group, topic, partition)) if topic else None
             if loaded is not None and loaded.sp.release_member(session.member):
                 await self._persist_and_wake((session.group, topic, partition), loaded)

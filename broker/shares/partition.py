@@ -147,8 +147,8 @@ class SharePartition:
     # ------------------------------------------------------------------ acknowledging and releasing
     def acknowledge(self, member: str, batches: list[tuple[int, int, list[int]]], now_ms: int = 0,
                     lock_ms: int = 0) -> ErrorCode:
-        """Apply (first, last, types) batches, all or nothing: every offset must be acquired by ``member``
-        (INVALID_RECORD_STATE otherwise), every type known (INVALID_REQUEST)."""
+        """Apply (first, last, types) batches, all or nothing: every offset at or after the start must be
+        acquired by ``member`` (INVALID_RECORD_STATE otherwise), every type known (INVALID_REQUEST)."""
         changes = []
         for first, last, types in batches:
             if last < first or (len(types) != 1 and len(types) != last - first + 1):
@@ -157,6 +157,8 @@ class SharePartition:
                 kind = types[0] if len(types) == 1 else types[i]
                 if kind not in (GAP, ACCEPT, RELEASE, REJECT, RENEW):
                     return ErrorCode.INVALID_REQUEST
+                if offset < self.start:
+                    continue   # done already (the start moved past it): nothing to change, as Kafka answers
                 r = self.records.get(offset)
                 if r is None or r.state != ACQUIRED or r.member != member:
                     if kind == GAP and r is not None and r.state == ARCHIVED:

@@ -1,7 +1,8 @@
 """Share sessions (KIP-932): which share partitions a member fetches from a broker, with an epoch per request.
 
 A member opens its session with epoch 0 (the request names every partition), continues it with epochs
-1, 2, ... (each request adds partitions or forgets them) and closes it with -1. A request whose epoch is not
+1, 2, ... (each request adds partitions or forgets them) and closes it with -1; the end of the connection that
+opened it closes it too, as in Kafka 4.1+ (what the member held goes back to the others at once). A request whose epoch is not
 the one expected is INVALID_SHARE_SESSION_EPOCH; a continuing request without a session is
 SHARE_SESSION_NOT_FOUND. ShareAcknowledge continues or closes a session but never opens one.
 
@@ -24,6 +25,7 @@ class ShareSession:
     member: str
     epoch: int = 1                                   # the epoch the next request must carry
     partitions: dict[tuple[bytes, int], None] = field(default_factory=dict)   # (topic id, partition), in order
+    connection: object = None                        # the connection that opened it: its end closes the session
 
 
 class ShareSessions:

@@ -28,8 +28,8 @@ class ShareGroupHeartbeat:
     def share_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
                               subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> dict:
         try:
-            if not member_id:
-                raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            if not member_id:   # (Kafka 4.2 refuses it before its coordinator sees it: no message)
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST)
             if not group_id:
                 raise HeartbeatError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
             if rack_id == "":

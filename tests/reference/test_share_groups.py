@@ -1,0 +1,140 @@
+"""KIP-932 share groups over raw frames: ShareGroupHeartbeat's refusals, share session epochs, acknowledgements
+of records a member does not hold, and the records and ranges a ShareFetch acquires."""
+
+import uuid
+
+import pytest
+
+from kbroker.client.connection import KafkaConnection
+from tests.reference.differential import call, same, settled
+from tests.reference.test_groups import coordinator_found, fill, set_group_config
+from tests.reference.test_produce_fetch import create
+
+pytestmark = pytest.mark.reference
+
+HEARTBEAT, FETCH, ACKNOWLEDGE = 76, 78, 79
+COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
+
+
+def heartbeat(group: str, member: str, epoch: int, topics=None, rack=None) -> dict:
+    return {"group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": rack,
+            "subscribed_topic_names": topics}
+
+
+def share_fetch(group, member, epoch, topic_id=None, partitions=(), acks=None, max_wait=0, max_records=100,
+                forgotten=()) -> dict:
+    return {"group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": max_wait,
+            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records,
+            "share_acquire_mode": 0, "is_renew_ack": False,
+            "topics": [{"topic_id": topic_id, "partitions": [
+                {"partition_index": p, "acknowledgement_batches": (acks or {}).get(p, [])} for p in partitions]}]
+            if partitions else [],
+            "forgotten_topics_data": [{"topic_id": topic_id, "partitions": list(forgotten)}] if forgotten else []}
+
+
+async def topic_id_of(target, topic: str) -> bytes:
+    answer = await call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                         "include_topic_authorized_operations": False})
+    return bytes(answer.topics[0].topic_id)
+
+
+async def test_share_group_heartbeat_refusals(targets, topic):
+    async def scenario(target):
+        await create(target, topic)
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        joined = await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, 0, [topic])),
+                               lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        # Kafka 4.2 assigns a partition once its share state is initialized, a heartbeat or two after the join
+        # (kbroker initializes it at the first fetch): the assignment is compared once it came.
+        assigned = joined if joined.assignment is not None and joined.assignment.topic_partitions else \
+            await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, joined.member_epoch)),
+                          lambda a: a.error_code or a.assignment is not None and a.assignment.topic_partitions)
+        seen = {"join": (joined.error_code, joined.member_epoch > 0),
+                "assigned": sorted(p for t in assigned.assignment.topic_partitions for p in t.partitions)}
+        joined = assigned
+        for name, body in [("no member id", heartbeat(group, "", 0, [topic])),
+                           ("no group id", heartbeat("", member, 0, [topic])),
+                           ("empty rack", heartbeat(group, member, 0, [topic], rack="")),
+                           ("join without topics", heartbeat(group, uuid.uuid4().hex, 0, [])),
+                           ("epoch -2", heartbeat(group, member, -2)),
+                           ("stranger", heartbeat(group, "stranger", 3)),
+                           ("unknown group", heartbeat(f"{group}-none", member, 3)),
+                           ("epoch ahead", heartbeat(group, member, joined.member_epoch + 5)),
+                           ("leave", heartbeat(group, member, -1)),
+                           ("after leaving", heartbeat(group, member, joined.member_epoch))]:
+            answer = await call(target, HEARTBEAT, 1, body)
+            seen[name] = (answer.error_code, answer.error_message is not None, answer.member_epoch
+                          if answer.error_code == 0 else None)
+        return seen
+    await same(targets, scenario)
+
+
+async def test_share_sessions_and_acknowledgements(targets, topic):
+    """Each member keeps one connection, as a client does: Kafka 4.1+ closes a share session when the connection
+    that opened it ends."""
+    async def scenario(target):
+        await create(target, topic)
+        group, member, other = f"s-{topic}", uuid.uuid4().hex, uuid.uuid4().hex
+        await coordinator_found(target, group)
+        await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, 0, [topic])),
+                      lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        await call(target, HEARTBEAT, 1, heartbeat(group, other, 0, [topic]))
+        assert await set_group_config_async(target, group) == 0
+        fill(target, topic, 1, per_partition=6)
+        tid = await topic_id_of(target, topic)
+        mine = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        theirs = await KafkaConnection.open("127.0.0.1", target.port, client_id="other")
+        ack = lambda first, last, types: [{"first_offset": first, "last_offset": last,   # noqa: E731
+                                           "acknowledge_types": types}]
+        acknowledge = lambda who, epoch, batches: {   # noqa: E731
+            "group_id": group, "member_id": who, "share_session_epoch": epoch, "topics": [
+                {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": batches}]}]
+            if batches else []}
+        ranges = lambda p: [(r.first_offset, r.last_offset, r.delivery_count) for r in p.acquired_records]  # noqa
+        try:
+            seen = {}
+            for name, epoch in [("continue without a session", 1), ("close without a session", -1)]:
+                seen[name] = (await mine.request(FETCH, 1, share_fetch(group, member, epoch, tid, [0]))).error_code
+            seen["acknowledge opening a session"] = (await mine.request(ACKNOWLEDGE, 1, acknowledge(member, 0, [])
+                                                                        )).error_code
+            first = await mine.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))
+            part = first.responses[0].partitions[0]
+            seen["first fetch"] = (first.error_code, first.acquisition_lock_timeout_ms > 0, part.error_code,
+                                   ranges(part))
+            seen["wrong epoch"] = (await mine.request(FETCH, 1, share_fetch(group, member, 5, tid, [0]))).error_code
+            await theirs.request(FETCH, 1, share_fetch(group, other, 0, tid, [0]))
+            stolen = await theirs.request(ACKNOWLEDGE, 1, acknowledge(other, 1, ack(0, 0, [1])))
+            seen["acknowledging another's record"] = (stolen.error_code, [p.error_code for t in stolen.responses
+                                                                          for p in t.partitions])
+            mixed = await mine.request(ACKNOWLEDGE, 1, acknowledge(member, 1, ack(0, 2, [1, 2, 3])))
+            seen["accept release reject"] = mixed.error_code, [p.error_code for t in mixed.responses
+                                                               for p in t.partitions]
+            again = await mine.request(ACKNOWLEDGE, 1, acknowledge(member, 2, ack(0, 0, [1])))
+            seen["acknowledging a record accepted already"] = (again.error_code, [
+                p.error_code for t in again.responses for p in t.partitions])
+            # Acknowledgements ride on a fetch too (Kafka applies them beside the fetch, so what that fetch
+            # acquires is not compared).
+            riding = await mine.request(FETCH, 1, share_fetch(group, member, 3, tid, [0], acks={0: ack(3, 3, [1])}))
+            seen["acknowledged on a fetch"] = riding.error_code, [p.acknowledge_error_code for t in riding.responses
+                                                                  for p in t.partitions]
+            seen["close"] = (await mine.request(ACKNOWLEDGE, 1, acknowledge(member, -1, []))).error_code
+            # What the closed session's member held goes to the other member (Kafka releases it a moment later).
+            got, epoch = [], 2
+            for _ in range(20):
+                answer = await theirs.request(FETCH, 1, share_fetch(group, other, epoch, tid, [0], max_wait=500))
+                epoch += 1
+                got += [r for t in answer.responses for p in t.partitions for r in ranges(p)]
+                if sum(last - first + 1 for first, last, _ in got) >= 3:
+                    break
+            seen["the other member after the close"] = sorted(got)
+            return seen
+        finally:
+            await mine.close()
+            await theirs.close()
+    await same(targets, scenario)
+
+
+async def set_group_config_async(target, group: str) -> int:
+    import asyncio
+    return await asyncio.to_thread(set_group_config, target, group, share_auto_offset_reset="earliest")

@@ -20,6 +20,7 @@ import time
 import uuid
 
 from bench.loadgen import _cpu_seconds
+from bench.modern_groups import settle_after_join, share_consumption
 
 PARTITIONS = 20
 MEMBERS = 10
@@ -163,6 +164,10 @@ SCENARIOS = [
     ("group: sync offset commits", commit_throughput, "{:,.0f} commits/s", 1, COMMITS),
     (f"group: sync offset commits, {COMMITTERS} committers", concurrent_commit_throughput, "{:,.0f} commits/s", 1,
      COMMITS // COMMITTERS * COMMITTERS),
+    ("group: 4th member joins 3, settled (classic, range)", settle_after_join("classic"), "{:.0f} ms", 1000, 0),
+    ("group: 4th member joins 3, settled (KIP-848, uniform)", settle_after_join("consumer"), "{:.0f} ms", 1000, 0),
+    ("share group: 1 KiB records, 1 consumer, explicit acks", share_consumption(1), "{:,.0f} rec/s", 1, 0),
+    ("share group: 1 KiB records, 4 consumers, explicit acks", share_consumption(4), "{:,.0f} rec/s", 1, 0),
 ]
 
 

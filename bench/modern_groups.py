@@ -1,0 +1,146 @@
+"""Kafka 4 group scenarios for `make bench` (issue 28), with librdkafka clients against any broker:
+
+* settle after a join: a group of three consumers shares a 20-partition topic; a fourth joins; the time until
+  the four own every partition once, with the classic protocol (range assignor, eager) and with KIP-848's
+  (``group.protocol=consumer``, the broker's uniform assignor, incremental);
+* share-group consumption: 1 KiB records on a 4-partition topic read by 1 and by 4 share consumers (KIP-932)
+  that accept each record explicitly and commit the acknowledgements after each poll; records per second
+  from the first poll until every record is accepted.
+
+Every scenario reports the median of its runs; each run uses a fresh group.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+SHARE_RECORDS = 20000
+SHARE_PARTITIONS = 4
+JOINED = 3
+
+
+class GroupMember:
+    """A librdkafka consumer of either protocol on its own thread; its owned partitions as they change."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, protocol: str) -> None:
+        from confluent_kafka import Consumer
+
+        config = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "group.protocol": protocol}
+        if protocol == "classic":
+            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 100,
+                           "partition.assignment.strategy": "range"})
+        self.owned: set[int] = set()
+        self.consumer = Consumer(config)
+        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
+        self.running = True
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _assigned(self, consumer, partitions) -> None:
+        self.owned |= {p.partition for p in partitions}
+
+    def _revoked(self, consumer, partitions) -> None:
+        self.owned -= {p.partition for p in partitions}
+
+    def _poll(self) -> None:
+        while self.running:
+            self.consumer.poll(0.02)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(10)
+        self.consumer.close()
+
+
+def _wait(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def _settled(members, partitions: int) -> bool:
+    owned = [m.owned for m in members]
+    return all(owned) and set().union(*owned) == set(range(partitions)) and \
+        sum(len(o) for o in owned) == partitions
+
+
+def settle_after_join(protocol: str):
+    def scenario(bootstrap: str, topic: str, partitions: int = 20) -> float:
+        group = f"bench-join-{protocol}-{uuid.uuid4().hex[:8]}"
+        members = [GroupMember(bootstrap, group, topic, protocol) for _ in range(JOINED)]
+        try:
+            if not _wait(lambda: _settled(members, partitions), 120):
+                raise TimeoutError(f"{JOINED} members never shared the partitions")
+            time.sleep(1)   # let the group settle
+            started = time.monotonic()
+            members.append(GroupMember(bootstrap, group, topic, protocol))
+            if not _wait(lambda: _settled(members, partitions), 60):
+                raise TimeoutError("the group did not settle within 60 s of a member joining")
+            return time.monotonic() - started
+        finally:
+            for m in members:
+                m.close()
+    return scenario
+
+
+def share_consumption(consumers: int):
+    def scenario(bootstrap: str, _topic: str) -> float:
+        from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+        from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                           ResourceType)
+
+        topic, group = f"bench-share-{uuid.uuid4().hex[:8]}", f"bench-share-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, SHARE_PARTITIONS, 1)])[topic].result(30)
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        value = b"x" * 1024
+        for _ in range(SHARE_RECORDS):
+            producer.produce(topic, value)
+            producer.poll(0)
+        producer.flush(60)
+        accepted, lock, started = [0], threading.Lock(), [None]
+        done = threading.Event()
+
+        def consume() -> None:
+            c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                               "share.acknowledgement.mode": "explicit"})
+            c.subscribe([topic])
+            try:
+                while not done.is_set():
+                    messages = [m for m in c.poll(0.2) if m.error() is None]
+                    if not messages:
+                        continue
+                    with lock:
+                        if started[0] is None:
+                            started[0] = time.monotonic()
+                    for m in messages:
+                        c.acknowledge(m, AcknowledgeType.ACCEPT)
+                    c.commit_sync(30)
+                    with lock:
+                        accepted[0] += len(messages)
+                        if accepted[0] >= SHARE_RECORDS:
+                            done.set()
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=consume, daemon=True) for _ in range(consumers)]
+        for t in threads:
+            t.start()
+        finished = done.wait(120)
+        ended = time.monotonic()
+        done.set()
+        for t in threads:
+            t.join(30)
+        if not finished:
+            raise TimeoutError(f"{accepted[0]} of {SHARE_RECORDS} accepted within 120 s")
+        return SHARE_RECORDS / (ended - started[0])
+    return scenario

@@ -1,7 +1,8 @@
 """``kbroker groups``: like kafka-consumer-groups.sh, list, describe (offsets, lag, owners) and delete.
 
 A KIP-848 consumer group (which the classic DescribeGroups does not describe) is read with
-ConsumerGroupDescribe: its epochs, and each member's epoch with its current and target assignment.
+ConsumerGroupDescribe: its epochs, and each member's epoch with its current and target assignment. A share
+group with ShareGroupDescribe and DescribeShareGroupOffsets: each share partition's start offset and lag.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from kbroker.protocol.errors import ErrorCode
 
 LIST_OFFSETS, OFFSET_FETCH, FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 2, 9, 10, 15, 16, 42
-CONSUMER_GROUP_DESCRIBE = 69
+CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 69, 77, 90
 
 
 def _fail(message: str) -> int:
@@ -53,7 +54,7 @@ async def _owners(conn, group: str) -> tuple[str, dict, list[str]]:
     modern = (await conn.request(CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group],
                                                                "include_authorized_operations": False})).groups[0]
     if modern.error_code:
-        return f"Group {group} is Dead (no members)", {}, []
+        return await _share_group(conn, group)
     owners = {tp: m for m in modern.members for tp in _pairs(m.assignment)}
     lines = ["MEMBER-ID\tINSTANCE-ID\tMEMBER-EPOCH\tASSIGNED\tTARGET"]
     for m in modern.members:
@@ -63,6 +64,26 @@ async def _owners(conn, group: str) -> tuple[str, dict, list[str]]:
     return (f"Group {group} is {modern.group_state} (consumer protocol, assignor {modern.assignor_name}, group epoch "
             f"{modern.group_epoch}, assignment epoch {modern.assignment_epoch}, {len(modern.members)} members)",
             owners, lines)
+
+
+async def _share_group(conn, group: str) -> tuple[str, dict, list[str]]:
+    """A share group: its members' assignments, and each share partition's start offset and lag."""
+    shared = (await conn.request(SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group],
+                                                            "include_authorized_operations": False})).groups[0]
+    if shared.error_code:
+        return f"Group {group} is Dead (no members)", {}, []
+    offsets = (await conn.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group,
+                                                                               "topics": None}]})).groups[0]
+    lines = ["TOPIC\tPARTITION\tSTART-OFFSET\tLAG"]
+    for t in offsets.topics:
+        for p in t.partitions:
+            lines.append(f"{t.topic_name}\t{p.partition_index}\t{p.start_offset}\t{p.lag if p.lag >= 0 else '-'}")
+    lines.append("MEMBER-ID\tMEMBER-EPOCH\tASSIGNED")
+    for m in shared.members:
+        lines.append(f"{m.member_id}\t{m.member_epoch}\t" + (",".join(f"{t}-{p}" for t, p in _pairs(m.assignment))
+                                                               or "-"))
+    return (f"Group {group} is {shared.group_state} (share group, group epoch {shared.group_epoch}, "
+            f"{len(shared.members)} members)", {}, lines)
 
 
 async def groups_tool(conn, args) -> int:

@@ -35,6 +35,10 @@ class ShareState:
     batches: list[Batch] = field(default_factory=list)
     snapshot_epoch: int = 0
 
+    def delivery_complete_count(self) -> int:
+        """In-flight records that are done (acknowledged or archived)."""
+        return sum(last - first + 1 for first, last, state, _ in self.batches if state in (2, 4))
+
 
 def shard_key(group: str, topic_id: bytes, partition: int) -> str:
     """Kafka's share coordinator key, ``group:topicId:partition``, with the topic id as Kafka prints it."""

@@ -29,6 +29,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     describe_log_dirs,
     describe_topic_partitions,
     describe_producers,
+    describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,

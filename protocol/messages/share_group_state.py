@@ -72,3 +72,42 @@ response="""
         error_code                       int16
         error_message                    string?                        =null
 """)
+
+DELETE_SHARE_GROUP_STATE = api(86, "DeleteShareGroupState", "0-0", flexible="0+",
+request="""
+    group_id                             string
+    topics                               [DeleteStateData]
+      topic_id                           uuid
+      partitions                         [PartitionData]
+        partition                        int32
+""",
+response="""
+    results                              [DeleteStateResult]
+      topic_id                           uuid
+      partitions                         [PartitionResult]
+        partition                        int32
+        error_code                       int16
+        error_message                    string?                        =null
+""")
+
+READ_SHARE_GROUP_STATE_SUMMARY = api(87, "ReadShareGroupStateSummary", "0-1", flexible="0+",
+request="""
+    group_id                             string
+    topics                               [ReadStateSummaryData]
+      topic_id                           uuid
+      partitions                         [PartitionData]
+        partition                        int32
+        leader_epoch                     int32
+""",
+response="""
+    results                              [ReadStateSummaryResult]
+      topic_id                           uuid
+      partitions                         [PartitionResult]
+        partition                        int32
+        error_code                       int16
+        error_message                    string?                        =null
+        state_epoch                      int32
+        leader_epoch                     int32
+        start_offset                     int64
+        delivery_complete_count          int32                          1+ =-1
+""")

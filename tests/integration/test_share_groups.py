@@ -147,3 +147,22 @@ def test_no_record_is_lost_or_accepted_twice_across_kill_9(fresh_broker, topic_n
     # delivered again unless its acceptance had been written).
     assert len(delivered) == 3000
     assert set(accepted) | unconfirmed >= delivered
+
+
+def test_cli_groups_describe_shows_a_share_groups_start_offsets_and_lag(broker, topic_name):
+    from tests.integration.test_operations import cli
+    make_topic(broker.bootstrap, topic_name, 1)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
+    fill(broker.bootstrap, topic_name, 10)
+    member = Member(broker.bootstrap, group, [topic_name], decide=lambda m: AcknowledgeType.ACCEPT
+                    if m.offset() < 4 else None, name="m")
+    try:
+        wait_for(lambda: len(member.accepted()) == 4, 30, "four accepted", [member])
+        described = cli(broker, "groups", "describe", "--group", group)
+    finally:
+        member.stop()
+    assert described.returncode == 0, described.stderr
+    lines = described.stdout.splitlines()
+    assert lines[0].startswith(f"Group {group} is Stable (share group, group epoch "), described.stdout
+    assert f"{topic_name}\t0\t4\t6" in lines, described.stdout   # start offset 4, six records to go

@@ -32,6 +32,16 @@ def share_fetch(group, member, epoch, topic_id=None, partitions=(), acks=None, m
             "forgotten_topics_data": [{"topic_id": topic_id, "partitions": list(forgotten)}] if forgotten else []}
 
 
+async def assigned_member(target, group: str, member: str, topic: str) -> None:
+    """Join, then heartbeat until the member is assigned: Kafka initializes a share partition's state before it
+    assigns it, and a fetch before that finds nothing to acquire."""
+    joined = await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, 0, [topic])),
+                           lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+    if joined.assignment is None or not joined.assignment.topic_partitions:
+        await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, joined.member_epoch)),
+                      lambda a: a.error_code or a.assignment is not None and a.assignment.topic_partitions)
+
+
 async def topic_id_of(target, topic: str) -> bytes:
     answer = await call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
                                          "include_topic_authorized_operations": False})
@@ -77,10 +87,9 @@ async def test_share_sessions_and_acknowledgements(targets, topic):
         await create(target, topic)
         group, member, other = f"s-{topic}", uuid.uuid4().hex, uuid.uuid4().hex
         await coordinator_found(target, group)
-        await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, 0, [topic])),
-                      lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
-        await call(target, HEARTBEAT, 1, heartbeat(group, other, 0, [topic]))
         assert await set_group_config_async(target, group) == 0
+        await assigned_member(target, group, member, topic)
+        await assigned_member(target, group, other, topic)
         fill(target, topic, 1, per_partition=6)
         tid = await topic_id_of(target, topic)
         mine = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
@@ -138,3 +147,41 @@ async def test_share_sessions_and_acknowledgements(targets, topic):
 async def set_group_config_async(target, group: str) -> int:
     import asyncio
     return await asyncio.to_thread(set_group_config, target, group, share_auto_offset_reset="earliest")
+
+
+@pytest.mark.parametrize("version", [0, 1])
+async def test_describe_share_group_offsets(targets, topic, version):
+    """After a member accepted two records of five: the start offset, and from v1 the lag."""
+    async def scenario(target):
+        await create(target, topic)
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        assert await set_group_config_async(target, group) == 0
+        await assigned_member(target, group, member, topic)
+        fill(target, topic, 1, per_partition=5)
+        tid = await topic_id_of(target, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        try:
+            await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))
+            await conn.request(ACKNOWLEDGE, 1, {"group_id": group, "member_id": member, "share_session_epoch": 1,
+                                                "topics": [{"topic_id": tid, "partitions": [{
+                                                    "partition_index": 0, "acknowledgement_batches": [
+                                                        {"first_offset": 0, "last_offset": 1,
+                                                         "acknowledge_types": [1]}]}]}]})
+        finally:
+            await conn.close()
+        # (Kafka writes the acknowledgement's state a moment after it answered: wait for it)
+        await settled(lambda: call(target, 90, 1, {"groups": [{"group_id": group, "topics": [
+            {"topic_name": topic, "partitions": [0]}]}]}),
+            lambda a: a.groups[0].topics and a.groups[0].topics[0].partitions[0].start_offset == 2)
+        seen = {}
+        for name, topics in [("named", [{"topic_name": topic, "partitions": [0]}]), ("all", None),
+                             ("unknown topic", [{"topic_name": f"{topic}-none", "partitions": [0]}])]:
+            answer = await call(target, 90, version, {"groups": [{"group_id": group, "topics": topics}]})
+            g = answer.groups[0]
+            seen[name] = (g.error_code, [(t.topic_name, [(p.partition_index, p.start_offset, p.get("lag"),
+                                                          p.error_code) for p in t.partitions]) for t in g.topics])
+        other = await call(target, 90, version, {"groups": [{"group_id": f"{group}-none", "topics": None}]})
+        seen["no such group"] = other.groups[0].error_code
+        return seen
+    await same(targets, scenario)

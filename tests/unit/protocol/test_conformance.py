@@ -67,12 +67,15 @@ def declared_fields(fields: list[Field], version: int) -> list[tuple]:
 
 
 def newest(name: str) -> int:
-    """The newest version of ``name`` the JSON schemas have (October 2024): test_conformance_42.py holds the
-    newer ones to Kafka 4.2's layouts."""
+    """The newest version of ``name`` the JSON schemas have (October 2024) and mark stable: test_conformance_42.py
+    holds the newer ones, and a latest version then still unstable (``latestVersionUnstable``: KIP-932's, which
+    changed before Kafka 4.0 shipped), to Kafka 4.2's layouts."""
     try:
-        return Versions.parse(load(name + "Request")["validVersions"]).high
+        schema = load(name + "Request")
     except FileNotFoundError:
         return -1
+    high = Versions.parse(schema["validVersions"]).high
+    return high - 1 if schema.get("latestVersionUnstable") else high
 
 
 # Every declaration at every version it declares: the advertised ones and those not wired to a handler yet.

@@ -34,13 +34,15 @@ def declared(fields: list[Field], version: int) -> list[tuple]:
 
 
 def json_max(name: str) -> int:
-    """The newest version the official JSON schema has (-1 without one)."""
+    """The newest version the official JSON schema has and marks stable (-1 without one): a latest version
+    then unstable is held to Kafka 4.2's layout here."""
     path = os.path.join(FOLDER, "..", "messages", name + "Request.json")
     if not os.path.exists(path):
         return -1
     with open(path, encoding="utf-8") as f:
-        valid = json.loads(re.sub(r"//.*", "", f.read()))["validVersions"]
-    return int(valid.split("-")[-1])
+        schema = json.loads(re.sub(r"//.*", "", f.read()))
+    high = int(schema["validVersions"].split("-")[-1])
+    return high - 1 if schema.get("latestVersionUnstable") else high
 
 
 CASES = [(a.name, a.key, v, direction)

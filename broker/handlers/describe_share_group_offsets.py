@@ -1,0 +1,55 @@
+"""DescribeShareGroupOffsets (KIP-932): each share partition's start offset (the first record not yet done) and,
+from v1, its lag: records up to the high watermark not yet accepted or archived (-1 where the partition's
+leader is another broker). All the group's subscribed topics when the request names none; a partition never
+fetched, of a topic that does not exist or of a group that does not exist has start offset -1, no error (as
+Kafka 4.2 answers)."""
+
+from kbroker.broker.handlers.common import coordinator_error
+from kbroker.coordinators.group.share.model import ShareGroup
+from kbroker.protocol.acls import DESCRIBE
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.describe_share_group_offsets import DESCRIBE_SHARE_GROUP_OFFSETS as API  # noqa: F401
+
+
+async def _partition(broker, group: str, topic: str, topic_id: bytes, index: int) -> dict:
+    error, state = await broker.shares.persister.read(group, topic_id, index, -1)
+    answer = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": error,
+              "error_message": None}
+    if error or state is None:
+        return answer
+    answer.update(start_offset=state.start_offset, leader_epoch=state.leader_epoch)
+    local = broker.replica_manager.get(topic, index)
+    if local is not None and local.is_leader:
+        answer["lag"] = max(local.log.high_watermark - state.start_offset - state.delivery_complete_count(), 0)
+    return answer
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    groups = []
+    for wanted in request.groups:
+        group_id = wanted.group_id
+        error = coordinator_error(ctx, group_id, DESCRIBE)
+        group = broker.group_coordinator.groups.get(group_id) if not error else None
+        if not error and group is not None and not isinstance(group, ShareGroup):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if error:
+            groups.append({"group_id": group_id, "topics": [], "error_code": error, "error_message": None})
+            continue
+        # (no such group: Kafka 4.2 answers as for a share group without state, error 0)
+        subscribed = sorted(group.subscribed_topic_names()) if group is not None else []
+        asked = {t.topic_name: list(t.partitions) for t in wanted.topics} if wanted.topics is not None else {
+            name: None for name in subscribed}
+        topics = []
+        for name, partitions in asked.items():
+            meta = broker.metadata.topics.get(name)
+            if meta is None:   # (Kafka: no error, no start offset)
+                topics.append({"topic_name": name, "topic_id": bytes(16), "partitions": [
+                    {"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0,
+                     "error_message": None} for p in partitions or []]})
+                continue
+            indexes = partitions if partitions is not None else range(meta.partitions)
+            topics.append({"topic_name": name, "topic_id": meta.topic_id, "partitions": [
+                await _partition(broker, group_id, name, bytes(meta.topic_id), p) for p in indexes]})
+        groups.append({"group_id": group_id, "topics": topics, "error_code": 0, "error_message": None})
+    return {"throttle_time_ms": 0, "groups": groups}

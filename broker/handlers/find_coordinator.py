@@ -1,7 +1,8 @@
-"""FindCoordinator: which broker coordinates a group (v4: several keys at once).
+"""FindCoordinator: which broker coordinates a group (v4: several keys at once; v6: a share partition's state,
+KIP-932, for brokers, with ClusterAction).
 
 The first lookup of a kind creates its internal topic (``__consumer_offsets``
-for groups, ``__transaction_state`` for transactional ids).
+for groups, ``__transaction_state`` for transactional ids, ``__share_group_state`` for share partitions).
 """
 
 from kbroker.protocol import acls
@@ -9,7 +10,7 @@ from kbroker.protocol.acls import DESCRIBE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.find_coordinator import FIND_COORDINATOR as API  # noqa: F401  (the registry reads API)
 
-GROUP, TRANSACTION = 0, 1
+GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
 def _lookup(ctx, key: str, key_type: int) -> dict:
@@ -18,10 +19,17 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
         return _error(key, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if key_type == TRANSACTION and not ctx.authorized(DESCRIBE, acls.TRANSACTIONAL_ID, key):
         return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if key_type == SHARE and (ctx.api_version < 6 or key.count(":") < 2):
+        return _error(key, ErrorCode.INVALID_REQUEST)
+    if key_type == SHARE and not ctx.cluster_authorized(acls.CLUSTER_ACTION):
+        return _error(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if key_type == GROUP:
         error = broker.coordination.ensure_offsets_topic() or broker.coordination.group_coordinator_error(key)
     elif key_type == TRANSACTION:
         error = broker.coordination.ensure_transaction_topic() or broker.coordination.transaction_coordinator_error(key)
+    elif key_type == SHARE:
+        error = broker.coordination.ensure_share_state_topic() or broker.coordination.share_coordinator_error(
+            broker.share_coordinator.partition_for_key(key))
     else:
         error = ErrorCode.INVALID_REQUEST
     if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
@@ -46,6 +54,8 @@ def _leader_elsewhere(ctx, key: str, key_type: int):
     broker = ctx.broker
     if key_type == GROUP:
         topic, index = "__consumer_offsets", broker.group_coordinator.partition_for(key)
+    elif key_type == SHARE:
+        topic, index = "__share_group_state", broker.share_coordinator.partition_for_key(key)
     else:
         topic, index = "__transaction_state", broker.txn_coordinator.partition_for(key)
     found = broker.partition_info(topic, index)

@@ -53,7 +53,11 @@ class ShareCoordinator:
         self.states: dict[Key, ShareState] = {}
 
     def partition_for(self, group: str, topic_id: bytes, partition: int) -> int:
-        return partition_for(shard_key(group, topic_id, partition), self.partitions)
+        return self.partition_for_key(shard_key(group, topic_id, partition))
+
+    def partition_for_key(self, key: str) -> int:
+        """The shard of a key as FindCoordinator v6 names it (``group:topicId:partition``)."""
+        return partition_for(key, self.partitions)
 
     # ------------------------------------------------------------------ the operations
     def read(self, key: Key, leader_epoch: int) -> tuple[ErrorCode, ShareState | None]:

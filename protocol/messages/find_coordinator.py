@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-FIND_COORDINATOR = api(10, "FindCoordinator", "0-5", flexible="3+",
+FIND_COORDINATOR = api(10, "FindCoordinator", "0-6", flexible="3+",
 request="""
     key                                  string                         0-3
     key_type                             int8                           1+

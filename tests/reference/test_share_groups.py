@@ -185,3 +185,19 @@ async def test_describe_share_group_offsets(targets, topic, version):
         seen["no such group"] = other.groups[0].error_code
         return seen
     await same(targets, scenario)
+
+
+async def test_find_coordinator_of_a_share_partition(targets, topic):
+    """FindCoordinator v6 (KIP-932): the share coordinator of ``group:topicId:partition``, for brokers."""
+    async def scenario(target):
+        await create(target, topic)
+        tid = await topic_id_of(target, topic)
+        import base64
+        key = f"s-{topic}:{base64.urlsafe_b64encode(tid).rstrip(b'=').decode()}:0"
+        seen = {}
+        for name, keys in [("share key", [key]), ("malformed", ["no-colons"])]:
+            answer = await settled(lambda: call(target, 10, 6, {"key_type": 2, "coordinator_keys": keys}),
+                                   lambda a: a.coordinators[0].error_code not in (15,))   # COORDINATOR_NOT_AVAILABLE
+            seen[name] = [(c.error_code, c.node_id >= 0) for c in answer.coordinators]
+        return seen
+    await same(targets, scenario)

@@ -25,7 +25,7 @@ from kbroker.broker.shares.partition import SharePartition
 from kbroker.broker.shares.persister import SharePersister
 from kbroker.broker.shares.sessions import ShareSession, ShareSessions
 from kbroker.protocol.errors import ErrorCode
-from kbroker.protocol.types import FileRegion
+from kbroker.protocol.types import FileRegion, read_region
 
 log = structlog.get_logger("broker.shares")
 
@@ -44,19 +44,21 @@ class Loaded:
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def batch_ranges(data: bytes, aborted: list[dict]) -> tuple[int, list[tuple[int, int, bool]]]:
-    """(bytes of whole batches, [(base, last, hidden)]) of a log read; markers and aborted records are hidden."""
+def batch_ranges(region: FileRegion, aborted: list[dict]) -> tuple[int, list[tuple[int, int, bool]]]:
+    """(bytes of whole batches, [(base, last, hidden)]) of a log region, from the batches' headers alone (one
+    small read each: the records go out as the file holds them); markers and aborted records are hidden."""
     aborted_from = {}
     for a in aborted:
         aborted_from[a["producer_id"]] = min(a["first_offset"], aborted_from.get(a["producer_id"], a["first_offset"]))
     pos, out = 0, []
-    while pos + HEADER_SIZE <= len(data):
-        base, length = _HEADER.unpack_from(data, pos)
-        if pos + 12 + length > len(data):
+    while pos + HEADER_SIZE <= region.length:
+        header = read_region(region.file, region.position + pos, HEADER_SIZE)
+        base, length = _HEADER.unpack_from(header)
+        if pos + 12 + length > region.length:
             break
-        (attributes,) = struct.unpack_from(">h", data, pos + _ATTRIBUTES)
-        (delta,) = struct.unpack_from(">i", data, pos + _LAST_DELTA)
-        (producer_id,) = struct.unpack_from(">q", data, pos + _PRODUCER_ID)
+        (attributes,) = struct.unpack_from(">h", header, _ATTRIBUTES)
+        (delta,) = struct.unpack_from(">i", header, _LAST_DELTA)
+        (producer_id,) = struct.unpack_from(">q", header, _PRODUCER_ID)
         hidden = bool(attributes & _CONTROL) or (
             bool(attributes & _TRANSACTIONAL) and producer_id in aborted_from and base >= aborted_from[producer_id])
         out.append((base, base + delta, hidden))
@@ -147,7 +149,8 @@ class SharePartitionManager:
 
     # ------------------------------------------------------------------ acquiring
     def acquire(self, group: str, topic: str, partition: int, loaded: Loaded, member: str, max_records: int,
-                max_bytes: int, mode: int, read_committed: bool) -> tuple[bytes | None, list]:
+                max_bytes: int, mode: int, read_committed: bool) -> tuple[FileRegion | None, list]:
+        """The log region of the acquired records' batches (sent from the file, as Fetch's) and their ranges."""
         leader = self.broker.replica_manager.get(topic, partition)
         if leader is None or not leader.is_leader or leader.leader_epoch != loaded.leader_epoch:
             return None, []
@@ -160,16 +163,16 @@ class SharePartitionManager:
         found = plog.read(offset, max(max_bytes, 1), bound, True)
         if found is None:
             return None, []
-        data = FileRegion(found.segment, found.position, found.length).read()
+        region = FileRegion(found.segment, found.position, found.length)
         aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
                    for a in plog.aborted_transactions(offset, bound)] if read_committed else []
-        end, batches = batch_ranges(data, aborted)
+        end, batches = batch_ranges(region, aborted)
         lock_ms = self.lock_ms(group)
         lock, ranges = sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode)
         if not ranges:
             return None, []
         self._arm_lock((group, topic, partition), loaded, lock, lock_ms)
-        return data[:end], ranges
+        return FileRegion(found.segment, found.position, end), ranges
 
     def _arm_lock(self, key: Key, loaded: Loaded, lock: int, delay_ms: int) -> None:
         asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._lock_ran_out, key, loaded, lock)

@@ -9,7 +9,7 @@ PYTEST := $(BIN)/python -m pytest
 
 # `make cluster`: ZooKeeper and three brokers on 127.0.0.1:9092-9094 (data in ./data), Ctrl-C stops them.
 # `make kafka`: Apache Kafka itself (one KRaft node, jars from Maven Central) on a free port, Ctrl-C stops it.
-.PHONY: cluster run test test-slow test-compat test-reference kafka java bench apt install clean
+.PHONY: cluster run test test-slow test-compat test-reference test-java kafka java bench apt install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ test-slow: $(STAMP) apt
 # The same scenarios against Apache Kafka and kbroker (tests/reference; Kafka's jars fetched by Maven).
 test-reference: $(STAMP) apt java
 	$(PYTEST) -q -m reference tests/reference
+
+# Kafka's own Java client (kafka-clients 4.2, from Maven Central) against kbroker processes (tests/java).
+test-java: $(STAMP) apt java
+	mvn -q -B -f tests/java/pom.xml test -Dkbroker.python=$(abspath $(BIN))/python -Dkbroker.root=$(CURDIR)
 
 kafka: $(STAMP) java
 	$(BIN)/python -m tests.reference.apache_kafka

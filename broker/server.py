@@ -96,7 +96,8 @@ class Broker:
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
         self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
-                                                  self.offsets_store.append, lambda: self.metadata.topics)
+                                                  self.offsets_store.append, lambda: self.metadata.topics,
+                                                  self.partition_racks)
         self.inter_broker = InterBrokerChannel(self)
         self.share_state_store = InternalTopicStore(self.replica_manager, SHARE_STATE_TOPIC, clock)
         self.share_coordinator = ShareCoordinator(config["share.coordinator.state.topic.num.partitions"],
@@ -131,6 +132,15 @@ class Broker:
 
     def on_controller_seen(self, controller_id: int) -> None:
         log.debug("controller_seen", controller_id=controller_id)
+
+    def partition_racks(self, topic: str, index: int) -> frozenset[str]:
+        """The racks (``broker.rack``) of the partition's replicas: where a rack-aware assignor sends a member."""
+        if self.cluster is None:
+            rack = self.config["broker.rack"]
+            return frozenset([rack]) if rack else frozenset()
+        info = self.partition_info(topic, index)
+        brokers = self.cluster.cache.brokers
+        return frozenset(brokers[r].rack for r in (info[2] if info else []) if r in brokers and brokers[r].rack)
 
     def live_brokers(self, listener: str = "") -> list[tuple[int, str, int, str | None]]:
         """(id, host, port, rack) of every live broker as advertised on ``listener`` (the one a request came

@@ -88,13 +88,16 @@ class GroupConfig:
 
 
 class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat, ShareGroupHeartbeat):
-    def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict) -> None:
+    def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict,
+                 partition_racks: Callable[[str, int], frozenset] = lambda topic, index: frozenset()) -> None:
         """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
-        KIP-848's assignors divide)."""
+        KIP-848's assignors divide); ``partition_racks(topic, index)``: the racks of a partition's replicas
+        (for rack-aware assignment)."""
         self.config = config
         self.scheduler = scheduler
         self.store = store
         self.topics = topics
+        self.partition_racks = partition_racks
         self.groups: dict[str, GroupMetadata] = {}
         self._initial_delay: set[str] = set()   # groups whose first rebalance waits out the initial delay
 

@@ -201,3 +201,24 @@ async def test_find_coordinator_of_a_share_partition(targets, topic):
             seen[name] = [(c.error_code, c.node_id >= 0) for c in answer.coordinators]
         return seen
     await same(targets, scenario)
+
+
+async def test_a_share_fetch_from_a_member_outside_the_group(targets, topic):
+    """A member id the share group does not know fetches and acknowledges: what Kafka answers it."""
+    async def scenario(target):
+        await create(target, topic)
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        assert await set_group_config_async(target, group) == 0
+        await assigned_member(target, group, member, topic)
+        fill(target, topic, 1, per_partition=3)
+        tid = await topic_id_of(target, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="stranger")
+        try:
+            fetched = await conn.request(FETCH, 1, share_fetch(group, "stranger", 0, tid, [0], max_wait=1000))
+            parts = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
+                     for t in fetched.responses for p in t.partitions]
+            return {"fetch": (fetched.error_code, parts)}
+        finally:
+            await conn.close()
+    await same(targets, scenario)

@@ -8,7 +8,8 @@ Invariants of both: every partition of a subscribed topic goes to exactly one me
 topic; a member gets nothing it does not subscribe to.
 * ``uniform`` (Kafka's default): balanced and sticky. Members sharing a subscription end within one partition
   of each other; a partition stays with its current member unless balance needs it elsewhere, so a member
-  joining or leaving moves as few partitions as possible.
+  joining or leaving moves as few partitions as possible. Rack-aware: among members equally loaded, one in a
+  rack of the partition's replicas gets it (members send ``RackId``, brokers have ``broker.rack``).
 * ``range``: per topic, contiguous ranges in member order (static members by instance id first, then member
   ids), the first ``n % k`` members one partition more: members subscribed to co-partitioned topics get the
   same partition numbers of each.
@@ -17,6 +18,7 @@ topic; a member gets nothing it does not subscribe to.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from kbroker.coordinators.group.consumer.model import Assignment
 
@@ -26,13 +28,21 @@ class MemberSpec:
     topics: frozenset[bytes]
     instance_id: str | None = None
     current: Assignment = field(default_factory=dict)
+    rack: str | None = None
 
 
 def _member_order(members: dict[str, MemberSpec]) -> list[str]:
     return sorted(members, key=lambda m: (members[m].instance_id is None, members[m].instance_id or "", m))
 
 
-def range_assign(members: dict[str, MemberSpec], topics: dict[bytes, int]) -> dict[str, Assignment]:
+def _near(members: dict[str, MemberSpec], racks) -> Callable[[str, tuple[bytes, int]], bool]:
+    """Whether a member sits in a rack of a partition's replicas (never, without racks on both sides)."""
+    if racks is None or not any(spec.rack for spec in members.values()):
+        return lambda member_id, tp: False
+    return lambda member_id, tp: members[member_id].rack is not None and members[member_id].rack in racks(*tp)
+
+
+def range_assign(members: dict[str, MemberSpec], topics: dict[bytes, int], racks=None) -> dict[str, Assignment]:
     result: dict[str, dict[bytes, frozenset[int]]] = {m: {} for m in members}
     order = _member_order(members)
     for topic_id, count in topics.items():
@@ -49,8 +59,12 @@ def range_assign(members: dict[str, MemberSpec], topics: dict[bytes, int]) -> di
     return result
 
 
-def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int]) -> dict[str, Assignment]:
+def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int],
+                   racks: Callable[[bytes, int], frozenset[str]] | None = None) -> dict[str, Assignment]:
+    """``racks(topic id, partition)``: the racks of the partition's replicas. A partition goes to a member in
+    one of them when that costs no balance (rack-aware assignment, KIP-848), else where balance says."""
     order = _member_order(members)
+    near = _near(members, racks)
     rank = {m: i for i, m in enumerate(order)}
     owner: dict[tuple[bytes, int], str] = {}
     owned: dict[str, set[tuple[bytes, int]]] = {m: set() for m in members}
@@ -76,20 +90,21 @@ def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int]) -> 
             tp = (topic_id, p)
             if tp in owner:
                 continue
-            member_id = min(candidates, key=lambda m: (len(owned[m]), rank[m]))
+            member_id = min(candidates, key=lambda m: (len(owned[m]), not near(m, tp), rank[m]))
             owner[tp] = member_id
             owned[member_id].add(tp)
     # 3. Balance: move one partition at a time from a member to one with at least two fewer that also
-    #    subscribes to its topic. Each move lowers the sum of squared loads, so this ends.
+    #    subscribes to its topic, one far from the giver's rack first. Each move lowers the sum of squared
+    #    loads, so this ends.
     moved = True
     while moved:
         moved = False
         for giver in sorted(order, key=lambda m: (-len(owned[m]), rank[m])):
-            for tp in sorted(owned[giver], key=lambda x: (x[0], -x[1])):
+            for tp in sorted(owned[giver], key=lambda x: (near(giver, x), x[0], -x[1])):
                 takers = [m for m in subscribers[tp[0]] if len(owned[m]) + 1 < len(owned[giver])]
                 if not takers:
                     continue
-                taker = min(takers, key=lambda m: (len(owned[m]), rank[m]))
+                taker = min(takers, key=lambda m: (len(owned[m]), not near(m, tp), rank[m]))
                 owned[giver].discard(tp)
                 owned[taker].add(tp)
                 owner[tp] = taker

@@ -257,9 +257,13 @@ class ConsumerGroupHeartbeat:
         if group_epoch > group.assignment_epoch:
             # A static member back under a new id keeps its predecessor's target as its current one.
             specs = {m: MemberSpec(per_member[m], members[m].instance_id,
-                                   group.target.get(predecessor if m == updated.member_id and replacing else m, {}))
+                                   group.target.get(predecessor if m == updated.member_id and replacing else m, {}),
+                                   members[m].rack_id)
                      for m in members}
-            targets = ASSIGNORS[assignor_of(members.values(), self.config.consumer_assignors[0])](specs, counts)
+            names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}
+            racks = lambda topic_id, index: self.partition_racks(names.get(topic_id, ""), index)   # noqa: E731
+            targets = ASSIGNORS[assignor_of(members.values(), self.config.consumer_assignors[0])](specs, counts,
+                                                                                                   racks)
             for m, target in targets.items():
                 if normalized(target) != group.target.get(m):
                     entries.append(target_record(group_id, m, target))

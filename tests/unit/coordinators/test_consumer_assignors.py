@@ -86,3 +86,17 @@ def test_a_partition_another_member_still_holds_is_withheld_until_released():
     owners.clear()
     given = next_member(waiting, 2, {T1: frozenset({2, 3})}, lambda t, p: None, owned={T1: frozenset({3})})
     assert (given.state, given.assigned) == (MemberState.STABLE, {T1: frozenset({2, 3})})
+
+
+def test_uniform_gives_a_partition_to_a_member_in_its_replicas_rack_when_balance_allows():
+    racks = {(T1, p): frozenset({"east" if p % 2 == 0 else "west"}) for p in range(6)}
+    members = {"a": MemberSpec(frozenset({T1}), rack="east"), "b": MemberSpec(frozenset({T1}), rack="west")}
+    result = uniform_assign(members, {T1: 6}, lambda t, p: racks[(t, p)])
+    assert result == {"a": {T1: frozenset({0, 2, 4})}, "b": {T1: frozenset({1, 3, 5})}}
+    # Balance first: with three in the east and one member there, one eastern partition goes west.
+    skewed = {(T1, p): frozenset({"east"}) for p in range(4)}
+    result = uniform_assign(members, {T1: 4}, lambda t, p: skewed[(t, p)])
+    assert sorted(len(a[T1]) for a in result.values()) == [2, 2]
+    # Without racks on the members it is the plain assignment.
+    plain = {m: MemberSpec(frozenset({T1})) for m in ("a", "b")}
+    assert uniform_assign(plain, {T1: 6}, lambda t, p: racks[(t, p)]) == uniform_assign(plain, {T1: 6})

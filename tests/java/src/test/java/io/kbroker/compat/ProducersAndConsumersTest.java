@@ -1,0 +1,156 @@
+package io.kbroker.compat;
+
+import static io.kbroker.compat.Clients.createTopic;
+import static io.kbroker.compat.Clients.name;
+import static io.kbroker.compat.Clients.produce;
+import static io.kbroker.compat.Clients.props;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** The idempotent and the transactional producer, the classic consumer and the KIP-848 consumer. */
+class ProducersAndConsumersTest {
+    static KBroker broker;
+
+    @BeforeAll
+    static void start() throws Exception {
+        broker = KBroker.start();
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        broker.close();
+    }
+
+    static KafkaConsumer<String, String> consumer(String group, Object... more) {
+        Object[] base = {"group.id", group, "auto.offset.reset", "earliest", "enable.auto.commit", "false"};
+        Object[] all = new Object[base.length + more.length];
+        System.arraycopy(base, 0, all, 0, base.length);
+        System.arraycopy(more, 0, all, base.length, more.length);
+        return new KafkaConsumer<>(props(broker, all), new StringDeserializer(), new StringDeserializer());
+    }
+
+    static List<String> consumeAll(List<KafkaConsumer<String, String>> consumers, int count) {
+        List<String> got = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (got.size() < count && System.currentTimeMillis() < deadline) {
+            for (KafkaConsumer<String, String> c : consumers) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
+                    got.add(r.value());
+                }
+                c.commitSync();
+            }
+        }
+        return got;
+    }
+
+    @Test
+    void anIdempotentProducersRecordsReachAClassicCooperativeStickyGroup() throws Exception {
+        String topic = name("classic");
+        createTopic(broker, topic, 3);
+        List<String> sent = produce(broker, topic, 300);
+        try (KafkaConsumer<String, String> c = consumer(name("g"), "partition.assignment.strategy",
+                "org.apache.kafka.clients.consumer.CooperativeStickyAssignor", "group.instance.id", "static-1")) {
+            c.subscribe(List.of(topic));
+            List<String> got = consumeAll(List.of(c), 300);
+            assertEquals(new HashSet<>(sent), new HashSet<>(got));
+            assertEquals(300, got.size());
+            Map<TopicPartition, OffsetAndMetadata> committed = c.committed(c.assignment());
+            assertEquals(300, committed.values().stream().mapToLong(OffsetAndMetadata::offset).sum());
+        }
+    }
+
+    @Test
+    void twoConsumersOfTheNewProtocolSplitThePartitionsAndReadEachRecordOnce() throws Exception {
+        String topic = name("kip848");
+        createTopic(broker, topic, 4);
+        String group = name("g");
+        try (KafkaConsumer<String, String> a = consumer(group, "group.protocol", "consumer");
+             KafkaConsumer<String, String> b = consumer(group, "group.protocol", "consumer")) {
+            a.subscribe(List.of(topic));
+            b.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60_000;
+            while ((a.assignment().size() != 2 || b.assignment().size() != 2) && System.currentTimeMillis() < deadline) {
+                a.poll(Duration.ofMillis(50));
+                b.poll(Duration.ofMillis(50));
+            }
+            assertEquals(2, a.assignment().size());
+            assertEquals(2, b.assignment().size());
+            Set<TopicPartition> all = new HashSet<>(a.assignment());
+            all.addAll(b.assignment());
+            assertEquals(4, all.size());
+            List<String> sent = produce(broker, topic, 200);
+            List<String> got = consumeAll(List.of(a, b), 200);
+            assertEquals(200, got.size());
+            assertEquals(new HashSet<>(sent), new HashSet<>(got));
+        }
+    }
+
+    @Test
+    void aTransactionalConsumeTransformProduceLoopCommitsOffsetsWithItsOutputAndAnAbortLeavesNothing()
+            throws Exception {
+        String input = name("in");
+        String output = name("out");
+        createTopic(broker, input, 1);
+        createTopic(broker, output, 1);
+        produce(broker, input, 50);
+        String group = name("g");
+        try (KafkaConsumer<String, String> c = consumer(group, "isolation.level", "read_committed");
+             KafkaProducer<String, String> p = new KafkaProducer<>(props(broker, "transactional.id", name("txn")),
+                     new StringSerializer(), new StringSerializer())) {
+            p.initTransactions();
+            c.subscribe(List.of(input));
+            int copied = 0;
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (copied < 50 && System.currentTimeMillis() < deadline) {
+                var records = c.poll(Duration.ofMillis(100));
+                if (records.isEmpty()) {
+                    continue;
+                }
+                p.beginTransaction();
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (ConsumerRecord<String, String> r : records) {
+                    p.send(new ProducerRecord<>(output, r.key(), "copy-" + r.value()));
+                    offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    copied++;
+                }
+                p.sendOffsetsToTransaction(offsets, c.groupMetadata());
+                p.commitTransaction();
+            }
+            assertEquals(50, copied);
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(output, "aborted", "aborted"));
+            p.abortTransaction();
+            TopicPartition in = new TopicPartition(input, 0);
+            assertEquals(50, c.committed(Set.of(in)).get(in).offset());
+        }
+        try (KafkaConsumer<String, String> reader = consumer(name("reader"), "isolation.level", "read_committed")) {
+            reader.subscribe(List.of(output));
+            List<String> got = consumeAll(List.of(reader), 50);
+            assertEquals(50, got.size());
+            assertFalse(got.contains("aborted"));
+            assertTrue(got.stream().allMatch(v -> v.startsWith("copy-")));
+            assertTrue(reader.poll(Duration.ofMillis(500)).isEmpty(), "the aborted record is never read");
+        }
+    }
+}

@@ -44,7 +44,10 @@ def handle(ctx, request):
             topics.append(_error(name, ErrorCode(described["error_code"])))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-        partitions = described["partitions"][start:]   # (Metadata's partition entries: the same fields)
+        # Metadata's partition entries (the same fields), with the eligible leader replicas (KIP-966) as empty
+        # lists, not null: Kafka's Java admin client reads them as lists (a null one fails describeTopics).
+        partitions = [{**p, "eligible_leader_replicas": [], "last_known_elr": []}
+                      for p in described["partitions"][start:]]
         if len(partitions) > limit:
             partitions = partitions[:limit]
             next_cursor = {"topic_name": name, "partition_index": start + limit}

@@ -1,0 +1,142 @@
+"""Apache Kafka's own command-line tools (kafka-tools 4.2.1, run from the jars Maven fetched) against kbroker,
+each checked by what it prints: what an operator types works as it does against Kafka (issue 33)."""
+
+import json
+import subprocess
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, ShareConsumer
+
+import os
+
+from tests.reference.apache_kafka import ROOT, jars
+from tests.reference.test_groups import set_group_config
+
+pytestmark = pytest.mark.reference
+
+TOOLS_LOG = os.path.join(ROOT, "tests", "reference", "kafka", "tools-log4j2.properties")
+
+
+def tool(main: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """One tool run as its kafka-*.sh script runs it (a small heap, warnings to stderr)."""
+    command = ["java", "-Xms64m", "-Xmx256m", f"-Dlog4j2.configurationFile={TOOLS_LOG}", "-cp",
+               os.path.join(jars(), "*"), main, *args]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def ok(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+@pytest.fixture
+def server(kbroker) -> str:
+    return kbroker.bootstrap
+
+
+def test_kafka_topics_creates_describes_alters_and_deletes(server):
+    topic = f"tools-{uuid.uuid4().hex[:8]}"
+    topics = "org.apache.kafka.tools.TopicCommand"
+    ok(tool(topics, "--bootstrap-server", server, "--create", "--topic", topic, "--partitions", "3",
+            "--config", "retention.ms=600000"))
+    described = ok(tool(topics, "--bootstrap-server", server, "--describe", "--topic", topic))
+    assert f"Topic: {topic}" in described and "PartitionCount: 3" in described and "retention.ms=600000" in described
+    ok(tool(topics, "--bootstrap-server", server, "--alter", "--topic", topic, "--partitions", "4"))
+    assert "PartitionCount: 4" in ok(tool(topics, "--bootstrap-server", server, "--describe", "--topic", topic))
+    assert topic in ok(tool(topics, "--bootstrap-server", server, "--list")).split()
+    ok(tool(topics, "--bootstrap-server", server, "--delete", "--topic", topic))
+    deadline = time.monotonic() + 30
+    while topic in ok(tool(topics, "--bootstrap-server", server, "--list")).split():
+        assert time.monotonic() < deadline, "the topic stayed"
+
+
+def test_console_producer_and_consumer_then_consumer_groups_describe_and_reset(server):
+    topic, group = f"tools-{uuid.uuid4().hex[:8]}", f"tools-g-{uuid.uuid4().hex[:8]}"
+    ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+            "--partitions", "1"))
+    ok(tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", server, "--topic", topic,
+            stdin="one\ntwo\nthree\n"))
+    consumed = ok(tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", server, "--topic",
+                       topic, "--group", group, "--from-beginning", "--max-messages", "3"))
+    assert consumed.split() == ["one", "two", "three"]
+    groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    described = ok(tool(groups, "--bootstrap-server", server, "--describe", "--group", group))
+    row = next(line.split() for line in described.splitlines() if line.startswith(group))
+    assert row[1:6] == [topic, "0", "3", "3", "0"], described            # current offset 3, end 3, lag 0
+    reset = ok(tool(groups, "--bootstrap-server", server, "--reset-offsets", "--group", group, "--topic", topic,
+                    "--to-earliest", "--execute"))
+    assert any(line.split()[1:4] == [topic, "0", "0"] for line in reset.splitlines() if line.startswith(group))
+    assert group in ok(tool(groups, "--bootstrap-server", server, "--list")).split()
+
+
+def test_kafka_consumer_groups_shows_a_group_of_the_new_protocol(server):
+    topic, group = f"tools-{uuid.uuid4().hex[:8]}", f"tools-g-{uuid.uuid4().hex[:8]}"
+    ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+            "--partitions", "2"))
+    consumer = Consumer({"bootstrap.servers": server, "group.id": group, "group.protocol": "consumer"})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 2:
+            assert time.monotonic() < deadline
+            consumer.poll(0.1)
+        groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+        members = ok(tool(groups, "--bootstrap-server", server, "--describe", "--group", group, "--members",
+                          "--verbose"))
+        row = next(line.split() for line in members.splitlines() if line.startswith(group))
+        # #PARTITIONS, CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT
+        assert row[4:] == ["2", "1", f"{topic}:0,1", "1", f"{topic}:0,1"], members
+        state = ok(tool(groups, "--bootstrap-server", server, "--describe", "--group", group, "--state",
+                        "--verbose"))
+        row = next(line.split() for line in state.splitlines() if line.startswith(group))
+        assert row[-5:] == ["uniform", "Stable", "1", "1", "1"], state
+    finally:
+        consumer.close()
+
+
+def test_kafka_share_groups_describes_a_share_group(kbroker, server):
+    topic, group = f"tools-{uuid.uuid4().hex[:8]}", f"tools-s-{uuid.uuid4().hex[:8]}"
+    ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+            "--partitions", "1"))
+    from tests.reference.differential import Target
+    assert set_group_config(Target("kbroker", kbroker.port), group, share_auto_offset_reset="earliest") == 0
+    ok(tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", server, "--topic", topic,
+            stdin="a\nb\nc\n"))
+    consumer = ShareConsumer({"bootstrap.servers": server, "group.id": group})
+    consumer.subscribe([topic])
+    try:
+        got, deadline = 0, time.monotonic() + 30
+        while got < 3:
+            assert time.monotonic() < deadline
+            got += sum(1 for m in consumer.poll(0.2) if m.error() is None)
+        consumer.commit_sync(10)
+        shares = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+        described = ok(tool(shares, "--bootstrap-server", server, "--describe", "--group", group))
+        row = next(line.split() for line in described.splitlines() if line.startswith(group))
+        assert row[1:4] == [topic, "0", "3"], described                   # start offset 3: all three done
+        members = ok(tool(shares, "--bootstrap-server", server, "--describe", "--group", group, "--members"))
+        assert group in members and topic in members, members
+    finally:
+        consumer.close()
+
+
+def test_kafka_configs_transactions_and_delete_records(server, tmp_path):
+    topic = f"tools-{uuid.uuid4().hex[:8]}"
+    ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+            "--partitions", "1"))
+    ok(tool("kafka.admin.ConfigCommand", "--bootstrap-server", server, "--alter", "--entity-type", "topics",
+            "--entity-name", topic, "--add-config", "retention.ms=123456"))
+    described = ok(tool("kafka.admin.ConfigCommand", "--bootstrap-server", server, "--describe", "--entity-type",
+                        "topics", "--entity-name", topic))
+    assert "retention.ms=123456" in described, described
+    ok(tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", server, "--topic", topic,
+            stdin="".join(f"r{i}\n" for i in range(10))))
+    spec = tmp_path / "delete.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]}))
+    deleted = ok(tool("org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server", server,
+                      "--offset-json-file", str(spec)))
+    assert "low_watermark: 4" in deleted, deleted
+    listed = ok(tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", server, "list"))
+    assert listed.splitlines()[0].split()[:2] == ["TransactionalId", "Coordinator"], listed

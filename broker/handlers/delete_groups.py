@@ -1,15 +1,23 @@
-"""DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain)."""
+"""DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain); an empty share
+group's share partitions lose their state at the share coordinator first, as Kafka deletes it."""
+
+import asyncio
 
 from kbroker.broker.handlers.common import coordinator_error, when_replicated
+from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.protocol.acls import DELETE
 from kbroker.protocol.messages.delete_groups import DELETE_GROUPS as API  # noqa: F401  (the registry reads API)
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     results = {}
     local = []
+    coordinator = ctx.broker.group_coordinator
     for group_id in request.groups_names:
         error = coordinator_error(ctx, group_id, DELETE)
+        group = coordinator.groups.get(group_id)
+        if not error and isinstance(group, ShareGroup) and group.is_empty:
+            error = await ctx.broker.shares.delete_group_state(group_id, dict(group.share_partitions))
         if error:
             results[group_id] = error
         else:
@@ -18,4 +26,5 @@ def handle(ctx, request):
     response = {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]}
                                                    for g in request.groups_names]}
     partitions = [ctx.broker.group_coordinator.partition_for(g) for g in local if not results[g]]
-    return when_replicated(ctx, "__consumer_offsets", partitions, response)
+    answer = when_replicated(ctx, "__consumer_offsets", partitions, response)
+    return await answer if isinstance(answer, asyncio.Future) else answer

@@ -234,6 +234,18 @@ class SharePartitionManager:
         self.broker.replica_manager.fetch_purgatory.check_and_complete((topic, partition))
         return error
 
+    async def delete_group_state(self, group: str, partitions: dict) -> ErrorCode:
+        """A share group is being deleted: the state of each of its share partitions goes from the share
+        coordinator, and what this broker holds of them from memory."""
+        for key in [k for k in self.partitions if k[0] == group]:
+            del self.partitions[key]
+        for topic_id, (_, indexes) in partitions.items():
+            for index in sorted(indexes):
+                error = await self.persister.delete(group, topic_id, index)
+                if error:
+                    return error
+        return ErrorCode.NONE
+
     def topic_deleted(self, name: str) -> None:
         for key in [k for k in self.partitions if k[1] == name]:
             del self.partitions[key]

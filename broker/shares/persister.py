@@ -23,7 +23,7 @@ from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.shares")
 
-INITIALIZE, READ, WRITE = 83, 84, 85
+INITIALIZE, READ, WRITE, DELETE = 83, 84, 85, 86
 RETRY_S = 15.0
 MOVING = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
           ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT}
@@ -75,6 +75,16 @@ class SharePersister:
                     "start_offset": start_offset, "state_batches": [
                         {"first_offset": f, "last_offset": la, "delivery_state": st, "delivery_count": c}
                         for f, la, st, c in batches]}]}]})
+            return ErrorCode(answer.results[0].partitions[0].error_code), None
+        return (await self._call(group, topic_id, partition, here, there))[0]
+
+    async def delete(self, group: str, topic_id: bytes, partition: int) -> ErrorCode:
+        def here():
+            return self.broker.share_coordinator.delete((group, topic_id, partition)), None
+
+        async def there(leader):
+            answer = await self.broker.inter_broker._request(leader, DELETE, 0, {"group_id": group, "topics": [
+                {"topic_id": topic_id, "partitions": [{"partition": partition}]}]})
             return ErrorCode(answer.results[0].partitions[0].error_code), None
         return (await self._call(group, topic_id, partition, here, there))[0]
 

@@ -37,7 +37,8 @@ class GroupAdmin:
                 if isinstance(group, ConsumerGroup):
                     entries += group_tombstones(group)
                 elif isinstance(group, ShareGroup):
-                    entries.append((records.share_group_key(group_id), None))
+                    entries += [(records.share_partitions_key(group_id), None),
+                                (records.share_group_key(group_id), None)]
                 else:
                     entries.append((records.group_metadata_key(group_id), None))
                 error = self._store(group_id, entries)

@@ -54,7 +54,7 @@ class GroupLoader:
         if isinstance(decoded_key, records.ConsumerGroupKey):
             return replay_consumer_record(self.groups, decoded_key, decoded, self.now_ms())
         if isinstance(decoded_key, records.ShareGroupKey):
-            return self.replay_share_group(decoded_key.group, decoded)
+            return self.replay_share_group(decoded_key, decoded)
         if isinstance(decoded_key, records.OffsetKey):
             tp = (decoded_key.topic, decoded_key.partition)
             group = self.groups.get(decoded_key.group)

@@ -50,8 +50,9 @@ class ConsumerGroupKey:
 
 @dataclass(frozen=True)
 class ShareGroupKey:
-    """A share group's record (key version 11): its epoch."""
+    """A share group's record: its epoch (key version 11) or its share partitions (15)."""
     group: str
+    kind: int = 11
 
 
 CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
@@ -113,6 +114,9 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
     if version == 11:
         _, key = _decode("ShareGroupMetadataKey", data)
         return ShareGroupKey(key.group_id)
+    if version == 15:
+        _, key = _decode("ShareGroupStatePartitionMetadataKey", data)
+        return ShareGroupKey(key.group_id, 15)
     if version == 4:   # written by Kafka 4.0 only (KIP-1101 replaced it with a hash): nothing to restore
         return ConsumerGroupKey(4, data[4:4 + int.from_bytes(data[2:4], "big")].decode())
     raise ValueError(f"unknown __consumer_offsets key version {version}")
@@ -135,12 +139,23 @@ def share_group_value(epoch: int) -> bytes:
     return _encode("ShareGroupMetadataValue", 0, {"epoch": epoch})
 
 
+def share_partitions_key(group: str) -> bytes:
+    return _encode("ShareGroupStatePartitionMetadataKey", 15, {"group_id": group})
+
+
+def share_partitions_value(partitions: dict[bytes, tuple[str, frozenset[int]]]) -> bytes:
+    return _encode("ShareGroupStatePartitionMetadataValue", 0, {"initialized_topics": [
+        {"topic_id": t, "topic_name": name, "partitions": sorted(ps)} for t, (name, ps) in sorted(partitions.items())],
+        "deleting_topics": []})
+
+
 def decode_value(key, data: bytes | None) -> schema.Message | None:
     """The value's fields, or None for a tombstone."""
     if data is None:
         return None
     if isinstance(key, ShareGroupKey):
-        return _decode("ShareGroupMetadataValue", data)[1]
+        name = "ShareGroupMetadataValue" if key.kind == 11 else "ShareGroupStatePartitionMetadataValue"
+        return _decode(name, data)[1]
     if isinstance(key, ConsumerGroupKey):
         return None if key.kind == 4 else _decode(CONSUMER_GROUP_RECORDS[key.kind] + "Value", data)[1]
     name = "OffsetCommitValue" if isinstance(key, OffsetKey) else "GroupMetadataValue"

@@ -32,3 +32,22 @@ SHARE_GROUP_METADATA_VALUE = data("ShareGroupMetadataValue", "0-0", flexible="0+
     epoch                                int32
     metadata_hash                        int64                          @0 =0
 """)
+
+
+# Which share partitions a share group has had (key version 15): their state is deleted with the group.
+SHARE_GROUP_STATE_PARTITION_METADATA_KEY = data("ShareGroupStatePartitionMetadataKey", "15-15", flexible=None,
+                                                fields="""
+    group_id                             string
+""")
+
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = data("ShareGroupStatePartitionMetadataValue", "0-0", flexible="0+",
+                                                  fields="""
+    initialized_topics                   [TopicPartitionsInfo]
+      topic_id                           uuid
+      topic_name                         string
+      partitions                         []int32
+    deleting_topics                      [TopicInfo]
+      topic_id                           uuid
+      topic_name                         string
+""")

@@ -166,3 +166,22 @@ def test_cli_groups_describe_shows_a_share_groups_start_offsets_and_lag(broker, 
     lines = described.stdout.splitlines()
     assert lines[0].startswith(f"Group {group} is Stable (share group, group epoch "), described.stdout
     assert f"{topic_name}\t0\t4\t6" in lines, described.stdout   # start offset 4, six records to go
+
+
+def test_deleting_an_empty_share_group_deletes_its_share_state(broker, topic_name):
+    from confluent_kafka.admin import AdminClient
+    make_topic(broker.bootstrap, topic_name, 2)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
+    fill(broker.bootstrap, topic_name, 20)
+    member = Member(broker.bootstrap, group, [topic_name], name="m")
+    topic_id = topic_id_of(broker.bootstrap, topic_name)
+    try:
+        wait_for(lambda: len(member.accepted()) == 20, 30, "twenty accepted", [member])
+    finally:
+        member.stop()
+    assert sum(share_state(broker.bootstrap, group, topic_id, p).start_offset for p in range(2)) == 20
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    wait_for(lambda: share_group_members(broker.bootstrap, group) == 0, 30, "the member gone", [member])
+    admin.delete_consumer_groups([group])[group].result(10)
+    assert [share_state(broker.bootstrap, group, topic_id, p).state_epoch for p in range(2)] == [-1, -1]

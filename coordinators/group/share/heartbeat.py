@@ -96,10 +96,15 @@ class ShareGroupHeartbeat:
         targets, metadata = self._share_targets(members)
         if changed or hash(metadata) != group.metadata_hash or group.group_epoch == 0:
             epoch_after = group.group_epoch + 1
-            error = self._store(group.group_id, [(records.share_group_key(group.group_id),
-                                                 records.share_group_value(epoch_after))])
+            entries = [(records.share_group_key(group.group_id), records.share_group_value(epoch_after))]
+            entries += self._share_partitions_record(group, targets)
+            error = self._store(group.group_id, entries)
             if error:
                 raise HeartbeatError(error)
+            if self.groups.get(group.group_id) is not group:
+                self.groups[group.group_id] = group
+            for key, value in entries[1:]:
+                self.replay(key, value)
             group.group_epoch = group.assignment_epoch = epoch_after
             group.metadata_hash = hash(metadata)
             for m_id, target in targets.items():
@@ -152,15 +157,34 @@ class ShareGroupHeartbeat:
                     self._schedule_share_session(group_id, member_id)
         self.scheduler.schedule(("share-session", group_id, member_id), self.config.share_session_timeout_ms, expired)
 
-    def replay_share_group(self, group_id: str, value) -> None:
+    def replay_share_group(self, key, value) -> None:
+        group_id = key.group
         group = self.groups.get(group_id)
         if value is None:
-            if isinstance(group, ShareGroup):
+            if isinstance(group, ShareGroup) and key.kind == 11:
                 del self.groups[group_id]
+            elif isinstance(group, ShareGroup):
+                group.share_partitions = {}
             return
         if not isinstance(group, ShareGroup):
             group = self.groups[group_id] = ShareGroup(group_id)
-        group.group_epoch = group.assignment_epoch = value.epoch
+        if key.kind == 11:
+            group.group_epoch = group.assignment_epoch = value.epoch
+        else:
+            group.share_partitions = {bytes(t.topic_id): (t.topic_name, frozenset(t.partitions))
+                                      for t in value.initialized_topics}
+
+    def _share_partitions_record(self, group: ShareGroup, targets: dict) -> list:
+        """The record of the group's share partitions if this assignment adds any (else none)."""
+        names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}
+        known = dict(group.share_partitions)
+        for assignment in targets.values():
+            for topic_id, partitions in assignment.items():
+                name, had = known.get(topic_id, (names.get(topic_id, ""), frozenset()))
+                known[topic_id] = (name, had | partitions)
+        if known == group.share_partitions:
+            return []
+        return [(records.share_partitions_key(group.group_id), records.share_partitions_value(known))]
 
     # ================================================================== ShareGroupDescribe
     def describe_share_group(self, group_id: str) -> dict:

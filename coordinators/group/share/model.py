@@ -34,6 +34,9 @@ class ShareGroup:
     assignment_epoch: int = 0
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # every partition a member was ever assigned (topic id -> (name, partitions)): whose share state the
+    # group's deletion deletes
+    share_partitions: dict[bytes, tuple[str, frozenset[int]]] = field(default_factory=dict)
     state_timestamp_ms: int = -1
     offsets: dict = field(default_factory=dict)             # (share groups commit no offsets)
     pending_txn_offsets: dict = field(default_factory=dict)

@@ -27,7 +27,7 @@ async def handle(ctx, request):
         if not e["error_code"]:
             e["error_code"] = await shares.acknowledge(topic_id, partition, batches)
     if epoch == FINAL_EPOCH:
+        manager.close_session(session)
         await manager.release_session(session)
-        manager.sessions.close(session)
     fields = ("partition_index", "error_code", "error_message", "current_leader")
     return answer(lock_ms=manager.lock_ms(group), responses=shares.topics(fields))

@@ -57,8 +57,8 @@ async def handle(ctx, request):
                 await shares.acknowledge(topic_id, partition, batches)
     lock_ms = manager.lock_ms(group)
     if epoch == FINAL_EPOCH:
+        manager.close_session(session)
         await manager.release_session(session)
-        manager.sessions.close(session)
         return answer(lock_ms=lock_ms, responses=shares.topics())
     if ctx.api_version < 2 or not request.is_renew_ack:
         await _acquire(ctx, request, shares, session)

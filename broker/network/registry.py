@@ -14,8 +14,10 @@ from typing import Callable
 
 from kbroker.broker.handlers import (
     alter_partition_reassignments,
+    alter_share_group_offsets,
     consumer_group_describe,
     consumer_group_heartbeat,
+    delete_share_group_offsets,
     delete_share_group_state,
     describe_share_group_offsets,
     initialize_share_group_state,
@@ -108,7 +110,8 @@ HANDLERS: dict[int, Handler] = {
         consumer_group_heartbeat, consumer_group_describe,
         share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge,
         initialize_share_group_state, read_share_group_state, write_share_group_state, delete_share_group_state,
-        read_share_group_state_summary, describe_share_group_offsets,
+        read_share_group_state_summary, describe_share_group_offsets, alter_share_group_offsets,
+        delete_share_group_offsets,
         add_partitions_to_txn, add_offsets_to_txn, end_txn, write_txn_markers, txn_offset_commit,
         describe_producers, describe_transactions, list_transactions,
         leader_and_isr, update_metadata, stop_replica, alter_partition, controlled_shutdown,

@@ -213,6 +213,16 @@ class SharePartitionManager:
             self.sessions.close(session)
             self._spawn(self.release_session(session))
 
+    def close_session(self, session: ShareSession) -> None:
+        self.sessions.close(session)
+
+    def _evict_if_idle(self, group: str) -> None:
+        """No member of ``group`` has a session here any more: its share partitions leave memory, so that the
+        next fetch loads what the share coordinator holds then (an admin's reset of the start offsets)."""
+        if not any(g == group for g, _ in self.sessions.sessions):
+            for key in [k for k in self.partitions if k[0] == group]:
+                del self.partitions[key]
+
     async def release_session(self, session: ShareSession) -> None:
         """A closed session: what its member holds in the session's partitions goes back to the others."""
         for topic_id, partition in session.partitions:
@@ -220,6 +230,7 @@ class SharePartitionManager:
             loaded = self.partitions.get((session.group, topic, partition)) if topic else None
             if loaded is not None and loaded.sp.release_member(session.member):
                 await self._persist_and_wake((session.group, topic, partition), loaded)
+        self._evict_if_idle(session.group)
 
     async def _persist_and_wake(self, key: Key, loaded: Loaded) -> ErrorCode:
         group, topic, partition = key

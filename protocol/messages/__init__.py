@@ -56,6 +56,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     share_group_state,
     share_records,
     sasl_authenticate,

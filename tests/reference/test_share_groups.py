@@ -42,6 +42,16 @@ async def assigned_member(target, group: str, member: str, topic: str) -> None:
                       lambda a: a.error_code or a.assignment is not None and a.assignment.topic_partitions)
 
 
+async def share_group_with_member(target, topic: str) -> tuple[str, str]:
+    """A one-partition topic and a share group reading it from the earliest offset, with one assigned member."""
+    await create(target, topic)
+    group, member = f"s-{topic}", uuid.uuid4().hex
+    await coordinator_found(target, group)
+    assert await set_group_config_async(target, group) == 0
+    await assigned_member(target, group, member, topic)
+    return group, member
+
+
 async def topic_id_of(target, topic: str) -> bytes:
     answer = await call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
                                          "include_topic_authorized_operations": False})
@@ -153,11 +163,7 @@ async def set_group_config_async(target, group: str) -> int:
 async def test_describe_share_group_offsets(targets, topic, version):
     """After a member accepted two records of five: the start offset, and from v1 the lag."""
     async def scenario(target):
-        await create(target, topic)
-        group, member = f"s-{topic}", uuid.uuid4().hex
-        await coordinator_found(target, group)
-        assert await set_group_config_async(target, group) == 0
-        await assigned_member(target, group, member, topic)
+        group, member = await share_group_with_member(target, topic)
         fill(target, topic, 1, per_partition=5)
         tid = await topic_id_of(target, topic)
         conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
@@ -206,11 +212,7 @@ async def test_find_coordinator_of_a_share_partition(targets, topic):
 async def test_a_share_fetch_from_a_member_outside_the_group(targets, topic):
     """A member id the share group does not know fetches and acknowledges: what Kafka answers it."""
     async def scenario(target):
-        await create(target, topic)
-        group, member = f"s-{topic}", uuid.uuid4().hex
-        await coordinator_found(target, group)
-        assert await set_group_config_async(target, group) == 0
-        await assigned_member(target, group, member, topic)
+        group, member = await share_group_with_member(target, topic)
         fill(target, topic, 1, per_partition=3)
         tid = await topic_id_of(target, topic)
         conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="stranger")
@@ -221,4 +223,33 @@ async def test_a_share_fetch_from_a_member_outside_the_group(targets, topic):
             return {"fetch": (fetched.error_code, parts)}
         finally:
             await conn.close()
+    await same(targets, scenario)
+
+
+async def test_alter_and_delete_share_group_offsets(targets, topic):
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets on a group with a member, then once it left."""
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        alter = lambda name, offset: {"group_id": group, "topics": [   # noqa: E731
+            {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": offset}]}]}
+        seen = {}
+        answer = await call(target, 91, 0, alter(topic, 0))
+        seen["alter with a member"] = (answer.error_code, len(answer.responses))
+        answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
+        seen["delete with a member"] = (answer.error_code, len(answer.responses))
+        await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
+        answer = await call(target, 91, 0, alter(topic, 0))
+        seen["alter"] = (answer.error_code, [[(p.partition_index, p.error_code) for p in t.partitions]
+                                             for t in answer.responses])
+        answer = await call(target, 91, 0, alter(f"{topic}-none", 0))
+        seen["alter an unknown topic"] = (answer.error_code, [[(p.partition_index, p.error_code)
+                                                               for p in t.partitions] for t in answer.responses])
+        answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
+        seen["delete"] = (answer.error_code, [t.error_code for t in answer.responses])
+        answer = await call(target, 91, 0, {"group_id": f"{group}-none", "topics": []})
+        seen["alter an unknown group, no topics"] = answer.error_code
+        answer = await call(target, 91, 0, {**alter(topic, 0), "group_id": f"{group}-none"})
+        seen["alter an unknown group"] = (answer.error_code, [[(p.partition_index, p.error_code)
+                                                               for p in t.partitions] for t in answer.responses])
+        return seen
     await same(targets, scenario)

@@ -174,6 +174,23 @@ class ShareGroupHeartbeat:
             group.share_partitions = {bytes(t.topic_id): (t.topic_name, frozenset(t.partitions))
                                       for t in value.initialized_topics}
 
+    def create_share_group(self, group_id: str) -> tuple[ErrorCode, ShareGroup | None]:
+        """An empty share group for AlterShareGroupOffsets to set the offsets of, as Kafka makes one."""
+        entry = (records.share_group_key(group_id), records.share_group_value(0))
+        error = self._store(group_id, [entry])
+        if error:
+            return error, None
+        self.replay(*entry)
+        return ErrorCode.NONE, self.groups[group_id]
+
+    def set_share_partitions(self, group: ShareGroup, partitions: dict) -> ErrorCode:
+        """The group's share partitions are now ``partitions`` (an admin altered or deleted offsets)."""
+        entry = (records.share_partitions_key(group.group_id), records.share_partitions_value(partitions))
+        error = self._store(group.group_id, [entry])
+        if not error:
+            self.replay(*entry)
+        return error
+
     def _share_partitions_record(self, group: ShareGroup, targets: dict) -> list:
         """The record of the group's share partitions if this assignment adds any (else none)."""
         names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}

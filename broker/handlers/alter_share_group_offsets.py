@@ -1,0 +1,41 @@
+"""AlterShareGroupOffsets (KIP-932): an empty share group's share partitions start again at the given offsets
+(their in-flight records forgotten, their state epoch one higher), as kafka-share-groups --reset-offsets
+does. The share-partition leaders load the new state at the group's next fetch (an idle group's share
+partitions leave their leaders' memory when its last session closes)."""
+
+from kbroker.broker.handlers.share_group_offsets_common import empty_share_group
+from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.messages.share_group_offsets import ALTER_SHARE_GROUP_OFFSETS as API  # noqa: F401
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    error, group = empty_share_group(ctx, request.group_id)
+    if error:
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "responses": []}
+    shares = broker.shares
+    known = dict(group.share_partitions)
+    responses = []
+    for topic in request.topics:
+        meta = broker.metadata.topics.get(topic.topic_name)
+        parts = []
+        for p in topic.partitions:
+            if meta is None or not 0 <= p.partition_index < meta.partitions:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                tid = bytes(meta.topic_id)
+                code, state = await shares.persister.read(request.group_id, tid, p.partition_index, -1)
+                if not code:
+                    epoch = state.state_epoch + 1 if state is not None else 0
+                    code = await shares.persister.initialize(request.group_id, tid, p.partition_index, epoch,
+                                                             p.start_offset)
+                if not code:
+                    name, had = known.get(tid, (topic.topic_name, frozenset()))
+                    known[tid] = (name, had | {p.partition_index})
+                    shares.partitions.pop((request.group_id, topic.topic_name, p.partition_index), None)
+            parts.append({"partition_index": p.partition_index, "error_code": code, "error_message": None})
+        responses.append({"topic_name": topic.topic_name, "topic_id": meta.topic_id if meta else bytes(16),
+                          "partitions": parts})
+    if known != group.share_partitions:
+        broker.group_coordinator.set_share_partitions(group, known)
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}

@@ -42,6 +42,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     join_group,
     leader_and_isr,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_partition_reassignments,

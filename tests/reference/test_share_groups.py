@@ -253,3 +253,22 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
                                                                for p in t.partitions] for t in answer.responses])
         return seen
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+async def test_list_config_resources(targets, topic, version):
+    """ListConfigResources (KIP-1142): a topic and a group with a config of its own, by type."""
+    async def scenario(target):
+        await create(target, topic)
+        group = f"s-{topic}"
+        assert await set_group_config_async(target, group) == 0
+        seen = {}
+        for name, types in [("all", []), ("topics", [2]), ("groups", [32]), ("client metrics", [16]),
+                            ("brokers", [4]), ("unknown type", [99])]:
+            answer = await call(target, 74, version, {"resource_types": types})
+            mine = sorted((r.resource_name, r.get("resource_type")) for r in answer.config_resources
+                          if r.resource_name in (topic, group))
+            brokers = sum(1 for r in answer.config_resources if r.get("resource_type") == 4)
+            seen[name] = (answer.error_code, mine, brokers)
+        return seen
+    await same(targets, scenario)

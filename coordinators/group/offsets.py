@@ -217,7 +217,7 @@ class OffsetManager:
         retention = self.config.offsets_retention_ms
         expired_total = 0
         for group in list(self.groups.values()):
-            if group.is_(S.DEAD):
+            if group.is_(S.DEAD) or isinstance(group, ShareGroup):   # (a share group commits no offsets)
                 continue
             expired = []
             consumer = isinstance(group, ConsumerGroup)

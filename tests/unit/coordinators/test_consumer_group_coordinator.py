@@ -157,3 +157,18 @@ def test_a_static_member_comes_back_under_a_new_id_with_its_partitions(h):
     # It takes the place of the member it was: same target, no rebalance of the others.
     assert "a" not in group.members and group.target == {"a2": target, "b": group.target["b"]}
     assert group.members["a2"].assigned == target and group.static_members == {"i-1": "a2"}
+
+
+def test_offset_expiry_leaves_an_empty_share_group_and_an_empty_consumer_group_alone(h):
+    h.beat("a", 0)
+    h.beat("a", -1)
+    h.coordinator.share_group_heartbeat(group_id="s", member_id="m", member_epoch=0, rack_id=None,
+                                        subscribed_topic_names=["t"], client_id="c", client_host="/127.0.0.1")
+    h.coordinator.share_group_heartbeat(group_id="s", member_id="m", member_epoch=-1, rack_id=None,
+                                        subscribed_topic_names=None, client_id="c", client_host="/127.0.0.1")
+    h.scheduler.advance(120_000)
+    h.coordinator.expire_offsets()
+    assert {g: type(group).__name__ for g, group in h.coordinator.groups.items()} == {
+        "g": "ConsumerGroup", "s": "ShareGroup"}
+    assert {g: type(group).__name__ for g, group in h.reload().groups.items()} == {
+        "g": "ConsumerGroup", "s": "ShareGroup"}

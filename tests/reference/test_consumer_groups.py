@@ -46,7 +46,10 @@ async def test_heartbeat_refusals(targets, topic):
     async def scenario(target):
         await create(target, topic, partitions=2)
         group, member = f"g-{topic}", uuid.uuid4().hex
-        seen = {"join": shape(await first_join(target, group, member, [topic]))}
+        joined = await first_join(target, group, member, [topic])
+        # (the assignment of a first join is not compared: Kafka's coordinator may not see a topic made a moment
+        # ago yet, and then assigns it at a later heartbeat; test_epochs_... waits for it)
+        seen = {"join": (joined.error_code, joined.error_message, joined.member_epoch > 0)}
         for name, version, body in [
             ("v1 without a member id", 1, join(group, "", [topic])),
             ("v0 without a member id", 0, join(group, "", [topic])),
@@ -72,7 +75,7 @@ async def test_heartbeat_refusals(targets, topic):
         seen["v0 join makes the id"] = bool((await call(target, HEARTBEAT, 0, join(group, "", [topic]))).member_id)
         return seen
     seen = await same(targets, scenario)
-    assert seen["join"][0] == 0 and seen["v1 without a member id"][0] == 42
+    assert seen["join"] == (0, None, True) and seen["v1 without a member id"][0] == 42
 
 
 async def settled_member(target, group: str, member: str, topics, partitions: int):

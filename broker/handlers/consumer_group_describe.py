@@ -28,6 +28,6 @@ def handle(ctx, request):
             groups.append(_refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                                    f"Group {group_id} is not a consumer group."))
         else:
-            groups.append(consumer_group_description(group, coordinator.topics(),
+            groups.append(consumer_group_description(group, coordinator.topic_names_by_id(),
                                                      coordinator.config.consumer_assignors[0]))
     return {"throttle_time_ms": 0, "groups": groups}

@@ -104,6 +104,10 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
     def now_ms(self) -> int:
         return self.scheduler.now_ms()
 
+    def topic_names_by_id(self) -> dict[bytes, str]:
+        """Topic id -> name of the topics there are now (assignments name topics by id)."""
+        return {bytes(meta.topic_id): name for name, meta in self.topics().items()}
+
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_partitions)
 

@@ -8,17 +8,13 @@ from kbroker.coordinators.group.consumer.assignors import assignor_of
 from kbroker.coordinators.group.consumer.model import Assignment, ConsumerGroup
 
 
-def _names(topics: dict) -> dict[bytes, str]:
-    return {bytes(meta.topic_id): name for name, meta in topics.items()}
-
-
 def _described(assignment: Assignment, names: dict[bytes, str]) -> dict:
     return {"topic_partitions": [{"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(ps)}
                                  for t, ps in sorted(assignment.items())]}
 
 
-def consumer_group_description(group: ConsumerGroup, topics: dict, default_assignor: str) -> dict:
-    names = _names(topics)
+def consumer_group_description(group: ConsumerGroup, names: dict[bytes, str], default_assignor: str) -> dict:
+    """``names``: topic id -> name of the topics there are."""
     members = [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                 "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),

@@ -186,17 +186,17 @@ class ConsumerGroupHeartbeat:
         return member
 
     # ================================================================== subscriptions and metadata
-    def _resolve_regexes(self, regexes: set[str]) -> dict[str, frozenset[str]]:
-        topics = self.topics()
-        names = [n for n, meta in topics.items() if not getattr(meta, "is_internal", False)]
+    @staticmethod
+    def _resolve_regexes(topics: dict, regexes: set[str]) -> dict[str, frozenset[str]]:
+        names = [n for n, meta in topics.items() if not meta.is_internal]
         return {r: frozenset(n for n in names if re.fullmatch(r, n)) for r in regexes}
 
     def _subscribed_metadata(self, group: ConsumerGroup, members: dict[str, ConsumerMember]
                              ) -> tuple[dict[str, frozenset[bytes]], dict[bytes, int], int]:
         """Each member's subscribed topic ids, the partition counts of those topics, and their hash."""
         topics = self.topics()
-        group.resolved_regexes = self._resolve_regexes({m.subscribed_topic_regex for m in members.values()
-                                                        if m.subscribed_topic_regex})
+        group.resolved_regexes = self._resolve_regexes(topics, {m.subscribed_topic_regex for m in members.values()
+                                                                if m.subscribed_topic_regex})
         per_member: dict[str, frozenset[bytes]] = {}
         counts: dict[bytes, int] = {}
         described = []
@@ -260,8 +260,8 @@ class ConsumerGroupHeartbeat:
                                    group.target.get(predecessor if m == updated.member_id and replacing else m, {}),
                                    members[m].rack_id)
                      for m in members}
-            names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}
-            racks = lambda topic_id, index: self.partition_racks(names.get(topic_id, ""), index)   # noqa: E731
+            by_id = self.topic_names_by_id()
+            racks = lambda topic_id, index: self.partition_racks(by_id.get(topic_id, ""), index)   # noqa: E731
             targets = ASSIGNORS[assignor_of(members.values(), self.config.consumer_assignors[0])](specs, counts,
                                                                                                    racks)
             for m, target in targets.items():

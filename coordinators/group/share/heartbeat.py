@@ -193,7 +193,7 @@ class ShareGroupHeartbeat:
 
     def _share_partitions_record(self, group: ShareGroup, targets: dict) -> list:
         """The record of the group's share partitions if this assignment adds any (else none)."""
-        names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}
+        names = self.topic_names_by_id()
         known = dict(group.share_partitions)
         for assignment in targets.values():
             for topic_id, partitions in assignment.items():
@@ -211,7 +211,7 @@ class ShareGroupHeartbeat:
             return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": message, "group_id": group_id,
                     "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
                     "authorized_operations": -2147483648}
-        names = {bytes(meta.topic_id): name for name, meta in self.topics().items()}
+        names = self.topic_names_by_id()
         members = [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
                     "client_id": m.client_id, "client_host": m.client_host,
                     "subscribed_topic_names": list(m.subscribed_topic_names),

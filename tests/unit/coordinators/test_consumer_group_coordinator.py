@@ -172,3 +172,17 @@ def test_offset_expiry_leaves_an_empty_share_group_and_an_empty_consumer_group_a
         "g": "ConsumerGroup", "s": "ShareGroup"}
     assert {g: type(group).__name__ for g, group in h.reload().groups.items()} == {
         "g": "ConsumerGroup", "s": "ShareGroup"}
+
+
+def test_a_heartbeat_that_recomputes_the_target_sends_no_unchanged_assignment(h):
+    """The assignment goes back only to a full heartbeat or when it changed (KIP-848): a recomputation in a
+    member's partial heartbeat that leaves its partitions as they were sends none."""
+    h.beat("a", 0)
+    h.beat("b", 0, topics=["other"])
+    h.metadata["other"] = Topic(b"\x08" * 16, 3)              # only b's topic grows
+    again = h.coordinator.consumer_group_heartbeat(
+        version=1, group_id="g", member_id="a", member_epoch=1, instance_id=None, rack_id=None,
+        rebalance_timeout_ms=REBALANCE, subscribed_topic_names=None, subscribed_topic_regex=None,
+        server_assignor=None, topic_partitions=[Owned(T_ID, [0, 1, 2, 3])], client_id="client",
+        client_host="/127.0.0.1")
+    assert (again["error_code"], again["member_epoch"], again["assignment"]) == (0, 3, None)

@@ -44,12 +44,13 @@ class Loaded:
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def batch_ranges(region: FileRegion, aborted: list[dict]) -> tuple[int, list[tuple[int, int, bool]]]:
+def batch_ranges(region: FileRegion, aborted) -> tuple[int, list[tuple[int, int, bool]]]:
     """(bytes of whole batches, [(base, last, hidden)]) of a log region, from the batches' headers alone (one
-    small read each: the records go out as the file holds them); markers and aborted records are hidden."""
-    aborted_from = {}
+    small read each: the records go out as the file holds them). Markers are hidden, and so is a transactional
+    batch inside one of ``aborted`` (AbortedTxn: its producer, from its first offset to its marker's)."""
+    aborted_by = {}
     for a in aborted:
-        aborted_from[a["producer_id"]] = min(a["first_offset"], aborted_from.get(a["producer_id"], a["first_offset"]))
+        aborted_by.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
     pos, out = 0, []
     while pos + HEADER_SIZE <= region.length:
         header = read_region(region.file, region.position + pos, HEADER_SIZE)
@@ -59,8 +60,8 @@ def batch_ranges(region: FileRegion, aborted: list[dict]) -> tuple[int, list[tup
         (attributes,) = struct.unpack_from(">h", header, _ATTRIBUTES)
         (delta,) = struct.unpack_from(">i", header, _LAST_DELTA)
         (producer_id,) = struct.unpack_from(">q", header, _PRODUCER_ID)
-        hidden = bool(attributes & _CONTROL) or (
-            bool(attributes & _TRANSACTIONAL) and producer_id in aborted_from and base >= aborted_from[producer_id])
+        hidden = bool(attributes & _CONTROL) or (bool(attributes & _TRANSACTIONAL) and any(
+            first <= base <= last for first, last in aborted_by.get(producer_id, ())))
         out.append((base, base + delta, hidden))
         pos += 12 + length
     return pos, out
@@ -164,8 +165,7 @@ class SharePartitionManager:
         if found is None:
             return None, []
         region = FileRegion(found.segment, found.position, found.length)
-        aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
-                   for a in plog.aborted_transactions(offset, bound)] if read_committed else []
+        aborted = plog.aborted_transactions(offset, bound) if read_committed else []
         end, batches = batch_ranges(region, aborted)
         lock_ms = self.lock_ms(group)
         lock, ranges = sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode)

@@ -94,3 +94,28 @@ def test_share_session_epochs():
     assert sessions.begin("g", "m", -1) == (E.NONE, session)
     sessions.close(session)
     assert sessions.begin("g", "m", -1)[0] == E.SHARE_SESSION_NOT_FOUND
+
+
+def test_markers_and_only_the_aborted_transactions_batches_are_hidden(tmp_path):
+    """A producer's aborted transaction is hidden from its first offset to its marker; the same producer's
+    next, committed transaction is not."""
+    from kbroker.broker.shares.manager import batch_ranges
+    from kbroker.protocol.records import build_batch
+    from kbroker.protocol.types import FileRegion
+    from kbroker.storage.transaction_index import AbortedTxn
+
+    marker = lambda base: build_batch([(b"\0\0\0\0", b"\0\0\0\0\0\0", [])], base_offset=base, producer_id=7,   # noqa
+                                      producer_epoch=0, transactional=True, control=True)
+    data = b"".join([
+        build_batch([(None, b"a", []), (None, b"b", [])], base_offset=0, producer_id=7, producer_epoch=0,
+                    transactional=True),
+        marker(2),
+        build_batch([(None, b"c", []), (None, b"d", [])], base_offset=3, producer_id=7, producer_epoch=0,
+                    transactional=True),
+        marker(5)])
+    path = tmp_path / "segment"
+    path.write_bytes(data + b"\0\0")   # and a torn tail
+    with open(path, "rb") as f:
+        end, batches = batch_ranges(FileRegion(f, 0, len(data) + 2), [AbortedTxn(7, 0, 2, 0)])
+    assert end == len(data)
+    assert batches == [(0, 1, True), (2, 2, True), (3, 4, False), (5, 5, True)]

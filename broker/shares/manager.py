@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -139,7 +140,6 @@ class SharePartitionManager:
 
     def _offset_by_duration(self, plog, reset: str) -> int:
         """``by_duration:PnDTnHnMn.nS``: the first offset at or after now minus that duration."""
-        import re
         m = re.fullmatch(r"by_duration:P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", reset)
         if m is None:
             return plog.high_watermark
@@ -158,9 +158,9 @@ class SharePartitionManager:
         plog, sp = leader.log, loaded.sp
         sp.move_start(plog.log_start_offset)
         bound = plog.last_stable_offset if read_committed else plog.high_watermark
-        if not sp.can_acquire(bound):
+        offset = sp.fetch_offset(bound)
+        if offset is None:
             return None, []
-        offset = sp.next_fetch_offset()
         found = plog.read(offset, max(max_bytes, 1), bound, True)
         if found is None:
             return None, []
@@ -190,8 +190,7 @@ class SharePartitionManager:
             self._spawn(self._persist_and_wake(key, loaded))
 
     # ------------------------------------------------------------------ changing and persisting
-    async def acknowledge(self, key: Key, loaded: Loaded, member: str, batches: list, renew: bool = False
-                          ) -> ErrorCode:
+    async def acknowledge(self, key: Key, loaded: Loaded, member: str, batches: list) -> ErrorCode:
         error = loaded.sp.acknowledge(member, batches, self.now_ms(), self.lock_ms(key[0]))
         if error:
             return error
@@ -216,12 +215,16 @@ class SharePartitionManager:
     def close_session(self, session: ShareSession) -> None:
         self.sessions.close(session)
 
+    def _forget_group(self, group: str) -> None:
+        """``group``'s share partitions leave memory: the next fetch loads what the share coordinator holds."""
+        for key in [k for k in self.partitions if k[0] == group]:
+            del self.partitions[key]
+
     def _evict_if_idle(self, group: str) -> None:
-        """No member of ``group`` has a session here any more: its share partitions leave memory, so that the
-        next fetch loads what the share coordinator holds then (an admin's reset of the start offsets)."""
+        """No member of ``group`` has a session here any more: forget its share partitions, so that the next
+        fetch sees what the coordinator holds then (an admin's reset of the start offsets)."""
         if not any(g == group for g, _ in self.sessions.sessions):
-            for key in [k for k in self.partitions if k[0] == group]:
-                del self.partitions[key]
+            self._forget_group(group)
 
     async def release_session(self, session: ShareSession) -> None:
         """A closed session: what its member holds in the session's partitions goes back to the others."""
@@ -248,8 +251,7 @@ class SharePartitionManager:
     async def delete_group_state(self, group: str, partitions: dict) -> ErrorCode:
         """A share group is being deleted: the state of each of its share partitions goes from the share
         coordinator, and what this broker holds of them from memory."""
-        for key in [k for k in self.partitions if k[0] == group]:
-            del self.partitions[key]
+        self._forget_group(group)
         for topic_id, (_, indexes) in partitions.items():
             for index in sorted(indexes):
                 error = await self.persister.delete(group, topic_id, index)

@@ -81,9 +81,13 @@ class SharePartition:
                 return offset
         return self.end
 
-    def can_acquire(self, high_watermark: int) -> bool:
-        return (self.next_fetch_offset() < high_watermark
-                and (self.next_fetch_offset() < self.end or self.end - self.start < self.max_in_flight))
+    def fetch_offset(self, high_watermark: int) -> int | None:
+        """Where a fetch reads from, or None when nothing can be acquired: nothing available below the high
+        watermark, or only new records while ``max_in_flight`` are in flight already."""
+        offset = self.next_fetch_offset()
+        if offset >= high_watermark or (offset >= self.end and self.end - self.start >= self.max_in_flight):
+            return None
+        return offset
 
     def move_start(self, log_start: int) -> None:
         """Records removed from the log (retention, DeleteRecords) leave the share partition too."""

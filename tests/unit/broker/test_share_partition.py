@@ -119,3 +119,14 @@ def test_markers_and_only_the_aborted_transactions_batches_are_hidden(tmp_path):
         end, batches = batch_ranges(FileRegion(f, 0, len(data) + 2), [AbortedTxn(7, 0, 2, 0)])
     assert end == len(data)
     assert batches == [(0, 1, True), (2, 2, True), (3, 4, False), (5, 5, True)]
+
+
+def test_a_fetch_reads_from_the_first_available_record_within_the_in_flight_limit():
+    sp = SharePartition(0, max_in_flight=3)
+    assert sp.fetch_offset(10) == 0 and sp.fetch_offset(0) is None          # nothing below the watermark
+    sp.acquire("a", [(0, 2, False)], 100, 0, LOCK)
+    assert sp.fetch_offset(10) is None                                       # three in flight, none available
+    sp.acknowledge("a", [(1, 1, [RELEASE])])
+    assert sp.fetch_offset(10) == 1 and sp.fetch_offset(1) is None
+    sp.acknowledge("a", [(0, 0, [ACCEPT])])
+    assert sp.start == 1 and sp.fetch_offset(10) == 1

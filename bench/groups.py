@@ -19,64 +19,21 @@ import threading
 import time
 import uuid
 
+from bench.group_members import Member, wait
 from bench.loadgen import _cpu_seconds
 from bench.modern_groups import settle_after_join, share_consumption
 
 PARTITIONS = 20
 MEMBERS = 10
-HEARTBEAT_MS = 100
-SESSION_MS = 6000
 COMMITS = 2000
 RUNS = 3
-
-
-class Member:
-    """One librdkafka consumer polled by its own thread; records its assignment as it changes."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        from confluent_kafka import Consumer
-
-        self.assigned: set[int] = set()
-        self.assign_times: list[float] = []
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                  "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
-                                  "partition.assignment.strategy": "range"})
-        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
-        self.running = True
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-        self.thread.start()
-
-    def _on_assign(self, consumer, partitions) -> None:
-        self.assigned = {p.partition for p in partitions}
-        self.assign_times.append(time.monotonic())
-
-    def _on_revoke(self, consumer, partitions) -> None:
-        self.assigned = set()
-
-    def _poll(self) -> None:
-        while self.running:
-            self.consumer.poll(0.05)
-
-    def close(self) -> None:
-        self.running = False
-        self.thread.join(10)
-        self.consumer.close()
-
-
-def _wait(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return False
 
 
 def first_assignment(bootstrap: str, topic: str) -> float:
     started = time.monotonic()
     member = Member(bootstrap, f"bench-first-{uuid.uuid4().hex[:8]}", topic)
     try:
-        if not _wait(lambda: member.assign_times, 60):
+        if not wait(lambda: member.assign_times, 60):
             raise TimeoutError("no assignment within 60 s")
         return member.assign_times[0] - started
     finally:
@@ -92,14 +49,14 @@ def rebalance_after_leave(bootstrap: str, topic: str) -> float:
             return all(owned) and set().union(*owned) == set(range(PARTITIONS)) and \
                 sum(len(o) for o in owned) == PARTITIONS
 
-        if not _wait(lambda: complete(members), 120):
+        if not wait(lambda: complete(members), 120):
             raise TimeoutError("ten members never shared the partitions")
         time.sleep(1)   # let the group settle in Stable
         leaving, staying = members[0], members[1:]
         marks = [len(m.assign_times) for m in staying]
         started = time.monotonic()
         leaving.close()
-        if not _wait(lambda: all(len(m.assign_times) > k for m, k in zip(staying, marks)) and complete(staying),
+        if not wait(lambda: all(len(m.assign_times) > k for m, k in zip(staying, marks)) and complete(staying),
                      60):
             raise TimeoutError("no new assignment within 60 s of a member leaving")
         return max(m.assign_times[-1] for m in staying) - started

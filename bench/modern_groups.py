@@ -16,56 +16,15 @@ import threading
 import time
 import uuid
 
+from bench.group_members import Member, wait
+
 SHARE_RECORDS = 100000
 SHARE_PARTITIONS = 4
 JOINED = 3
 
 
-class GroupMember:
-    """A librdkafka consumer of either protocol on its own thread; its owned partitions as they change."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, protocol: str) -> None:
-        from confluent_kafka import Consumer
-
-        config = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "group.protocol": protocol}
-        if protocol == "classic":
-            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 100,
-                           "partition.assignment.strategy": "range"})
-        self.owned: set[int] = set()
-        self.consumer = Consumer(config)
-        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
-        self.running = True
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-        self.thread.start()
-
-    def _assigned(self, consumer, partitions) -> None:
-        self.owned |= {p.partition for p in partitions}
-
-    def _revoked(self, consumer, partitions) -> None:
-        self.owned -= {p.partition for p in partitions}
-
-    def _poll(self) -> None:
-        while self.running:
-            self.consumer.poll(0.02)
-
-    def close(self) -> None:
-        self.running = False
-        self.thread.join(10)
-        self.consumer.close()
-
-
-def _wait(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return False
-
-
 def _settled(members, partitions: int) -> bool:
-    owned = [m.owned for m in members]
+    owned = [m.assigned for m in members]
     return all(owned) and set().union(*owned) == set(range(partitions)) and \
         sum(len(o) for o in owned) == partitions
 
@@ -73,14 +32,14 @@ def _settled(members, partitions: int) -> bool:
 def settle_after_join(protocol: str):
     def scenario(bootstrap: str, topic: str, partitions: int = 20) -> float:
         group = f"bench-join-{protocol}-{uuid.uuid4().hex[:8]}"
-        members = [GroupMember(bootstrap, group, topic, protocol) for _ in range(JOINED)]
+        members = [Member(bootstrap, group, topic, protocol, poll_s=0.02) for _ in range(JOINED)]
         try:
-            if not _wait(lambda: _settled(members, partitions), 60):
+            if not wait(lambda: _settled(members, partitions), 60):
                 raise TimeoutError(f"{JOINED} members never shared the partitions")
             time.sleep(1)   # let the group settle
             started = time.monotonic()
-            members.append(GroupMember(bootstrap, group, topic, protocol))
-            if not _wait(lambda: _settled(members, partitions), 60):
+            members.append(Member(bootstrap, group, topic, protocol, poll_s=0.02))
+            if not wait(lambda: _settled(members, partitions), 60):
                 raise TimeoutError("the group did not settle within 60 s of a member joining")
             return time.monotonic() - started
         finally:

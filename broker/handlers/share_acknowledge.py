@@ -4,7 +4,7 @@ partition answers its acknowledgements' error (INVALID_RECORD_STATE for records 
 
 from __future__ import annotations
 
-from kbroker.broker.handlers.share_common import SharePartitions, answer, request_refusal
+from kbroker.broker.handlers.share_common import SharePartitions, answer, named_partitions, request_refusal
 from kbroker.broker.shares.sessions import FINAL_EPOCH
 from kbroker.protocol.messages.share_acknowledge import SHARE_ACKNOWLEDGE as API  # noqa: F401  (the registry reads API)
 
@@ -18,8 +18,7 @@ async def handle(ctx, request):
     error, session = manager.begin_session(ctx, group, member, epoch, acknowledge_only=True)
     if error:
         return answer(error)
-    named = [(bytes(t.topic_id), p.partition_index, p.acknowledgement_batches)
-             for t in request.topics for p in t.partitions]
+    named = named_partitions(request)
     shares = SharePartitions(ctx, group, member)
     await shares.load([(t, p) for t, p, _ in named])
     for topic_id, partition, batches in named:

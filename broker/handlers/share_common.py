@@ -27,6 +27,12 @@ def request_refusal(ctx, request) -> tuple[ErrorCode, str | None] | None:
     return None
 
 
+def named_partitions(request) -> list[tuple[bytes, int, list]]:
+    """(topic id, partition, acknowledgement batches) of each partition a ShareFetch or ShareAcknowledge names."""
+    return [(bytes(t.topic_id), p.partition_index, p.acknowledgement_batches)
+            for t in request.topics for p in t.partitions]
+
+
 class SharePartitions:
     """The share partitions of one request and what is answered for each."""
 

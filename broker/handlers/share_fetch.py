@@ -9,7 +9,7 @@ and closes the session."""
 
 from __future__ import annotations
 
-from kbroker.broker.handlers.share_common import SharePartitions, answer, request_refusal
+from kbroker.broker.handlers.share_common import SharePartitions, answer, named_partitions, request_refusal
 from kbroker.broker.partitions.purgatory import DelayedOperation
 from kbroker.broker.shares.partition import BATCH_OPTIMIZED, RECORD_LIMIT
 from kbroker.broker.shares.sessions import FINAL_EPOCH
@@ -41,8 +41,7 @@ async def handle(ctx, request):
     error, session = manager.begin_session(ctx, group, member, epoch)
     if error:
         return answer(error)
-    named = [(bytes(t.topic_id), p.partition_index, p.acknowledgement_batches)
-             for t in request.topics for p in t.partitions]
+    named = named_partitions(request)
     if epoch != FINAL_EPOCH:
         for topic_id, partition, _ in named:
             session.partitions.setdefault((topic_id, partition))

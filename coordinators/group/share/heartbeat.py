@@ -109,9 +109,7 @@ class ShareGroupHeartbeat:
             group.metadata_hash = hash(metadata)
             for m_id, target in targets.items():
                 members[m_id].assignment = target
-        if self.groups.get(group.group_id) is not group:
-            self.groups[group.group_id] = group
-        group.members = members
+        group.members = members   # (a new group's epoch is 0: it went through the branch above into self.groups)
         previous = member.assignment if not joined else None
         updated.member_epoch = group.group_epoch   # (no reconciliation: a member is always at the group's epoch)
         self._schedule_share_session(group.group_id, member_id)

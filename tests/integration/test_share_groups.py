@@ -185,3 +185,43 @@ def test_deleting_an_empty_share_group_deletes_its_share_state(broker, topic_nam
     wait_for(lambda: share_group_members(broker.bootstrap, group) == 0, 30, "the member gone", [member])
     admin.delete_consumer_groups([group])[group].result(10)
     assert [share_state(broker.bootstrap, group, topic_id, p).state_epoch for p in range(2)] == [-1, -1]
+
+
+def test_a_read_committed_share_group_gets_committed_records_only(broker, topic_name):
+    """share.isolation.level=read_committed: a producer's aborted transaction is never handed out, its next,
+    committed one is."""
+    from confluent_kafka import Producer
+    make_topic(broker.bootstrap, topic_name, 1)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest",
+                      share_isolation_level="read_committed")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"txn-{topic_name}"})
+    producer.init_transactions(10)
+    for outcome in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic_name, f"{outcome}-{i}".encode())
+        producer.flush(10)
+        (producer.commit_transaction if outcome == "commit" else producer.abort_transaction)(10)
+    member = Member(broker.bootstrap, group, [topic_name], name="m")
+    topic_id = topic_id_of(broker.bootstrap, topic_name)
+    try:
+        # 9 records and 3 markers: done once the start offset is past the last marker
+        wait_for(lambda: share_state(broker.bootstrap, group, topic_id, 0).start_offset == 12, 30,
+                 "every record done", [member])
+    finally:
+        member.stop()
+    assert sorted(o for _, o in member.accepted()) == [0, 1, 2, 8, 9, 10]
+
+
+def test_share_auto_offset_reset_by_duration_starts_at_records_that_recent(broker, topic_name):
+    make_topic(broker.bootstrap, topic_name, 1)
+    fill(broker.bootstrap, topic_name, 5)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="by_duration:PT1H")
+    member = Member(broker.bootstrap, group, [topic_name], name="m")
+    try:
+        wait_for(lambda: len(member.accepted()) == 5, 30, "the five records of the last hour", [member])
+    finally:
+        member.stop()
+    assert sorted(o for _, o in member.accepted()) == [0, 1, 2, 3, 4]

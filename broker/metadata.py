@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from kbroker.protocol.acls import AclBinding, binding_from_json, binding_to_json
+from kbroker.protocol.types import uuid_to_str
 from kbroker.storage.checkpoint import write_atomically
 
 MAX_TOPIC_NAME = 249
@@ -85,7 +86,7 @@ class LocalMetadataStore:
                 if line.startswith("cluster.id="):
                     self.cluster_id = self.cluster_id or line.split("=", 1)[1].strip()
         if not self.cluster_id:
-            self.cluster_id = _new_cluster_id()
+            self.cluster_id = new_cluster_id()
         write_atomically(meta, f"version=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n".encode())
         if os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
@@ -148,10 +149,9 @@ class LocalMetadataStore:
         self.save()
 
 
-def _new_cluster_id() -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def new_cluster_id() -> str:
+    """A cluster id as Kafka makes one: a random Uuid, printed as Kafka prints it."""
+    return uuid_to_str(uuid.uuid4().bytes)
 
 
 class TopicNotCreated(Exception):

@@ -7,6 +7,7 @@ handed. Streams are either ``io.BytesIO`` (building) or ``BufferReader``
 
 from __future__ import annotations
 
+import base64
 import os
 import struct
 from typing import Any
@@ -308,3 +309,12 @@ class KNullableStruct(Construct):
         stream.write(b"\x01")
         self.struct._build(obj, stream, context, path)
         return obj
+
+
+def uuid_to_str(raw: bytes) -> str:
+    """Kafka prints a Uuid (a topic id, a member id it makes) as URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(bytes(raw)).decode().rstrip("=")
+
+
+def uuid_from_str(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

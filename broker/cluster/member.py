@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import structlog
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
@@ -27,7 +26,7 @@ from kbroker.broker.cluster.metadata_cache import MetadataCache
 from kbroker.broker.cluster.zk_acls import ClusterAcls
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
 from kbroker.broker.cluster.zk_store import ZkTopicStore
-from kbroker.broker.metadata import TopicMetadata
+from kbroker.broker.metadata import TopicMetadata, new_cluster_id
 from kbroker.broker.replication.fetcher import ReplicaFetcherManager
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.client.tasks import cancel_and_wait
@@ -99,7 +98,7 @@ class ClusterMember:
     async def start(self) -> None:
         await self.zk_call(self.zk.start)
         self.topics.cluster_id = await self.zk_call(self.zk.get_or_create_cluster_id,
-                                                    self.config["cluster.id"] or _new_cluster_id())
+                                                    self.config["cluster.id"] or new_cluster_id())
         self.zk.add_listener(self._session_state)
         await self.topics.load_broker_configs()   # (before registering: advertised.listeners may be one)
         await self.topics.load_group_configs()
@@ -404,9 +403,3 @@ def _live(leader, listener: str):
     from kbroker.broker.cluster.metadata_cache import LiveBroker
 
     return LiveBroker(leader.broker_id, {listener: (leader.host_name, leader.port)})
-
-
-def _new_cluster_id() -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -26,7 +26,6 @@ write on the znode version it read (the "zk version" in LeaderAndIsr).
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import time
@@ -36,6 +35,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from kbroker.broker.configuration.quotas import QUOTA_KEYS
+from kbroker.protocol.types import uuid_from_str, uuid_to_str
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
                     "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification",
@@ -50,15 +50,6 @@ def _json(data: bytes | None):
 
 def _dump(obj) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def uuid_to_str(raw: bytes) -> str:
-    """Kafka prints a Uuid as URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def uuid_from_str(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 @dataclass

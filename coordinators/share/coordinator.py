@@ -22,6 +22,7 @@ from typing import Callable
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.coordinators.share import records
 from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.types import uuid_to_str
 
 Key = tuple[str, bytes, int]          # group, topic id, partition
 Batch = tuple[int, int, int, int]     # first offset, last offset, delivery state, delivery count
@@ -42,8 +43,7 @@ class ShareState:
 
 def shard_key(group: str, topic_id: bytes, partition: int) -> str:
     """Kafka's share coordinator key, ``group:topicId:partition``, with the topic id as Kafka prints it."""
-    import base64
-    return f"{group}:{base64.urlsafe_b64encode(bytes(topic_id)).rstrip(b'=').decode()}:{partition}"
+    return f"{group}:{uuid_to_str(topic_id)}:{partition}"
 
 
 class ShareCoordinator:

@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import uuid
@@ -31,6 +30,7 @@ from kbroker.coordinators.group.consumer.records import (
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.types import uuid_to_str
 
 log = structlog.get_logger("coordinators.group")
 
@@ -90,7 +90,7 @@ class ConsumerGroupHeartbeat:
     @staticmethod
     def _new_member_id() -> str:
         """ConsumerGroupHeartbeat v0: the coordinator names the member, as Kafka's Uuid prints."""
-        return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        return uuid_to_str(uuid.uuid4().bytes)
 
     def _validate_heartbeat(self, version, group_id, member_id, member_epoch, instance_id, rack_id,
                             rebalance_timeout_ms, names, regex, assignor, topic_partitions) -> None:

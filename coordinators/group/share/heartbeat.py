@@ -57,7 +57,8 @@ class ShareGroupHeartbeat:
             return ShareGroup(group_id, state_timestamp_ms=self.now_ms())
         raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
-    def _share_targets(self, members: dict[str, ShareMember]) -> dict:
+    def _share_subscriptions(self, members: dict[str, ShareMember]) -> tuple[dict, dict[bytes, int]]:
+        """Each member's subscribed topic ids, and the partition counts of those topics."""
         topics = self.topics()
         subscribed, counts = {}, {}
         for member_id, m in members.items():
@@ -68,7 +69,7 @@ class ShareGroupHeartbeat:
                     ids.add(bytes(meta.topic_id))
                     counts[bytes(meta.topic_id)] = meta.partitions
             subscribed[member_id] = frozenset(ids)
-        return share_assign(subscribed, counts), tuple(sorted(counts.items()))
+        return subscribed, counts
 
     def _share_heartbeat(self, group: ShareGroup, member_id: str, epoch: int, rack_id, names, client_id,
                          client_host) -> dict:
@@ -93,8 +94,11 @@ class ShareGroupHeartbeat:
         updated = ShareMember(member_id, rack_id if rack_id is not None else member.rack_id, client_id, client_host,
                               subscription, member.member_epoch, member.assignment)
         members = {**group.members, member_id: updated}
-        targets, metadata = self._share_targets(members)
+        subscribed, counts = self._share_subscriptions(members)
+        metadata = tuple(sorted(counts.items()))
         if changed or hash(metadata) != group.metadata_hash or group.group_epoch == 0:
+            # (the assignment is computed only when the group's epoch moves, not at every heartbeat)
+            targets = share_assign(subscribed, counts)
             epoch_after = group.group_epoch + 1
             entries = [(records.share_group_key(group.group_id), records.share_group_value(epoch_after))]
             entries += self._share_partitions_record(group, targets)
@@ -139,8 +143,9 @@ class ShareGroupHeartbeat:
             return error
         del group.members[member_id]
         group.group_epoch = group.assignment_epoch = group.group_epoch + 1
-        targets, metadata = self._share_targets(group.members)
-        group.metadata_hash = hash(metadata)
+        subscribed, counts = self._share_subscriptions(group.members)
+        targets = share_assign(subscribed, counts)
+        group.metadata_hash = hash(tuple(sorted(counts.items())))
         for m_id, target in targets.items():
             group.members[m_id].assignment = target
         self.scheduler.cancel(("share-session", group.group_id, member_id))

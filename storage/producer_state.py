@@ -10,7 +10,10 @@ The checks follow Kafka 3.x (``ProducerAppendInfo.checkSequence``, KIP-360):
 * a new epoch must start at sequence 0, unless the producer is unknown here
   (its state may have been removed), in which case any sequence is accepted;
 * within an epoch the first sequence must follow the last one (wrapping from
-  Int32.MaxValue to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER.
+  Int32.MaxValue to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a batch under a newer epoch while the producer's transaction is open in
+  this partition is INVALID_TXN_STATE: only the marker that ends the open
+  transaction moves the epoch on (transactions V2 bump it at every end).
 
 State is rebuilt at start-up from the newest `.snapshot` plus the batches after it (``Log._load``).
 """
@@ -109,6 +112,12 @@ class ProducerStateManager:
         if header.base_sequence == NO_SEQUENCE:
             return None
         if header.producer_epoch != entry.epoch:
+            if header.producer_id in self.ongoing and not header.is_control:
+                # A transaction under a newer epoch while this partition's marker for the open one is not in:
+                # appended, the open transaction's marker would decide it too (the leader verifies first).
+                raise InvalidBatch("INVALID_TXN_STATE",
+                                   f"epoch {header.producer_epoch} writes while the transaction of epoch "
+                                   f"{entry.epoch} is open here")
             if header.base_sequence != 0:
                 raise InvalidBatch("OUT_OF_ORDER_SEQUENCE_NUMBER",
                                    f"new epoch {header.producer_epoch} must start at sequence 0, "

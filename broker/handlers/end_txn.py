@@ -10,6 +10,10 @@ them and the Complete state, so the producer's next transaction does not start
 by bouncing off CONCURRENT_TRANSACTIONS and its client's retry backoff; if
 they are slow (a partition leader is away), it goes anyway and they complete
 later.
+
+From v5 (transactions V2, KIP-890 part 2) the answer carries the producer id
+and epoch the producer's next transaction uses: the transaction ended under
+the next epoch.
 """
 
 import asyncio
@@ -26,6 +30,9 @@ def handle(ctx, request):
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed, ctx.api_version,
         ctx.run_after_response)
     response = {"throttle_time_ms": 0, "error_code": error}
+    if ctx.api_version >= 5 and not error:   # (transactions V2: the producer goes on under the bumped epoch)
+        response["producer_id"], response["producer_epoch"] = \
+            broker.txn_coordinator.producer_after_end(request.transactional_id)
     completion = None if error else broker.txn_coordinator.completion(request.transactional_id)
     if completion is None:
         return response if error else when_replicated(ctx, *txn_shard(ctx, request.transactional_id), response)

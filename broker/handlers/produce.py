@@ -1,9 +1,13 @@
 """Produce: validate and append each partition's batch; acks 0, 1 and all (-1).
 
 A transactional batch for a partition where its producer has no open
-transaction yet is first verified with the transaction coordinator
-(AddPartitionsToTxn v4, verify only: KIP-890 part 1); a partition that was
-not added to the transaction gets INVALID_TXN_STATE and nothing is written.
+transaction yet (or one under another epoch) is first verified with the
+transaction coordinator (AddPartitionsToTxn v4, verify only: KIP-890 part 1);
+a partition that was not added to the transaction gets INVALID_TXN_STATE
+(TRANSACTION_ABORTABLE from v11) and nothing is written. From v12
+(transactions V2, KIP-890 part 2) the leader adds the partition to the
+transaction itself instead, and appends once the coordinator has that on its
+state partition's ISR.
 
 A compressed batch for a compacted topic has its records read on a worker
 thread before anything is appended (``_check_then_handle``): a batch of a few
@@ -39,13 +43,15 @@ def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, 
     # the append validates the batch in full either way.
     header = BatchHeader.parse(records)
     state = partition.log.producer_state
-    if not header.is_transactional or header.producer_id in state.ongoing:
+    if not header.is_transactional:
         return None
+    known = state.producers.get(header.producer_id)
+    if header.producer_id in state.ongoing and known is not None and header.producer_epoch == known.epoch:
+        return None   # (another epoch is a transaction after the open one, whose marker is not here yet)
     try:
         header = validate_produce_records(records, partition.log.config.max_message_bytes)
     except InvalidBatch:
         return None   # a bad batch gets its own error from the append, not a verification
-    known = state.producers.get(header.producer_id)
     if known is not None and header.producer_epoch < known.epoch:
         return None   # a stale epoch: the append answers INVALID_PRODUCER_EPOCH, as Produce does
     return header.producer_id, header.producer_epoch, header
@@ -176,7 +182,7 @@ async def _verify_then_append(ctx, request, to_verify, refused, validated, check
         by_producer.setdefault(producer, []).append(tp)
     for (producer_id, epoch), partitions in by_producer.items():
         found = await ctx.broker.inter_broker.verify_partitions(request.transactional_id, producer_id, epoch,
-                                                                partitions)
+                                                                partitions, add=ctx.api_version >= 12)
         for tp in partitions:
             answered = found.get(tp, ErrorCode.INVALID_TXN_STATE)
             error = _VERIFICATION_ERRORS.get(answered, answered)

@@ -3,11 +3,12 @@
 The transaction coordinator writes markers with WriteTxnMarkers to each
 partition's leader, and a partition leader checks a transactional produce
 with AddPartitionsToTxn v4 (verify only, KIP-890) at the transaction's
-coordinator. In a cluster those are other brokers, reached on the
+coordinator, or from Produce v12 (transactions V2) adds the partition there
+with AddPartitionsToTxn v5. In a cluster those are other brokers, reached on the
 inter-broker listener. Markers for partitions this broker leads are appended
 here directly (``broker.txn_markers``, what the WriteTxnMarkers handler
 runs), and a verification this broker coordinates is answered here
-(``verify_here``, what AddPartitionsToTxn v4 runs): a request to its own
+(``verify_here``, what AddPartitionsToTxn v4 runs; ``add_here`` for an add): a request to its own
 listener would cost every transaction another round of encoding, loopback
 socket and dispatch.
 
@@ -24,7 +25,7 @@ import structlog
 
 from kbroker.broker.transactions.txn_markers import append_markers
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
-from kbroker.coordinators.transaction.coordinator import Marker
+from kbroker.coordinators.transaction.metadata import Marker
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.inter_broker")
@@ -117,6 +118,7 @@ class InterBrokerChannel:
             by_topic.setdefault(topic, []).append(p)
         return {"markers": [{"producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
                              "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
+                             "transaction_version": marker.transaction_version,
                              "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
 
     async def _send_markers(self, leader: int, marker: Marker, partitions: list[tuple[str, int]]
@@ -129,7 +131,7 @@ class InterBrokerChannel:
                 resp = await resp
         else:
             try:
-                resp = await self._request(leader, WRITE_TXN_MARKERS, 1, body)
+                resp = await self._request(leader, WRITE_TXN_MARKERS, 2, body)
             except SEND_ERRORS as exc:
                 log.warning("txn_markers_send_failed", broker=leader, error=str(exc))
                 return partitions
@@ -151,20 +153,25 @@ class InterBrokerChannel:
         return retry
 
     async def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                                partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-        """AddPartitionsToTxn v4 with verify_only: are these partitions in the producer's open transaction?"""
+                                partitions: list[tuple[str, int]], add: bool = False
+                                ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4 with verify_only: are these partitions in the producer's open transaction?
+        With ``add`` (a transactional Produce v12+, transactions V2), v5 without it: add them, opening the
+        transaction if none is, and answer once that is on the state partition's ISR."""
         by_topic: dict[str, list[int]] = {}
         for topic, p in partitions:
             by_topic.setdefault(topic, []).append(p)
         body = {"transactions": [{"transactional_id": transactional_id, "producer_id": producer_id,
-                                  "producer_epoch": epoch, "verify_only": True,
+                                  "producer_epoch": epoch, "verify_only": not add,
                                   "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}]}
         coordinator = self._leader_of("__transaction_state",
                                       self.broker.txn_coordinator.partition_for(transactional_id))
         if coordinator == self.broker.broker_id:
+            if add:
+                return await add_here(self.broker, transactional_id, producer_id, epoch, partitions)
             return verify_here(self.broker, transactional_id, producer_id, epoch, partitions)
         try:
-            resp = await self._request(coordinator, ADD_PARTITIONS_TO_TXN, 4, body)
+            resp = await self._request(coordinator, ADD_PARTITIONS_TO_TXN, 5 if add else 4, body)
         except SEND_ERRORS:
             return {tp: ErrorCode.NOT_ENOUGH_REPLICAS for tp in partitions}   # retriable for the producer
         if resp.error_code:
@@ -190,3 +197,20 @@ def verify_here(broker, transactional_id: str, producer_id: int, epoch: int,
     if error:
         return {tp: error for tp in partitions}
     return broker.txn_coordinator.verify_partitions(transactional_id, producer_id, epoch, partitions)
+
+
+async def add_here(broker, transactional_id: str, producer_id: int, epoch: int,
+                   partitions: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+    """Transactions V2's implicit add at this broker as the transaction's coordinator: the partitions join the
+    producer's transaction (opened if none is), and the answer waits until that state is on the state
+    partition's ISR, so a coordinator that takes over knows every partition the data went to."""
+    coordinator = broker.txn_coordinator
+    error = broker.coordination.transaction_coordinator_error(transactional_id) or \
+        coordinator.add_partitions(transactional_id, producer_id, epoch, partitions, 5)
+    if not error and coordinator.state_replicated is not None:
+        waiting = coordinator.state_replicated(coordinator.partition_for(transactional_id))
+        if waiting is not None:
+            error = await waiting()
+            if error:   # (the shard moved or its ISR is short: the producer retries)
+                error = ErrorCode.NOT_COORDINATOR
+    return {tp: error for tp in partitions}

@@ -16,6 +16,12 @@ Invariants:
   CONCURRENT_TRANSACTIONS;
 * markers for a transaction carry the epoch that ended it, which fences any
   older producer on every partition it touched;
+* a transaction of version 2 (KIP-890 part 2: EndTxn v5, the client read
+  ``transaction.version`` 2) is ended under the next epoch: Prepare, markers
+  and Complete carry epoch + 1, which EndTxn returns and the producer's next
+  transaction uses, so a late write of the one before is fenced everywhere
+  (an epoch that ran out moves to a new producer id at Complete, which the
+  Prepare names as ``next_producer_id``);
 * no marker is written before the Prepare state is on the state partition's
   ISR, so whichever broker coordinates next knows the outcome markers carry.
 """
@@ -24,74 +30,26 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 import structlog
 
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.coordinators.transaction import records
-from kbroker.coordinators.transaction.state import IllegalTransactionTransition, TransactionState
+from kbroker.coordinators.transaction.metadata import (MAX_EPOCH, Marker, TransactionConfig, TransactionMetadata,
+                                                       fenced)
+from kbroker.coordinators.transaction.state import TransactionState
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.transaction")
 
 T = TransactionState
 Store = Callable[[int, list[tuple[bytes, bytes | None]]], ErrorCode]
-MAX_EPOCH = 32767 - 1   # Kafka keeps Short.MaxValue free
-
-
-@dataclass
-class Marker:
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int
-    partitions: list[tuple[str, int]]
-
-
 SendMarkers = Callable[[Marker], Awaitable[None]]
 WriteMarkersNow = Callable[[Marker], list[tuple[str, int]]]   # the partitions it could not write at once
 # None when everything appended to this state partition is on its ISR, else a function whose awaitable gives the
 # error code once it is (NONE) or cannot be (NOT_LEADER_OR_FOLLOWER: the shard moved; anything else: try again).
 StateReplicated = Callable[[int], Callable[[], Awaitable[ErrorCode]] | None]
-
-
-@dataclass
-class TransactionMetadata:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    timeout_ms: int
-    state: TransactionState = T.EMPTY
-    last_producer_id: int = -1
-    last_producer_epoch: int = -1
-    partitions: set[tuple[str, int]] = field(default_factory=set)
-    start_ms: int = -1
-    last_update_ms: int = -1
-    pending: TransactionState | None = None
-
-    def transition_to(self, target: TransactionState) -> None:
-        if self.state not in target.valid_previous and self.state is not target:
-            raise IllegalTransactionTransition(self.transactional_id, self.state, target)
-        self.state = target
-
-
-@dataclass(frozen=True)
-class TransactionConfig:
-    state_partitions: int = 50
-    max_timeout_ms: int = 900000
-    id_expiration_ms: int = 604800000
-
-    @classmethod
-    def from_broker(cls, config) -> "TransactionConfig":
-        return cls(config["transaction.state.log.num.partitions"], config["transaction.max.timeout.ms"],
-                   config["transactional.id.expiration.ms"])
-
-
-def fenced(version_has_producer_fenced: bool) -> ErrorCode:
-    """PRODUCER_FENCED where the API version knows it, INVALID_PRODUCER_EPOCH before."""
-    return ErrorCode.PRODUCER_FENCED if version_has_producer_fenced else ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class TransactionCoordinator:
@@ -118,7 +76,7 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ persistence
     def _write(self, meta: TransactionMetadata, target: TransactionState, *, producer_id: int, epoch: int,
-               partitions: set, start_ms: int) -> ErrorCode:
+               partitions: set, start_ms: int, next_producer_id: int = -1) -> ErrorCode:
         """Two-phase: pending, append the would-be state, then apply it (or roll back to the old one)."""
         now = self.now_ms()
         meta.pending = target
@@ -129,7 +87,10 @@ class TransactionCoordinator:
             "producer_id": producer_id, "producer_epoch": epoch, "transaction_timeout_ms": meta.timeout_ms,
             "transaction_status": target.id,
             "transaction_partitions": [{"topic": t, "partition_ids": ps} for t, ps in by_topic.items()],
-            "transaction_last_update_timestamp_ms": now, "transaction_start_timestamp_ms": start_ms})
+            "transaction_last_update_timestamp_ms": now, "transaction_start_timestamp_ms": start_ms,
+            **({"client_transaction_version": meta.client_version, "next_producer_id": next_producer_id,
+                "previous_producer_id": meta.producer_id if producer_id != meta.producer_id
+                else meta.last_producer_id} if meta.client_version >= 2 else {})})
         error = self.store(self.partition_for(meta.transactional_id), [(records.key(meta.transactional_id), value)])
         meta.pending = None
         if error:
@@ -143,6 +104,7 @@ class TransactionCoordinator:
         meta.partitions = set(partitions)
         meta.start_ms = start_ms
         meta.last_update_ms = now
+        meta.next_producer_id = next_producer_id
         return ErrorCode.NONE
 
     # ------------------------------------------------------------------ InitProducerId
@@ -187,6 +149,8 @@ class TransactionCoordinator:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, None
         meta = self.transactions.get(transactional_id)
+        if meta is not None and meta.next_producer_id == producer_id >= 0:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, meta   # the id a version 2 end moves to, at its Complete
         if meta is None or meta.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, meta
         if epoch != meta.producer_epoch:
@@ -234,27 +198,62 @@ class TransactionCoordinator:
         """Decide the transaction (its Prepare state written) and start completing it. ``after_response``
         (the request's ``run_after_response``): where every marker can be written here, they and the Complete
         state are written by the action handed to it, after EndTxn's answer left, as Kafka's coordinator answers
-        once the Prepare is written and completes afterwards; without it, before this returns."""
-        error, meta = self._validate(transactional_id, producer_id, epoch, version >= 2)
+        once the Prepare is written and completes afterwards; without it, before this returns.
+
+        EndTxn v5 ends a version 2 transaction under the next epoch (``producer_after_end`` says which producer
+        id and epoch the client goes on with). A version 2 retry names the epoch before the bump: it is
+        answered as the first was while the transaction is decided or complete, and anything else with an
+        epoch that is not the current one is PRODUCER_FENCED."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        meta = self.transactions.get(transactional_id)
+        if meta is not None and meta.client_version >= 2 and meta.pending is None:
+            error, retry = meta.version_2_end_check(producer_id, epoch)
+        else:   # (version 1: the epoch does not move at an end, so the same epoch is a retry)
+            error, meta = self._validate(transactional_id, producer_id, epoch, version >= 2)
+            retry = True
         if error:
             return error
-        state = meta.state
+        state, version_2 = meta.state, version >= 5
         if state is T.ONGOING:
-            return self._prepare_end(meta, commit, after_response)
-        if state is T.COMPLETE_COMMIT:
-            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE
-        if state is T.COMPLETE_ABORT:
-            return ErrorCode.NONE if not commit else ErrorCode.INVALID_TXN_STATE
+            return self._prepare_end(meta, commit, after_response, version_2=version_2)
+        if state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT):
+            if retry:
+                return ErrorCode.NONE if commit == (state is T.COMPLETE_COMMIT) else ErrorCode.INVALID_TXN_STATE
+        if state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT):
+            if not commit and version_2:
+                # A version 2 client aborts a transaction it began even if no partition reached this
+                # coordinator (its first write may still be on the way): the end bumps the epoch all the same,
+                # which fences that write wherever it lands.
+                return self._prepare_end(meta, False, after_response, version_2=True)
+            return ErrorCode.INVALID_TXN_STATE
         if state is T.PREPARE_COMMIT:
             return ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
         if state is T.PREPARE_ABORT:
             return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
-        return ErrorCode.INVALID_TXN_STATE   # Empty: nothing to end
+        return ErrorCode.INVALID_TXN_STATE
 
-    def _prepare_end(self, meta: TransactionMetadata, commit: bool, after_response=None) -> ErrorCode:
+    def producer_after_end(self, transactional_id: str) -> tuple[int, int]:
+        """The producer id and epoch a client goes on with after EndTxn (v5 returns them)."""
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            return -1, -1
+        if meta.next_producer_id >= 0:
+            return meta.next_producer_id, 0
+        return meta.producer_id, meta.producer_epoch
+
+    def _prepare_end(self, meta: TransactionMetadata, commit: bool, after_response=None,
+                     version_2: bool = False) -> ErrorCode:
         target = T.PREPARE_COMMIT if commit else T.PREPARE_ABORT
-        error = self._write(meta, target, producer_id=meta.producer_id, epoch=meta.producer_epoch,
-                            partitions=meta.partitions, start_ms=meta.start_ms)
+        epoch, next_producer_id = meta.producer_epoch, -1
+        meta.client_version = 2 if version_2 else 0   # (what this end is; the records carry it)
+        if version_2:
+            # (the epoch is bumped even at MAX_EPOCH: Short.MaxValue stays the markers', never a producer's)
+            epoch += 1
+            if meta.producer_epoch >= MAX_EPOCH:
+                next_producer_id = self.new_producer_id()
+        error = self._write(meta, target, producer_id=meta.producer_id, epoch=epoch,
+                            partitions=meta.partitions, start_ms=meta.start_ms, next_producer_id=next_producer_id)
         if error:
             return error
         self.scheduler.cancel(("txn-timeout", meta.transactional_id))
@@ -277,9 +276,10 @@ class TransactionCoordinator:
         commit = meta.state is T.PREPARE_COMMIT
         state_partition = self.partition_for(meta.transactional_id)
         epoch = self.coordinator_epochs.get(state_partition, 0)
-        marker = Marker(meta.producer_id, meta.producer_epoch, commit, epoch, sorted(meta.partitions))
+        marker = Marker(meta.producer_id, meta.producer_epoch, commit, epoch, sorted(meta.partitions),
+                        meta.client_version)
         waiting = None if self.state_replicated is None else self.state_replicated(state_partition)
-        if waiting is None and self.write_markers_now is not None and marker.partitions:
+        if waiting is None and (self.write_markers_now is not None or not marker.partitions):
             if after_response is not None:
                 after_response(functools.partial(self._complete_here, meta, marker, state_partition))
             else:
@@ -290,15 +290,19 @@ class TransactionCoordinator:
 
     def _complete_here(self, meta: TransactionMetadata, marker: Marker, state_partition: int) -> None:
         """Markers and the Complete state with no wait; what fails retriably goes on in ``_complete``'s task."""
-        marker.partitions = self.write_markers_now(marker)
+        if marker.partitions:
+            marker.partitions = self.write_markers_now(marker)
         if not marker.partitions and not self._write_complete(meta, marker.commit):
             log.debug("transaction_completed", transactional_id=meta.transactional_id, commit=marker.commit)
             return
         self._completions[meta.transactional_id] = self._spawn(self._complete(meta, marker, state_partition, None))
 
     def _write_complete(self, meta: TransactionMetadata, commit: bool) -> ErrorCode:
-        return self._write(meta, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT, producer_id=meta.producer_id,
-                           epoch=meta.producer_epoch, partitions=set(), start_ms=meta.start_ms)
+        """(A version 2 end whose epoch ran out moves to its next producer id here, once the markers are in.)"""
+        producer_id, epoch = (meta.next_producer_id, 0) if meta.next_producer_id >= 0 else \
+            (meta.producer_id, meta.producer_epoch)
+        return self._write(meta, T.COMPLETE_COMMIT if commit else T.COMPLETE_ABORT, producer_id=producer_id,
+                           epoch=epoch, partitions=set(), start_ms=meta.start_ms)
 
     async def _complete(self, meta: TransactionMetadata, marker: Marker, state_partition: int,
                         waiting: Callable[[], Awaitable[ErrorCode]] | None) -> None:
@@ -421,6 +425,10 @@ class TransactionCoordinator:
         meta.partitions = {(t.topic, p) for t in (decoded.transaction_partitions or []) for p in t.partition_ids}
         meta.start_ms = decoded.transaction_start_timestamp_ms
         meta.last_update_ms = decoded.transaction_last_update_timestamp_ms
+        meta.client_version = decoded.client_transaction_version
+        meta.next_producer_id = decoded.next_producer_id
+        if decoded.previous_producer_id >= 0:
+            meta.last_producer_id = decoded.previous_producer_id
         self.transactions[transactional_id] = meta
 
     def loaded(self, partition: int | None = None, coordinator_epoch: int = 0) -> None:

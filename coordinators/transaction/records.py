@@ -25,8 +25,16 @@ def key(transactional_id: str) -> bytes:
 
 
 def value(fields: dict) -> bytes:
-    """TransactionLogValue v0, as the schema encodes it (a unit test holds the two equal) but packed directly:
-    a transaction writes three of these, on the path of AddPartitionsToTxn's and EndTxn's answers."""
+    """TransactionLogValue: v0, as the schema encodes it (a unit test holds the two equal) but packed directly
+    (a transaction writes three of these, on the path of AddPartitionsToTxn's and EndTxn's answers); v1, with
+    its tagged fields, where a transaction of version 2 (KIP-890) needs them: the client's transaction
+    version, and the producer ids before and after an epoch that ran out."""
+    if fields.get("client_transaction_version", 0) >= 2 or fields.get("next_producer_id", -1) >= 0 \
+            or fields.get("previous_producer_id", -1) >= 0:
+        out, _ = schema.encode(schema.data_struct("TransactionLogValue", 1),
+                               {"previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 0,
+                                **fields})
+        return _VERSION.pack(1) + out.getvalue()
     partitions = fields["transaction_partitions"]
     parts = [_VALUE_HEAD.pack(VALUE_VERSION, fields["producer_id"], fields["producer_epoch"],
                               fields["transaction_timeout_ms"], fields["transaction_status"])]

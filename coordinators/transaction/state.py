@@ -3,12 +3,14 @@
     Empty              <- Empty, CompleteCommit, CompleteAbort
     Ongoing            <- Ongoing, Empty, CompleteCommit, CompleteAbort
     PrepareCommit      <- Ongoing
-    PrepareAbort       <- Ongoing, PrepareEpochFence
+    PrepareAbort       <- Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort
     CompleteCommit     <- PrepareCommit
     CompleteAbort      <- PrepareAbort
     Dead               <- Empty, CompleteCommit, CompleteAbort
     PrepareEpochFence  <- Ongoing
 
+(PrepareAbort from a state with no open transaction: transactions V2 abort
+one whose partitions never reached the coordinator, under a bumped epoch.)
 PrepareEpochFence is never written: it is the in-memory step of fencing a
 producer whose transaction must be aborted with a bumped epoch.
 """
@@ -53,7 +55,7 @@ _VALID_PREVIOUS = {
     T.EMPTY: frozenset({T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT}),
     T.ONGOING: frozenset({T.ONGOING, T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT}),
     T.PREPARE_COMMIT: frozenset({T.ONGOING}),
-    T.PREPARE_ABORT: frozenset({T.ONGOING, T.PREPARE_EPOCH_FENCE}),
+    T.PREPARE_ABORT: frozenset({T.ONGOING, T.PREPARE_EPOCH_FENCE, T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT}),
     T.COMPLETE_COMMIT: frozenset({T.PREPARE_COMMIT}),
     T.COMPLETE_ABORT: frozenset({T.PREPARE_ABORT}),
     T.DEAD: frozenset({T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT}),

@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-END_TXN = api(26, "EndTxn", "0-4", flexible="3+",
+END_TXN = api(26, "EndTxn", "0-5", flexible="3+",
 request="""
     transactional_id                     string
     producer_id                          int64
@@ -12,5 +12,7 @@ request="""
 response="""
     throttle_time_ms                     int32
     error_code                           int16
+    producer_id                          int64                          5+ =-1
+    producer_epoch                       int16                          5+ =-1
 """)
 

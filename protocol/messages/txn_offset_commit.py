@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-4", flexible="3+",
+TXN_OFFSET_COMMIT = api(28, "TxnOffsetCommit", "0-5", flexible="3+",
 request="""
     transactional_id                     string
     group_id                             string

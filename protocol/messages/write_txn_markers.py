@@ -2,7 +2,7 @@
 
 from kbroker.protocol.schema import api
 
-WRITE_TXN_MARKERS = api(27, "WriteTxnMarkers", "0-1", flexible="1+",
+WRITE_TXN_MARKERS = api(27, "WriteTxnMarkers", "1-2", flexible="1+",
 request="""
     markers                              [WritableTxnMarker]
       producer_id                        int64
@@ -12,6 +12,7 @@ request="""
         name                             string
         partition_indexes                []int32
       coordinator_epoch                  int32
+      transaction_version                int8                           2+ =0
 """,
 response="""
     markers                              [WritableTxnMarkerResult]

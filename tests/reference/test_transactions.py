@@ -7,7 +7,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.reference.differential import Divergence, same, settled
+from tests.reference.differential import same, settled
 from tests.reference.test_produce_fetch import create, list_offset
 
 pytestmark = pytest.mark.reference
@@ -162,16 +162,11 @@ async def test_list_transactions_by_transactional_id_pattern(targets, topic, pat
     await same(targets, scenario)
 
 
-TRANSACTIONS_V2 = pytest.mark.xfail(strict=True, raises=Divergence, reason=(
-    "issue 29: transactions V2 (KIP-890 part 2): with transaction.version 2 finalized, Kafka 4.2 adds the "
-    "partition to the transaction itself from Produce v12"))
-
-
-@pytest.mark.parametrize("version", [9, 10, 11, pytest.param(12, marks=TRANSACTIONS_V2),
-                                     pytest.param(13, marks=TRANSACTIONS_V2)])
+@pytest.mark.parametrize("version", [9, 10, 11, 12, 13])
 async def test_a_transactional_write_to_a_partition_outside_the_transaction(targets, topic, version):
     """KIP-890 part 1: the leader asks the coordinator whether the partition is in the transaction; it is
-    not, which Produce v11+ hears as TRANSACTION_ABORTABLE and older versions as INVALID_TXN_STATE."""
+    not, which Produce v11 hears as TRANSACTION_ABORTABLE and older versions as INVALID_TXN_STATE. From v12
+    (KIP-890 part 2, transactions V2) the leader adds the partition to the transaction and writes."""
     from kbroker.protocol.records import build_batch
     from tests.reference.differential import call
 
@@ -195,3 +190,73 @@ async def test_a_transactional_write_to_a_partition_outside_the_transaction(targ
                                lambda a: a.responses[0].partition_responses[0].error_code not in (6, 19))
         return answer.responses[0].partition_responses[0].error_code
     await same(targets, scenario)
+
+
+async def test_transactions_v2_end_to_end(targets, topic):
+    """KIP-890 part 2 as a transaction.version 2 client runs it: no AddPartitionsToTxn or AddOffsetsToTxn
+    (Produce v12 and TxnOffsetCommit v5 add the partitions), EndTxn v5 returns the bumped epoch, a retried
+    EndTxn with the epoch it was sent with is answered again, a late write of the ended transaction is
+    fenced, the next transaction runs under the new epoch from sequence 0, and an abort of a transaction
+    that added nothing still bumps the epoch."""
+    from kbroker.protocol.records import build_batch
+    from tests.reference.differential import call
+
+    async def scenario(target):
+        await create(target, topic)
+        txn_id, group = f"v2-{topic}", f"g-v2-{topic}"
+        features = await call(target, 18, 3, {"client_software_name": "differential", "client_software_version": "1"})
+        finalized = {f.name: f.max_version_level for f in features.finalized_features}
+        await settled(lambda: call(target, 10, 4, {"key_type": 1, "coordinator_keys": [txn_id]}),
+                      lambda a: a.coordinators[0].error_code == 0)
+        await settled(lambda: call(target, 10, 4, {"key_type": 0, "coordinator_keys": [group]}),
+                      lambda a: a.coordinators[0].error_code == 0)
+        init = await settled(lambda: call(target, 22, 5, {"transactional_id": txn_id, "transaction_timeout_ms": 10000,
+                                                          "producer_id": -1, "producer_epoch": -1}),
+                             lambda a: a.error_code == 0)
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        async def produce(value, epoch, sequence):
+            batch = build_batch([(None, value, [])], producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                                transactional=True)
+            request = {"transactional_id": txn_id, "acks": -1, "timeout_ms": 5000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+            answer = await settled(lambda: call(target, 0, 12, request),
+                                   lambda a: a.responses[0].partition_responses[0].error_code not in (6, 19))
+            return answer.responses[0].partition_responses[0].error_code
+
+        async def end(commit, epoch):
+            answer = await settled(lambda: call(target, 26, 5, {"transactional_id": txn_id, "producer_id": pid,
+                                                               "producer_epoch": epoch, "committed": commit}),
+                                   lambda a: a.error_code != 51)   # (CONCURRENT_TRANSACTIONS: asked again)
+            return answer.error_code, answer.producer_id - pid if answer.producer_id >= 0 else None, \
+                answer.producer_epoch - epoch if answer.error_code == 0 else answer.producer_epoch
+
+        first = await produce(b"a", epoch, 0)
+        offsets = await settled(lambda: call(target, 28, 5, {
+            "transactional_id": txn_id, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [
+                {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                "committed_leader_epoch": -1, "committed_metadata": ""}]}]}),
+            lambda a: a.topics[0].partitions[0].error_code not in (14, 15, 16, 51))
+        committed = await end(True, epoch)
+        retried = await end(True, epoch)
+        late = await produce(b"late", epoch, 1)
+        second = await produce(b"b", epoch + 1, 0)
+        aborted = await end(False, epoch + 1)
+        nothing_added = await end(False, epoch + 2), await end(True, epoch + 3)
+        stable = await settled_end(target, topic)
+        fetched = await settled(lambda: call(target, 9, 7, {"group_id": group, "topics": None,
+                                                             "require_stable": True}),
+                                lambda a: a.error_code == 0 and a.topics)
+        return {"finalized transaction.version": finalized.get("transaction.version"),
+                "first": first, "offsets": offsets.topics[0].partitions[0].error_code,
+                "commit (error, id moved, epoch moved)": committed, "retry": retried, "late": late,
+                "second": second, "abort": aborted, "abort with nothing added, then commit": nothing_added,
+                "stable": stable,
+                "committed offset": fetched.topics[0].partitions[0].committed_offset,
+                "read_committed": [v for _, v in read_all(target, topic, "read_committed", stable[1])]}
+    seen = await same(targets, scenario)
+    assert seen["commit (error, id moved, epoch moved)"] == seen["retry"] == (0, 0, 1) and seen["late"] == 47
+    assert seen["finalized transaction.version"] == 2 and seen["second"] == 0
+    assert seen["abort with nothing added, then commit"] == ((0, 0, 1), (48, None, -1))
+    assert seen["read_committed"] == [b"a"] and seen["committed offset"] == 1

@@ -56,7 +56,7 @@ public final class KBroker implements AutoCloseable {
         settings.putAll(overrides);
         List<String> command = new ArrayList<>(List.of(
             System.getProperty("kbroker.python", "python3"), "-m", "kbroker.broker.cli", "serve",
-            "--log-level", "WARNING"));
+            "--log-level", System.getProperty("kbroker.log.level", "WARNING")));
         settings.forEach((k, v) -> command.addAll(List.of("--override", k + "=" + v)));
         ProcessBuilder builder = new ProcessBuilder(command)
             .directory(new File(System.getProperty("kbroker.root", "../..")))

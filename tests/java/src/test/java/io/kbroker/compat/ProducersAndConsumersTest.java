@@ -16,6 +16,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -151,6 +154,42 @@ class ProducersAndConsumersTest {
             assertFalse(got.contains("aborted"));
             assertTrue(got.stream().allMatch(v -> v.startsWith("copy-")));
             assertTrue(reader.poll(Duration.ofMillis(500)).isEmpty(), "the aborted record is never read");
+        }
+    }
+
+    @Test
+    void aProducerOfTransactionsV2EndsEachTransactionUnderTheNextEpoch() throws Exception {
+        // kbroker finalizes transaction.version 2, so the client ends each transaction with EndTxn v5 (which
+        // bumps the epoch) and lets the leader add the partition from Produce v12: after three commits the
+        // coordinator and the partition both know epoch 3, and the fourth transaction still lands.
+        String topic = name("v2");
+        createTopic(broker, topic, 1);
+        String transactionalId = name("txn-v2");
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(props(broker, "transactional.id", transactionalId),
+                new StringSerializer(), new StringSerializer());
+             Admin admin = Clients.admin(broker)) {
+            p.initTransactions();
+            for (int i = 0; i < 3; i++) {
+                p.beginTransaction();
+                p.send(new ProducerRecord<>(topic, "k", "v" + i));
+                p.commitTransaction();
+            }
+            TransactionDescription described = admin.describeTransactions(List.of(transactionalId))
+                    .description(transactionalId).get();
+            assertEquals(3, described.producerEpoch());
+            TopicPartition tp = new TopicPartition(topic, 0);
+            List<ProducerState> producers = admin.describeProducers(List.of(tp)).partitionResult(tp).get()
+                    .activeProducers();
+            assertEquals(1, producers.size());
+            assertEquals(3, producers.get(0).producerEpoch());
+            assertTrue(producers.get(0).currentTransactionStartOffset().isEmpty());
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, "k", "v3"));
+            p.commitTransaction();
+        }
+        try (KafkaConsumer<String, String> reader = consumer(name("reader"), "isolation.level", "read_committed")) {
+            reader.subscribe(List.of(topic));
+            assertEquals(List.of("v0", "v1", "v2", "v3"), consumeAll(List.of(reader), 4));
         }
     }
 }

@@ -74,6 +74,7 @@ class LocalMetadataStore:
         self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id) -> quota key -> bound
         self.broker_configs: dict[str, dict[str, str]] = {}   # "<default>" or broker id -> dynamic configs
         self.group_configs: dict[str, dict[str, str]] = {}    # group id -> its configs (GROUP resource)
+        self.client_metrics: dict[str, dict[str, str]] = {}   # subscription -> its configs (CLIENT_METRICS)
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -97,12 +98,14 @@ class LocalMetadataStore:
             self.quotas = {(q["user"], q["client_id"]): q["quotas"] for q in data.get("quotas", [])}
             self.broker_configs = data.get("broker_configs", {})
             self.group_configs = data.get("group_configs", {})
+            self.client_metrics = data.get("client_metrics", {})
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
                 "acls": [binding_to_json(a) for a in self.acls],
                 "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()],
-                "broker_configs": self.broker_configs, "group_configs": self.group_configs}
+                "broker_configs": self.broker_configs, "group_configs": self.group_configs,
+                "client_metrics": self.client_metrics}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -142,6 +145,9 @@ class LocalMetadataStore:
 
     def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
         self._replace(self.group_configs, group, texts)
+
+    def set_client_metrics(self, name: str, texts: dict[str, str]) -> None:
+        self._replace(self.client_metrics, name, texts)
 
     def set_acls(self, acls) -> None:
         self.acls = sorted(acls, key=lambda a: (a.resource_type, a.pattern_type, a.name, a.principal, a.host,

@@ -17,6 +17,7 @@ from kbroker.broker.network.connection import accept
 from kbroker.broker.network.connection_limits import ConnectionLimits
 from kbroker.broker.configuration.dynamic_config import DEFAULT_ENTITY, DynamicBrokerConfig
 from kbroker.broker.partitions.fetch_sessions import FetchSessionCache
+from kbroker.broker.metrics.client_telemetry import ClientTelemetry
 from kbroker.broker.metrics.counters import BrokerCounters
 from kbroker.broker.configuration.quotas import QuotaManager
 from kbroker.broker.security.authorizer import Authorizer
@@ -77,6 +78,7 @@ class Broker:
         if self.authorizer is not None and not config["zookeeper.connect"]:
             self.authorizer.load(self.metadata.acls)   # (a cluster's come from ZooKeeper: ClusterMember.start)
         self.metrics = BrokerCounters()
+        self.client_telemetry = ClientTelemetry(self)
         self.topic_ids = TopicIds(self)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.metrics_server = None   # a MetricsServer once started with metrics.port

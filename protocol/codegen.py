@@ -54,6 +54,9 @@ def _uv(mv, pos: int, end: int) -> tuple[int, int]:
             raise StreamError("varint too long")
 
 
+read_uvarint = _uv   # (protobuf's varints are Kafka's unsigned varints: the OTLP reader uses this one)
+
+
 
 
 def _short(what: str):

@@ -98,6 +98,15 @@ class AdminOperations:
         await _persisted(self.broker.metadata.set_group_configs(group, configs))
         self.broker.metadata.group_configs[group] = dict(configs)
 
+    async def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
+        """Client metrics subscription ``name`` (CLIENT_METRICS resource) is now ``configs`` (none: removed),
+        persisted before this returns; clients see it at their next telemetry request."""
+        await _persisted(self.broker.metadata.set_client_metrics(name, configs))
+        if configs:
+            self.broker.metadata.client_metrics[name] = dict(configs)
+        else:
+            self.broker.metadata.client_metrics.pop(name, None)
+
     def group_config(self, group: str, name: str) -> str:
         """The value of group config ``name`` for ``group``: its own, else the broker's default."""
         from kbroker.broker.configuration.group_configs import value_of

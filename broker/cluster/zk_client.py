@@ -356,14 +356,25 @@ class KafkaZkClient:
         return self._entity_config("groups", group)
 
     def group_configs(self) -> dict[str, dict[str, str]]:
-        try:
-            names = self.zk.get_children(self.path("/config/groups"))
-        except NoNodeError:
-            return {}
-        return {name: self.group_config(name) for name in names}
+        return self.entity_configs("groups")
 
     def set_group_config(self, group: str, configs: dict[str, str]) -> None:
         self._set_entity_config("groups", group, configs, notify=True)
+
+    def client_metrics(self, name: str) -> dict[str, str]:
+        """``/config/client-metrics/<name>``: a client metrics subscription (KIP-714 CLIENT_METRICS resource)."""
+        return self._entity_config("client-metrics", name)
+
+    def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
+        self._set_entity_config("client-metrics", name, configs, notify=True)
+
+    def entity_configs(self, kind: str) -> dict[str, dict[str, str]]:
+        """Every entity of ``/config/<kind>`` with its configs."""
+        try:
+            names = self.zk.get_children(self.path(f"/config/{kind}"))
+        except NoNodeError:
+            return {}
+        return {name: self._entity_config(kind, name) for name in names}
 
     def _entity_config(self, kind: str, name: str) -> dict[str, str]:
         try:

@@ -37,6 +37,7 @@ class ZkTopicStore:
         self.member = member
         self.topics: dict[str, TopicMetadata] = {}
         self.group_configs: dict[str, dict[str, str]] = {}   # group id -> its configs, from /config/groups
+        self.client_metrics: dict[str, dict[str, str]] = {}  # subscription -> configs, /config/client-metrics
         self.cluster_id = ""
         self._changes_seen: set[str] = set()
 
@@ -116,10 +117,15 @@ class ZkTopicStore:
         await self.member.zk_call(self.member.zk.set_broker_config, entity, texts)
 
     async def load_group_configs(self) -> None:
+        """The GROUP and CLIENT_METRICS config resources, both read whole at start."""
         self.group_configs = await self.member.zk_call(self.member.zk.group_configs)
+        self.client_metrics = await self.member.zk_call(self.member.zk.entity_configs, "client-metrics")
 
     async def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_group_config, group, texts)
+
+    async def set_client_metrics(self, name: str, texts: dict[str, str]) -> None:
+        await self.member.zk_call(self.member.zk.set_client_metrics, name, texts)
 
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
@@ -169,6 +175,10 @@ class ZkTopicStore:
         if entity.startswith("groups/"):
             group = entity.split("/", 1)[1]
             self.group_configs[group] = await self.member.zk_call(zk.group_config, group)
+            return
+        if entity.startswith("client-metrics/"):
+            name = entity.split("/", 1)[1]
+            self.client_metrics[name] = await self.member.zk_call(zk.client_metrics, name)
             return
         if entity.startswith("topics/"):
             topic = entity.split("/", 1)[1]

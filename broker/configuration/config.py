@@ -115,6 +115,10 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     # Prometheus metrics (broker/metrics/): GET /metrics on this port; -1 (the default) serves none
     "metrics.port": (int, -1),
     "metrics.host": (str, "127.0.0.1"),
+    # client telemetry (KIP-714, broker/metrics/client_telemetry.py): served while metrics.port is; the largest
+    # push accepted, and the data points held for all clients together
+    "telemetry.max.bytes": (int, 1048576),
+    "kbroker.telemetry.max.points": (int, 200000),
     # client quotas (broker/configuration/quotas.py): usage is a rate over quota.window.num samples of this many seconds
     "leader.replication.throttled.rate": (int, LONG_MAX),
     "follower.replication.throttled.rate": (int, LONG_MAX),

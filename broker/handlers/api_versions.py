@@ -4,11 +4,18 @@
 from kbroker.broker.configuration.features import api_versions_features
 from kbroker.protocol.messages.api_versions import API_VERSIONS as API  # noqa: F401  (the registry reads API)
 
+TELEMETRY_APIS = (71, 72)   # GetTelemetrySubscriptions, PushTelemetry
+
 
 def handle(ctx, request):
     from kbroker.broker.network.registry import api_versions_list
 
-    answer = {"error_code": 0, "api_keys": api_versions_list(), "throttle_time_ms": 0}
+    keys = api_versions_list()
+    if not ctx.broker.client_telemetry.enabled:   # (no receiver for client metrics: Kafka leaves them out too)
+        keys = [k for k in keys if k["api_key"] not in TELEMETRY_APIS]
+    answer = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
     if ctx.api_version >= 3:
+        if ctx.connection is not None:
+            ctx.connection.client_software = (request.client_software_name, request.client_software_version)
         answer.update(api_versions_features(ctx.broker.config))
     return answer

@@ -9,7 +9,7 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
 from kbroker.storage.log_config import BROKER_SYNONYMS, INTERNAL_CONFIGS, TOPIC_CONFIGS, LogConfig
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # ConfigType values (v3+)
 UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 0, 1, 2, 3, 4, 5, 6, 7, 9
@@ -128,7 +128,7 @@ def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCo
     or on the cluster for a broker's configs."""
     if resource_type == TOPIC and not ctx.authorized(operation, acls.TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
-    if resource_type in (BROKER, BROKER_LOGGER) and not ctx.cluster_authorized(operation):
+    if resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS) and not ctx.cluster_authorized(operation):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
     if resource_type == GROUP and not ctx.authorized(operation, acls.GROUP, name):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed."
@@ -143,6 +143,15 @@ def group_config_entries(broker, group: str) -> list[dict]:
              "config_source": 8 if name in own else 5, "is_sensitive": False, "synonyms": [],
              "config_type": STRING if name in ("share.auto.offset.reset", "share.isolation.level") else INT,
              "documentation": None} for name in sorted(DEFAULTS)]
+
+
+def client_metrics_entries(broker, name: str) -> list[dict]:
+    """A client metrics subscription's three configs: its own (CLIENT_METRICS_CONFIG, source 7) or the default."""
+    from kbroker.broker.configuration.client_metrics import INTERVAL, described
+    return [{"name": key, "value": value, "read_only": False, "config_source": 5 if default else 7,
+             "is_sensitive": False, "synonyms": [], "config_type": INT if key == INTERVAL else LIST,
+             "documentation": None}
+            for key, value, default in described(broker.metadata.client_metrics.get(name, {}))]
 
 
 def handle(ctx, request):
@@ -163,6 +172,8 @@ def handle(ctx, request):
                 result["configs"] = topic_config_entries(broker, broker.topic_config(meta.name), meta.configs)
         elif resource.resource_type == GROUP:
             result["configs"] = group_config_entries(broker, resource.resource_name)
+        elif resource.resource_type == CLIENT_METRICS:
+            result["configs"] = client_metrics_entries(broker, resource.resource_name)
         elif resource.resource_type == BROKER and resource.resource_name == "":
             result["configs"] = default_broker_config_entries(broker)
         elif resource.resource_type in (BROKER, BROKER_LOGGER):

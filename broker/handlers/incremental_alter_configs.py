@@ -1,12 +1,15 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on single topic or broker configs; SET and DELETE
-on loggers' levels (BROKER_LOGGER) and on a group's configs (GROUP, KIP-848/932)."""
+on loggers' levels (BROKER_LOGGER), on a group's configs (GROUP, KIP-848/932) and on client metrics
+subscriptions (CLIENT_METRICS, KIP-714: a subscription whose configs all go is removed)."""
 
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
                                            resource_error)
 from kbroker.broker.configuration.group_configs import validate as group_config_error
-from kbroker.broker.handlers.describe_configs import BROKER_LOGGER, GROUP, TOPIC, broker_id_refusal, refusal
+from kbroker.broker.configuration import client_metrics
+from kbroker.broker.handlers.describe_configs import (BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, broker_id_refusal,
+                                                      refusal)
 from kbroker.broker.configuration.log_levels import KAFKA_LEVELS, LEVELS, NAMES, ROOT
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
@@ -91,6 +94,26 @@ async def _alter_group(ctx, group: str, ops, validate_only: bool) -> tuple[Error
     return ErrorCode.NONE, None
 
 
+async def _alter_client_metrics(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    """CLIENT_METRICS (KIP-714): SET and DELETE of a subscription's ``metrics``, ``interval.ms`` and ``match``,
+    as Kafka checks them (it refuses APPEND and SUBTRACT there, its lists notwithstanding)."""
+    broker = ctx.broker
+    for op in ops:
+        if op.config_operation in (APPEND, SUBTRACT):
+            verb = "append" if op.config_operation == APPEND else "subtract"
+            return ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {op.name}"
+    updated, message = _apply(broker.metadata.client_metrics.get(name, {}), ops, None, set(), lambda key: "",
+                              "client metrics")
+    if message:
+        return ErrorCode.INVALID_REQUEST, message
+    problem = client_metrics.error(name, updated)
+    if problem:
+        return problem
+    if not validate_only:
+        await broker.admin.set_client_metrics(name, updated)
+    return ErrorCode.NONE, None
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     responses = []
@@ -102,6 +125,9 @@ async def handle(ctx, request):
         elif resource.resource_type == GROUP:
             problem = refusal(ctx, GROUP, name, ALTER_CONFIGS) or \
                 await _alter_group(ctx, name, resource.configs, request.validate_only)
+        elif resource.resource_type == CLIENT_METRICS:
+            problem = refusal(ctx, CLIENT_METRICS, name, ALTER_CONFIGS) or \
+                await _alter_client_metrics(ctx, name, resource.configs, request.validate_only)
         else:
             problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None and resource.resource_type == TOPIC:
@@ -113,7 +139,7 @@ async def handle(ctx, request):
                                           broker.default_log_config.value_of, "topic")
                 problem = ((ErrorCode.INVALID_CONFIG, message) if message else
                            apply_topic_configs(ctx, meta.name, updated, request.validate_only))
-        elif problem is None and resource.resource_type != GROUP:   # BROKER
+        elif problem is None and resource.resource_type not in (GROUP, CLIENT_METRICS):   # BROKER
             per_broker, problem = broker_target(ctx, name)
             if problem is None:
                 updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, None,

@@ -1,5 +1,5 @@
 """ListConfigResources (KIP-1142): the config resources there are, by type: topics (2), brokers (4), groups with
-configs of their own (32) and client metrics subscriptions (16, none: kbroker has no client telemetry). v0
+configs of their own (32) and client metrics subscriptions (16, KIP-714's CLIENT_METRICS resources). v0
 (ListClientMetricsResources) lists client metrics only; an empty type list means every type; an unknown type
 is UNSUPPORTED_VERSION, as Kafka answers."""
 
@@ -23,6 +23,8 @@ def handle(ctx, request):
         found += [(name, TOPIC) for name in sorted(broker.metadata.topics)]
     if BROKER in wanted:
         found += [(str(b[0]), BROKER) for b in broker.live_brokers()]
+    if CLIENT_METRICS in wanted:
+        found += [(name, CLIENT_METRICS) for name, configs in sorted(broker.metadata.client_metrics.items()) if configs]
     if GROUP in wanted:
         found += [(name, GROUP) for name, configs in sorted(broker.metadata.group_configs.items()) if configs]
     return {"throttle_time_ms": 0, "error_code": 0,

@@ -14,6 +14,7 @@ import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kbroker.broker.metrics.collector import BrokerCollector
+from kbroker.broker.metrics.telemetry_collector import ClientTelemetryCollector
 
 log = structlog.get_logger("broker.metrics")
 MAX_REQUEST_HEAD = 8192
@@ -23,6 +24,7 @@ class MetricsServer:
     def __init__(self, broker) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BrokerCollector(broker))
+        self.registry.register(ClientTelemetryCollector(broker.client_telemetry))
         self.server: asyncio.AbstractServer | None = None
         self.port = 0
 

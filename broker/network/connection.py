@@ -79,6 +79,7 @@ class Connection:
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
         self.after_response: list = []   # RequestContext.run_after_response's actions for the current request
         self.on_close: list | None = None   # callbacks when the connection ends (a share session it holds)
+        self.client_software = ("", "")     # name and version, from ApiVersions v3+ (client telemetry matches them)
         sock = stream.get_extra_info("socket")
         tls = stream.get_extra_info("ssl_object")
         # Where large log regions may go out by sendfile: plaintext only (TLS must encrypt them)

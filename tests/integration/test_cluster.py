@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 from kafka import KafkaProducer
@@ -339,3 +340,38 @@ async def test_a_broker_without_the_partition_sends_the_client_to_its_leader(clu
     finally:
         for conn in conns.values():
             await conn.close()
+
+
+def test_a_client_metrics_subscription_reaches_every_broker(cluster):
+    """Made on one broker, kept in /config/client-metrics: every broker describes and lists it (and would
+    hand it to the clients that ask it), and its removal reaches them too."""
+    name = f"sub-{uuid.uuid4().hex[:6]}"
+
+    async def alter(broker, value):
+        conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="metrics-config")
+        try:
+            answer = await conn.request(44, 1, {"resources": [{"resource_type": 16, "resource_name": name, "configs": [
+                {"name": "interval.ms", "config_operation": 0 if value else 1, "value": value}]}],
+                "validate_only": False})
+        finally:
+            await conn.close()
+        return answer.responses[0].error_code
+
+    async def seen_on(broker):
+        conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="metrics-config")
+        try:
+            listed = await conn.request(74, 1, {"resource_types": [16]})
+            described = await conn.request(32, 4, {"resources": [{"resource_type": 16, "resource_name": name,
+                                                                   "configuration_keys": ["interval.ms"]}],
+                                                   "include_synonyms": False, "include_documentation": False})
+        finally:
+            await conn.close()
+        return name in {r.resource_name for r in listed.config_resources}, described.results[0].configs[0].value
+
+    first = cluster.brokers[min(cluster.brokers)]
+    assert asyncio.run(alter(first, "12345")) == 0
+    wait_until(lambda: {asyncio.run(seen_on(b)) for b in cluster.brokers.values()} == {(True, "12345")}, 30, 0.2,
+               "the subscription on every broker")
+    assert asyncio.run(alter(first, None)) == 0
+    wait_until(lambda: {asyncio.run(seen_on(b)) for b in cluster.brokers.values()} == {(False, "300000")}, 30, 0.2,
+               "the subscription gone from every broker")

@@ -151,3 +151,44 @@ async def test_a_custom_broker_config_is_stored_and_described(targets, kafka, kb
         return answer.responses[0].error_code, {k: (v["value"], v["config_source"], v["config_type"])
                                                 for k, v in found.items()}
     await same(targets, scenario)
+
+
+CLIENT_METRICS = 16
+
+
+@pytest.mark.parametrize("name, ops", [
+    ("subscription", [("metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.", 0),
+                      ("interval.ms", "1000", 0), ("match", "client_id=app-.*,client_software_name=librdkafka", 0)]),
+    ("appended", [("metrics", "org.apache.kafka.producer.", 2)]),
+    ("subtracted", [("match", "client_id=a", 3)]),
+    ("too-often", [("interval.ms", "99", 0)]),
+    ("too-rarely", [("interval.ms", "3600001", 0)]),
+    ("not-a-number", [("interval.ms", "soon", 0)]),
+    ("bad-pattern", [("match", "client_id", 0)]),
+    ("bad-attribute", [("match", "client_colour=red", 0)]),
+    ("bad-regex", [("match", "client_id=(", 0)]),
+    ("unknown", [("colour", "red", 0)]),
+    ("", [("metrics", "*", 0)]),
+])
+async def test_client_metrics_subscriptions(targets, topic, name, ops):
+    """KIP-714's CLIENT_METRICS resources: IncrementalAlterConfigs checks them as Kafka does, DescribeConfigs
+    shows them, ListConfigResources lists them, and deleting every config removes the subscription."""
+    async def scenario(target):
+        resource = f"{name}-{topic}" if name else ""
+        answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": CLIENT_METRICS, "resource_name": resource, "configs": [
+                {"name": k, "value": v, "config_operation": op} for k, v, op in ops]}], "validate_only": False})
+        error = answer.responses[0].error_code
+
+        async def listed():
+            found = await call(target, 74, 1, {"resource_types": [CLIENT_METRICS]})
+            return sorted(r.resource_name for r in found.config_resources if r.resource_name == resource)
+        seen = await settled(listed, lambda names: bool(names) == (error == 0))
+        described = await describe(target, CLIENT_METRICS, resource) if resource else None
+        if error == 0:
+            await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+                "resource_type": CLIENT_METRICS, "resource_name": resource, "configs": [
+                    {"name": k, "value": None, "config_operation": 1} for k, _, _ in ops]}], "validate_only": False})
+            await settled(listed, lambda names: not names)
+        return error, seen, described
+    await same(targets, scenario)

@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.reference.differential import Divergence, call, same, settled
+from tests.reference.differential import call, same, settled
 from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference

@@ -159,3 +159,17 @@ def test_kafka_configs_transactions_and_delete_records(server, tmp_path):
     assert "low_watermark: 4" in deleted, deleted
     listed = ok(tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", server, "list"))
     assert listed.splitlines()[0].split()[:2] == ["TransactionalId", "Coordinator"], listed
+
+
+def test_kafka_client_metrics_alters_lists_describes_and_deletes_a_subscription(server):
+    name = f"tools-metrics-{uuid.uuid4().hex[:8]}"
+    command = "org.apache.kafka.tools.ClientMetricsCommand"
+    ok(tool(command, "--bootstrap-server", server, "--alter", "--name", name, "--metrics",
+            "org.apache.kafka.producer.,org.apache.kafka.consumer.", "--interval", "10000",
+            "--match", "client_id=app-.*"))
+    assert name in ok(tool(command, "--bootstrap-server", server, "--list")).split()
+    described = ok(tool(command, "--bootstrap-server", server, "--describe", "--name", name))
+    assert "interval.ms=10000" in described and "client_id=app-.*" in described and \
+        "org.apache.kafka.producer." in described
+    ok(tool(command, "--bootstrap-server", server, "--delete", "--name", name))
+    assert name not in ok(tool(command, "--bootstrap-server", server, "--list")).split()

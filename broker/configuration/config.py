@@ -209,6 +209,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     # false: read and written in chunks, as under TLS. Measured (docs/BENCHMARKS.md, issue 36): sendfile
     # 1,565 MB/s at 12 % broker CPU against 1,360 MB/s at 20 % (median of 12 runs each, rdkafka fetch).
     "kbroker.fetch.sendfile": (_bool, True),
+    # Followers fetch in incremental fetch sessions (KIP-227), as Kafka's do; false: a full fetch every round
+    # (measured against each other by bench/idle_cluster.py).
+    "kbroker.replica.fetch.sessions": (_bool, True),
     # What the broker holds in memory, all connections together, of log read for answers being written.
     "kbroker.fetch.send.memory.bytes": (int, 67108864),
     # A batch may decompress to at most this many times max.message.bytes (100 MiB by default): honest data

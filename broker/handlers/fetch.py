@@ -142,8 +142,9 @@ def handle(ctx, request):
         max_bytes = min(max_bytes, ctx.broker.config["fetch.max.bytes"])
     # Fetch v11+ carries client metadata (KIP-392): a consumer may read a follower, as Kafka lets it.
     from_follower = ctx.api_version >= 11 and request.replica_id < 0
-    results = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
-                       max_bytes=max_bytes, from_follower=from_follower) + denied
+    found = rm.fetch(requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
+                     max_bytes=max_bytes, from_follower=from_follower)
+    results = found + denied
     available = sum(r.records.length for r in results if r.records is not None)
     has_error = denied or shape.unknown or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None
                                                for r in results)
@@ -151,7 +152,7 @@ def handle(ctx, request):
         return _metered(ctx, request, results, shape, session, incremental)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
-                      from_follower=from_follower)
+                      from_follower=from_follower, initial=found)
     rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
     return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
 

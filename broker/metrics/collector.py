@@ -134,6 +134,13 @@ class BrokerCollector(Collector):
                                 "1 on the active controller", value=1 if active else 0)
         yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount",
                                 "Partitions without a leader (counted by the active controller)", value=offline)
+        sessions = self.broker.fetch_sessions
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                                "Incremental fetch sessions held (followers' and consumers')",
+                                value=len(sessions.sessions))
+        yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+                                "Partitions held in incremental fetch sessions",
+                                value=sum(len(s.partitions) for s in sessions.sessions.values()))
 
     def _groups(self):
         broker = self.broker

@@ -398,12 +398,19 @@ class ReplicaManager:
 
 
 class DelayedFetch(DelayedOperation):
-    """A fetch waiting for ``min_bytes`` of data, or for ``max_wait_ms`` to pass."""
+    """A fetch waiting for ``min_bytes`` of data, or for ``max_wait_ms`` to pass.
+
+    ``initial``: what the first read of the same partitions found. At completion a partition is read again
+    only if it may answer otherwise now (records below its bound, another high watermark, last stable or
+    log start offset, another leader); the others keep their first answer, as an idle follower's or
+    consumer's long poll over many partitions then costs one read of each, not two. (Kafka likewise notes a
+    follower's position at the first read only.)"""
 
     def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
                  isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
-                 from_follower: bool = False) -> None:
+                 from_follower: bool = False, initial: list[FetchPartitionResult] | None = None) -> None:
         super().__init__(timeout_ms)
+        self.initial = initial
         self.manager = manager
         self.from_follower = from_follower
         self.requests = requests
@@ -434,5 +441,30 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self):
-        return self.manager.fetch(self.requests, replica_id=self.replica_id, isolation_level=self.isolation_level,
+        initial = self.initial
+        if initial is None or len(initial) != len(self.requests):
+            return self._read(self.requests)
+        again = [i for i, (req, found) in enumerate(zip(self.requests, initial)) if not self._holds(req, found)]
+        if len(again) == len(self.requests):
+            return self._read(self.requests)
+        results = list(initial)
+        for i, result in zip(again, self._read([self.requests[i] for i in again])):
+            results[i] = result
+        return results
+
+    def _read(self, requests):
+        return self.manager.fetch(requests, replica_id=self.replica_id, isolation_level=self.isolation_level,
                                   max_bytes=self.max_bytes, from_follower=self.from_follower)
+
+    def _holds(self, req: FetchPartitionRequest, found: FetchPartitionResult) -> bool:
+        """The first read's answer is still the answer: it had nothing to send, and nothing moved since."""
+        if found.error or found.records is not None or found.diverging_epoch is not None:
+            return False
+        partition = self.manager.get(req.topic, req.partition)
+        if partition is None or not partition.is_leader or \
+                req.current_leader_epoch not in (-1, partition.leader_epoch):
+            return False
+        plog = partition.log
+        return (plog.high_watermark == found.high_watermark and plog.last_stable_offset == found.last_stable_offset
+                and plog.log_start_offset == found.log_start_offset
+                and partition.fetch_bound(self.replica_id, self.isolation_level) <= req.fetch_offset)

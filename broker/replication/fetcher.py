@@ -7,8 +7,18 @@ partitions, appends what comes back unchanged and takes the leader's high
 watermark. A diverging epoch in the answer (KIP-320) truncates the local
 tail first; the next fetch then resumes from the new log end.
 
+Fetches run in an incremental fetch session (KIP-227), as Kafka's followers'
+do: after a full fetch opens it, a fetch names only the partitions whose
+position changed (and forgets those that left), and the leader answers only
+partitions with records or a new high watermark, so an idle partition costs
+neither side an entry per round. A session the leader lost or an epoch out of
+step (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH), or a fetch
+that failed on the way, starts over with a full fetch.
+
 Invariants: a fetcher only touches partitions assigned to it at the leader
-epoch it was given; a partition moved elsewhere meanwhile is left alone.
+epoch it was given; a partition moved elsewhere meanwhile is left alone; what
+the leader's session holds for each partition is ``in_session``, updated only
+from an answered fetch.
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ from kbroker.protocol.records import InvalidBatch
 log = structlog.get_logger("broker.replication.fetcher")
 FETCH = 1
 FETCH_VERSION = 12
+
+
+SESSION_LOST = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 
 @dataclass
@@ -64,6 +77,10 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], FetchTarget] = {}
         self.wake = asyncio.Event()
         self.conn: KafkaConnection | None = None
+        self.session_id = 0
+        self.session_epoch = 0   # the next fetch's; 0: a full fetch that opens a new session
+        # partition -> (fetch offset, log start offset, leader epoch, last fetched epoch) as the leader's session has it
+        self.in_session: dict[tuple[str, int], tuple] = {}
         self.task = asyncio.create_task(self._run())
 
     def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
@@ -86,10 +103,12 @@ class ReplicaFetcher:
                 except asyncio.TimeoutError:
                     pass
                 continue
-            body = self._request(ready)
-            if body is None:
+            built = self._request(ready)
+            if built is None:
                 await asyncio.sleep(backoff)
                 continue
+            body, in_session = built
+            sent = {tp: ready[tp] for tp in in_session}   # (a partition re-added meanwhile has a new target)
             try:
                 if self.conn is None or self.conn.closed:
                     self.conn = await KafkaConnection.open(*self.address, client_id=self.manager.client_id,
@@ -100,32 +119,62 @@ class ReplicaFetcher:
             except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
                 log.debug("replica_fetch_failed", leader=self.leader_id, error=str(exc))
                 await self._close()
+                self.session_epoch = 0   # (the leader may or may not have taken that epoch)
                 await asyncio.sleep(backoff)
                 continue
-            self._process(ready, response, now + backoff)
+            if response.error_code in SESSION_LOST:
+                log.debug("replica_fetch_session_lost", leader=self.leader_id,
+                          error=ErrorCode(response.error_code).name)
+                self.session_epoch = 0
+                continue
+            if body["session_epoch"] == -1:
+                pass   # (no session: kbroker.replica.fetch.sessions is off)
+            elif body["session_epoch"] == 0:
+                self.session_id = response.session_id
+                self.session_epoch = 1 if response.session_id else 0   # (no session: full fetches again)
+            else:
+                self.session_epoch = self.session_epoch + 1 if self.session_epoch < 0x7FFFFFFF else 1
+            self.in_session = in_session
+            self._process(sent, response, now + backoff)
 
-    def _request(self, ready) -> dict | None:
+    def _request(self, ready) -> tuple[dict, dict] | None:
+        """(the Fetch, what the leader's session holds once it is answered), or None with nothing to fetch.
+        A full fetch names every partition; an incremental one those whose position moved, and forgets those
+        no longer fetched here (moved, in backoff, or held back by the replication quota, as Kafka's do)."""
         config = self.manager.config
         rm = self.manager.replica_manager
-        topics: dict[str, list] = {}
         quota, now = self.manager.quota, time.monotonic()
+        sessions = config["kbroker.replica.fetch.sessions"]
+        full = self.session_epoch == 0 or not sessions
+        in_session: dict[tuple[str, int], tuple] = {}
+        topics: dict[str, list] = {}
         for tp, target in ready.items():
             partition = rm.get(*tp)
             if partition is None or quota.holds_back(partition, self.manager.broker_id, now):
                 continue
             plog = partition.log
-            topics.setdefault(tp[0], []).append({
-                "partition": tp[1], "current_leader_epoch": target.leader_epoch,
-                "fetch_offset": plog.log_end_offset, "last_fetched_epoch": plog.leader_epoch_cache.latest_epoch,
-                "log_start_offset": plog.log_start_offset, "partition_max_bytes": config["replica.fetch.max.bytes"]})
-        if not topics:
+            state = (plog.log_end_offset, plog.log_start_offset, target.leader_epoch,
+                     plog.leader_epoch_cache.latest_epoch)
+            in_session[tp] = state
+            if full or self.in_session.get(tp) != state:
+                topics.setdefault(tp[0], []).append({
+                    "partition": tp[1], "current_leader_epoch": state[2], "fetch_offset": state[0],
+                    "last_fetched_epoch": state[3], "log_start_offset": state[1],
+                    "partition_max_bytes": config["replica.fetch.max.bytes"]})
+        if not in_session:
             return None
+        forgotten: dict[str, list[int]] = {}
+        if not full:
+            for topic, index in self.in_session.keys() - in_session.keys():
+                forgotten.setdefault(topic, []).append(index)
         return {"replica_id": self.manager.broker_id, "max_wait_ms": config["replica.fetch.wait.max.ms"],
                 "min_bytes": config["replica.fetch.min.bytes"],
                 "max_bytes": config["replica.fetch.response.max.bytes"], "isolation_level": 0,
-                "session_id": 0, "session_epoch": -1,
+                "session_id": self.session_id if sessions else 0,
+                "session_epoch": self.session_epoch if sessions else -1,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": [], "rack_id": ""}
+                "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in forgotten.items()],
+                "rack_id": ""}, in_session
 
     def _process(self, sent, response, retry_at: float) -> None:
         rm = self.manager.replica_manager

@@ -107,6 +107,10 @@ def test_a_killed_follower_shows_as_under_replicated_on_the_leader(tmp_path, top
                    "broker 1 leads")
         assert value(scrape(leader), "kafka_cluster_partition_underreplicated", topic=topic_name,
                      partition="0") == 0
+        # The followers fetch in incremental sessions (KIP-227), one per follower, the partition held in each.
+        wait_until(lambda: value(scrape(leader), "kafka_server_fetchsessioncache_numincrementalfetchsessions") >= 2
+                   and value(scrape(leader), "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached")
+                   >= 2, 30, 0.2, "the followers' fetch sessions on the leader")
         # Lag is reported by each group's coordinator, wherever the partition's leader is: six groups land on
         # coordinators spread over the brokers, followers of partition 0 among them.
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})

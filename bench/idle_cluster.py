@@ -1,0 +1,70 @@
+"""What replicated partitions cost a cluster that does nothing, and what followers' fetch sessions save (issue
+30): ZooKeeper and three kbroker brokers on Kafka's defaults (no test shortcuts), CPU of the three broker
+processes (utime + stime from /proc) over ``SECONDS``, first with no topic, then with ``TOPICS`` topics of 3
+partitions at replication factor 3; once with followers fetching in incremental sessions (KIP-227, the
+default) and once with a full fetch every round (``kbroker.replica.fetch.sessions=false``), in one run."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+from tests.cluster import Cluster, create
+
+TOPICS = 43   # 129 partitions
+SECONDS = 20
+SETTLE_SECONDS = 8
+# Kafka's defaults where the test cluster shortens them for speed (the bench's broker keeps none of them).
+DEFAULTS = {"replica.fetch.wait.max.ms": "500", "replica.fetch.backoff.ms": "1000", "replica.lag.time.max.ms": "30000",
+            "log.cleaner.backoff.ms": "15000", "log.retention.check.interval.ms": "300000",
+            "group.initial.rebalance.delay.ms": "3000", "zookeeper.session.timeout.ms": "18000"}
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def share_of_a_core(cluster: Cluster, seconds: float) -> float:
+    pids = [b.proc.pid for b in cluster.brokers.values()]
+    before, began = cpu_seconds(pids), time.monotonic()
+    time.sleep(seconds)   # (measuring a cluster left alone: the wait is the measurement)
+    return (cpu_seconds(pids) - before) / (time.monotonic() - began)
+
+
+def measure(sessions: bool) -> tuple[float, float]:
+    """(share of a core with no topic, with TOPICS * 3 replicated partitions)."""
+    with tempfile.TemporaryDirectory(prefix="kbroker-bench-idle-") as root:
+        cluster = Cluster(root, overrides={**DEFAULTS, "kbroker.replica.fetch.sessions": str(sessions).lower()})
+        cluster.start()
+        try:
+            time.sleep(SETTLE_SECONDS)
+            empty = share_of_a_core(cluster, SECONDS)
+            for i in range(TOPICS):
+                create(cluster.bootstrap, f"idle-{i}", 3, 3)
+            time.sleep(SETTLE_SECONDS)
+            return empty, share_of_a_core(cluster, SECONDS)
+        finally:
+            cluster.stop()
+
+
+def rows() -> list[tuple]:
+    out = []
+    for sessions in (False, True):
+        empty, busy = measure(sessions)
+        how = "followers in fetch sessions" if sessions else "followers' full fetches"
+        print(f"  idle cluster, {how}: {empty:.2%} of a core without topics, {busy:.2%} with {TOPICS * 3} "
+              "RF=3 partitions", flush=True)
+        out.append(("kbroker cluster", f"idle CPU, {TOPICS * 3} RF=3 partitions, {how}",
+                    f"{busy:.2%} of a core ({empty:.2%} without topics)"))
+    return out
+
+
+if __name__ == "__main__":
+    rows()

@@ -17,8 +17,8 @@ import sys
 import tempfile
 import time
 
-from bench import (brokers, connections, durability, groups, latency, loadgen, partitions, replication, requests,
-                   security, spark, transactions, txn_floor)
+from bench import (brokers, connections, durability, groups, idle_cluster, latency, loadgen, partitions, replication,
+                   requests, security, spark, transactions, txn_floor)
 from tests.brokerproc import ROOT
 from tests.reference.apache_kafka import HEAP
 
@@ -265,7 +265,8 @@ def main() -> int:
                 floor.stop()
     result = table(rows, notes) if rows else ""
     if args.suite in ("all", "replication") and (not args.only or "kbroker" in args.only):
-        result += "\n\n## Replication\n\n" + replication_table(replication.measure(args.scale, args.cluster_dir))
+        replicated = replication.measure(args.scale, args.cluster_dir) + idle_cluster.rows()
+        result += "\n\n## Replication\n\n" + replication_table(replicated)
     if args.suite == "latency" and (not args.only or "kbroker" in args.only):
         latency_rows += latency.measure_cluster(args.cluster_dir)
     if latency_rows:

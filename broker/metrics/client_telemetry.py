@@ -117,9 +117,10 @@ class ClientTelemetry:
             attributes = instance.attributes if instance is not None else self._attributes(ctx, instance_id)
             if instance is not None:
                 self._drop(instance)
+            else:
+                self._watch_connection(ctx, instance_id)   # (once: a re-evaluated instance keeps its watch)
             instance = self._evaluate(instance_id, attributes, subscriptions)
             self.instances[instance_id] = instance
-            self._watch_connection(ctx, instance_id)
             while len(self.instances) > MAX_INSTANCES:
                 self._drop(self.instances.popitem(last=False)[1])
         self.instances.move_to_end(instance_id)

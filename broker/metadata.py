@@ -75,6 +75,8 @@ class LocalMetadataStore:
         self.broker_configs: dict[str, dict[str, str]] = {}   # "<default>" or broker id -> dynamic configs
         self.group_configs: dict[str, dict[str, str]] = {}    # group id -> its configs (GROUP resource)
         self.client_metrics: dict[str, dict[str, str]] = {}   # subscription -> its configs (CLIENT_METRICS)
+        self.features: dict[str, int] = {}                      # feature -> the level UpdateFeatures set
+        self.features_epoch = 0                                 # (how many updates it made)
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -99,13 +101,16 @@ class LocalMetadataStore:
             self.broker_configs = data.get("broker_configs", {})
             self.group_configs = data.get("group_configs", {})
             self.client_metrics = data.get("client_metrics", {})
+            self.features = data.get("features", {})
+            self.features_epoch = data.get("features_epoch", 0)
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
                 "acls": [binding_to_json(a) for a in self.acls],
                 "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()],
                 "broker_configs": self.broker_configs, "group_configs": self.group_configs,
-                "client_metrics": self.client_metrics}
+                "client_metrics": self.client_metrics, "features": self.features,
+                "features_epoch": self.features_epoch}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -148,6 +153,10 @@ class LocalMetadataStore:
 
     def set_client_metrics(self, name: str, texts: dict[str, str]) -> None:
         self._replace(self.client_metrics, name, texts)
+
+    def set_features(self, levels: dict[str, int]) -> None:
+        self.features, self.features_epoch = dict(levels), self.features_epoch + 1
+        self.save()
 
     def set_acls(self, acls) -> None:
         self.acls = sorted(acls, key=lambda a: (a.resource_type, a.pattern_type, a.name, a.principal, a.host,

@@ -107,6 +107,11 @@ class AdminOperations:
         else:
             self.broker.metadata.client_metrics.pop(name, None)
 
+    async def set_features(self, levels: dict[str, int]) -> None:
+        """The finalized feature levels UpdateFeatures set are now ``levels``, persisted before this returns; in
+        a cluster every broker reads them from ZooKeeper's notification."""
+        await _persisted(self.broker.metadata.set_features(levels))
+
     def group_config(self, group: str, name: str) -> str:
         """The value of group config ``name`` for ``group``: its own, else the broker's default."""
         from kbroker.broker.configuration.group_configs import value_of

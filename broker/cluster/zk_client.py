@@ -368,6 +368,24 @@ class KafkaZkClient:
     def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
         self._set_entity_config("client-metrics", name, configs, notify=True)
 
+    def features(self) -> tuple[dict[str, int], int]:
+        """``/feature``: the levels UpdateFeatures set, and the node's version as their epoch."""
+        try:
+            data, stat = self.zk.get(self.path("/feature"))
+        except NoNodeError:
+            return {}, 0
+        return {name: int(level) for name, level in _json(data).get("features", {}).items()}, stat.version + 1
+
+    def set_features(self, levels: dict[str, int]) -> None:
+        p = self.path("/feature")
+        data = _dump({"version": 1, "features": levels})
+        try:
+            self.zk.set(p, data)
+        except NoNodeError:
+            self.zk.create(p, data, makepath=True)
+        self.zk.create(self.path("/config/changes/config_change_"), _dump({"version": 2, "entity_path": "feature"}),
+                       sequence=True)
+
     def entity_configs(self, kind: str) -> dict[str, dict[str, str]]:
         """Every entity of ``/config/<kind>`` with its configs."""
         try:

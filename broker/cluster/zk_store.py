@@ -38,6 +38,8 @@ class ZkTopicStore:
         self.topics: dict[str, TopicMetadata] = {}
         self.group_configs: dict[str, dict[str, str]] = {}   # group id -> its configs, from /config/groups
         self.client_metrics: dict[str, dict[str, str]] = {}  # subscription -> configs, /config/client-metrics
+        self.features: dict[str, int] = {}                     # feature -> level, from /feature
+        self.features_epoch = 0
         self.cluster_id = ""
         self._changes_seen: set[str] = set()
 
@@ -120,12 +122,17 @@ class ZkTopicStore:
         """The GROUP and CLIENT_METRICS config resources, both read whole at start."""
         self.group_configs = await self.member.zk_call(self.member.zk.group_configs)
         self.client_metrics = await self.member.zk_call(self.member.zk.entity_configs, "client-metrics")
+        self.features, self.features_epoch = await self.member.zk_call(self.member.zk.features)
 
     async def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_group_config, group, texts)
 
     async def set_client_metrics(self, name: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_client_metrics, name, texts)
+
+    async def set_features(self, levels: dict[str, int]) -> None:
+        await self.member.zk_call(self.member.zk.set_features, levels)
+        self.features, self.features_epoch = await self.member.zk_call(self.member.zk.features)
 
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
@@ -175,6 +182,9 @@ class ZkTopicStore:
         if entity.startswith("groups/"):
             group = entity.split("/", 1)[1]
             self.group_configs[group] = await self.member.zk_call(zk.group_config, group)
+            return
+        if entity == "feature":
+            self.features, self.features_epoch = await self.member.zk_call(zk.features)
             return
         if entity.startswith("client-metrics/"):
             name = entity.split("/", 1)[1]

@@ -17,5 +17,6 @@ def handle(ctx, request):
     if ctx.api_version >= 3:
         if ctx.connection is not None:
             ctx.connection.client_software = (request.client_software_name, request.client_software_version)
-        answer.update(api_versions_features(ctx.broker.config))
+        metadata = ctx.broker.metadata
+        answer.update(api_versions_features(ctx.broker.config, metadata.features, metadata.features_epoch))
     return answer

@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat (KIP-848): joins, keeps and reconciles a member of a consumer group; the
 coordinator assigns. Refused with UNSUPPORTED_VERSION when ``group.coordinator.rebalance.protocols`` leaves
-out ``consumer``, as Kafka does."""
+out ``consumer`` or ``group.version`` is finalized at 0, as Kafka does."""
 
+from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import client_host, coordinator_error, group_shard, when_replicated
 from kbroker.coordinators.group.consumer.heartbeat import error_response
 from kbroker.protocol.errors import ErrorCode
@@ -10,7 +11,7 @@ from kbroker.protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HE
 
 def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    if not coordinator.config.consumer_protocol_enabled:
+    if not coordinator.config.consumer_protocol_enabled or features.level(ctx.broker, "group.version") < 1:
         return error_response(ErrorCode.UNSUPPORTED_VERSION, "The new group coordinator is not enabled.")
     error = coordinator_error(ctx, request.group_id)
     if error:

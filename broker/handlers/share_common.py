@@ -3,6 +3,7 @@ request names (resolved, authorized, loaded), their acknowledgements, and the sh
 
 from __future__ import annotations
 
+from kbroker.broker.configuration import features
 from kbroker.protocol.acls import GROUP, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 
@@ -16,7 +17,7 @@ def answer(error=0, message=None, lock_ms=0, responses=()) -> dict:
 
 
 def request_refusal(ctx, request) -> tuple[ErrorCode, str | None] | None:
-    if not ctx.broker.group_coordinator.config.share_enabled:
+    if not ctx.broker.group_coordinator.config.share_enabled or features.level(ctx.broker, "share.version") < 1:
         return ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled."
     if not request.group_id:
         return ErrorCode.INVALID_REQUEST, "Group id must be set."

@@ -1,6 +1,7 @@
 """ShareGroupHeartbeat (KIP-932): joins, keeps and leaves a member of a share group; the coordinator assigns the
-partitions each member fetches from. UNSUPPORTED_VERSION while ``group.share.enable`` is false."""
+partitions each member fetches from. UNSUPPORTED_VERSION while ``group.share.enable`` is false or ``share.version`` is finalized at 0."""
 
+from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import client_host, coordinator_error, group_shard, when_replicated
 from kbroker.coordinators.group.consumer.heartbeat import error_response
 from kbroker.protocol.errors import ErrorCode
@@ -9,7 +10,7 @@ from kbroker.protocol.messages.share_group_heartbeat import SHARE_GROUP_HEARTBEA
 
 def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    if not coordinator.config.share_enabled:
+    if not coordinator.config.share_enabled or features.level(ctx.broker, "share.version") < 1:
         return error_response(ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled.")
     error = coordinator_error(ctx, request.group_id)
     if error:

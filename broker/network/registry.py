@@ -16,6 +16,7 @@ from kbroker.broker.handlers import (
     alter_partition_reassignments,
     get_telemetry_subscriptions,
     push_telemetry,
+    update_features,
     alter_share_group_offsets,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -123,7 +124,7 @@ HANDLERS: dict[int, Handler] = {
         describe_acls, create_acls, delete_acls, describe_client_quotas, alter_client_quotas, delete_records,
         describe_log_dirs, alter_replica_log_dirs,
         describe_topic_partitions, alter_partition_reassignments, list_partition_reassignments,
-        get_telemetry_subscriptions, push_telemetry,
+        get_telemetry_subscriptions, push_telemetry, update_features,
     ])
 }
 

@@ -68,6 +68,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     sync_group,
     transaction_state_records,
     txn_offset_commit,
+    update_features,
     update_metadata,
     write_txn_markers,
 )

@@ -375,3 +375,33 @@ def test_a_client_metrics_subscription_reaches_every_broker(cluster):
     assert asyncio.run(alter(first, None)) == 0
     wait_until(lambda: {asyncio.run(seen_on(b)) for b in cluster.brokers.values()} == {(False, "300000")}, 30, 0.2,
                "the subscription gone from every broker")
+
+
+def test_a_feature_level_reaches_every_broker(cluster):
+    """UpdateFeatures on one broker, kept in /feature: every broker's ApiVersions reports the new level."""
+    async def update(broker, level, upgrade_type):
+        conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="features")
+        try:
+            answer = await conn.request(57, 2, {"timeout_ms": 10000, "validate_only": False, "feature_updates": [
+                {"feature": "transaction.version", "max_version_level": level, "upgrade_type": upgrade_type}]})
+        finally:
+            await conn.close()
+        return answer.error_code
+
+    async def level_on(broker):
+        conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="features")
+        try:
+            answer = await conn.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        finally:
+            await conn.close()
+        return {f.name: f.max_version_level for f in answer.finalized_features}.get("transaction.version", 0)
+
+    first = cluster.brokers[min(cluster.brokers)]
+    assert asyncio.run(update(first, 1, 2)) == 0
+    try:
+        wait_until(lambda: {asyncio.run(level_on(b)) for b in cluster.brokers.values()} == {1}, 30, 0.2,
+                   "transaction.version 1 on every broker")
+    finally:
+        assert asyncio.run(update(first, 2, 1)) == 0
+    wait_until(lambda: {asyncio.run(level_on(b)) for b in cluster.brokers.values()} == {2}, 30, 0.2,
+               "transaction.version 2 again on every broker")

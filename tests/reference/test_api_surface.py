@@ -153,3 +153,50 @@ async def test_create_topics_validate_only_creates_nothing(targets, topic):
         del answer.topics[0]["configs"]
         return plain(answer), meta.topics[0].error_code
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("version, feature, level, upgrade_type, validate_only", [
+    (2, "transaction.version", 2, 1, False),    # what it is already
+    (2, "transaction.version", 1, 1, True),     # a downgrade asked as an upgrade
+    (2, "transaction.version", 1, 2, True),     # a safe downgrade, validated only
+    (2, "transaction.version", 3, 1, True),     # past what is supported
+    (2, "colour.version", 1, 1, True),          # no such feature
+    (1, "transaction.version", 0, 3, True),     # removing it
+])
+async def test_update_features(targets, version, feature, level, upgrade_type, validate_only):
+    async def scenario(target):
+        answer = await call(target, 57, version, {"timeout_ms": 30000, "feature_updates": [
+            {"feature": feature, "max_version_level": level, "upgrade_type": upgrade_type}],
+            "validate_only": validate_only})
+        results = [(r.feature, r.error_code) for r in answer.results] if version < 2 else None
+        after = await api_features(target)
+        return answer.error_code, results, after.get(feature)
+    await same(targets, scenario)
+
+
+async def api_features(target) -> dict[str, int]:
+    answer = await call(target, API_VERSIONS, 3, {"client_software_name": "differential",
+                                                  "client_software_version": "1"})
+    return {f.name: f.max_version_level for f in answer.finalized_features}
+
+
+async def test_a_feature_downgraded_then_upgraded(targets):
+    """transaction.version down to 1 (a safe downgrade) and back to 2: ApiVersions shows each level, and the
+    epoch of the finalized features grows with each update."""
+    async def scenario(target):
+        async def update(level, upgrade_type):
+            answer = await call(target, 57, 2, {"timeout_ms": 30000, "feature_updates": [
+                {"feature": "transaction.version", "max_version_level": level, "upgrade_type": upgrade_type}],
+                "validate_only": False})
+            return answer.error_code
+
+        async def epoch():
+            return (await call(target, API_VERSIONS, 3, {"client_software_name": "differential",
+                                                         "client_software_version": "1"})).finalized_features_epoch
+        before = await epoch()
+        try:
+            down = await update(1, 2), (await api_features(target)).get("transaction.version")
+        finally:
+            up = await update(2, 1), (await api_features(target)).get("transaction.version")
+        return down, up, await epoch() > before
+    assert await same(targets, scenario) == ((0, 1), (0, 2), True)

@@ -173,3 +173,15 @@ def test_kafka_client_metrics_alters_lists_describes_and_deletes_a_subscription(
         "org.apache.kafka.producer." in described
     ok(tool(command, "--bootstrap-server", server, "--delete", "--name", name))
     assert name not in ok(tool(command, "--bootstrap-server", server, "--list")).split()
+
+
+def test_kafka_features_describes_downgrades_and_upgrades(server):
+    command = "org.apache.kafka.tools.FeatureCommand"
+    described = ok(tool(command, "--bootstrap-server", server, "describe"))
+    assert "Feature: transaction.version" in described and "FinalizedVersionLevel: 2" in described
+    ok(tool(command, "--bootstrap-server", server, "downgrade", "--feature", "transaction.version=1"))
+    try:
+        lines = ok(tool(command, "--bootstrap-server", server, "describe")).splitlines()
+        assert any("Feature: transaction.version" in line and "FinalizedVersionLevel: 1" in line for line in lines)
+    finally:
+        ok(tool(command, "--bootstrap-server", server, "upgrade", "--feature", "transaction.version=2"))

@@ -71,11 +71,12 @@ class Reassignments:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER,
                     "error_message": "This broker is not the controller", "responses": []}
         responses, started, dropped = [], set(), {}
+        allow_rf_change = request.get("allow_replication_factor_change", True)
         for topic in request.topics:
             results = []
             for p in topic.partitions:
                 tp = (topic.name, p.partition_index)
-                error, message = self._refusal(tp, p.replicas)
+                error, message = self._refusal(tp, p.replicas, allow_rf_change)
                 if not error:
                     target = self.original(tp) if p.replicas is None else list(p.replicas)
                     dropped[tp] = self._begin(tp, target)
@@ -87,9 +88,10 @@ class Reassignments:
             await c._publish(started)
             self._stop(dropped)
             await self.maybe_complete(started)
-        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses,
+                "allow_replication_factor_change": allow_rf_change}
 
-    def _refusal(self, tp, replicas) -> tuple[ErrorCode, str | None]:
+    def _refusal(self, tp, replicas, allow_rf_change: bool = True) -> tuple[ErrorCode, str | None]:
         c = self.c
         if tp not in c.states:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {tp[0]}-{tp[1]}"
@@ -102,6 +104,10 @@ class Reassignments:
         unknown = sorted(r for r in replicas if r not in c.live)
         if unknown:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Brokers {unknown} are not live"
+        current = len(self.original(tp))
+        if not allow_rf_change and len(replicas) != current:   # (KIP-860)
+            return ErrorCode.INVALID_REPLICATION_FACTOR, (f"The replication factor is changed from {current} to "
+                                                          f"{len(replicas)} but allowReplicationFactorChange is false")
         return ErrorCode.NONE, None
 
     def _begin(self, tp, target: list[int]) -> list[int]:

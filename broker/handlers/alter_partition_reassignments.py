@@ -1,5 +1,6 @@
 """AlterPartitionReassignments (KIP-455): move partitions' replicas between brokers, through the active
-controller (broker/cluster/reassignment.py). Needs Alter on the cluster."""
+controller (broker/cluster/reassignment.py). Needs Alter on the cluster. From v1 (KIP-860) a request may
+forbid changing a partition's replication factor: such a move is INVALID_REPLICATION_FACTOR."""
 
 from kbroker.protocol.acls import ALTER
 from kbroker.protocol.errors import ErrorCode

@@ -2,9 +2,10 @@
 
 from kbroker.protocol.schema import api
 
-ALTER_PARTITION_REASSIGNMENTS = api(45, "AlterPartitionReassignments", "0", flexible="0+",
+ALTER_PARTITION_REASSIGNMENTS = api(45, "AlterPartitionReassignments", "0-1", flexible="0+",
 request="""
     timeout_ms                           int32                          =60000
+    allow_replication_factor_change      bool                           1+ =true
     topics                               [ReassignableTopic]
       name                               string
       partitions                         [ReassignablePartition]
@@ -13,6 +14,7 @@ request="""
 """,
 response="""
     throttle_time_ms                     int32
+    allow_replication_factor_change      bool                           1+ =true
     error_code                           int16
     error_message                        string?                        =null
     responses                            [ReassignableTopicResponse]

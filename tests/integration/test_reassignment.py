@@ -31,8 +31,12 @@ def test_replicas_move_to_other_brokers_under_load_and_the_old_ones_leave(cluste
                                  "enable.idempotence": True, "linger.ms": 2})
             i = 0
             while not stop.is_set() or i < 2000:
-                producer.produce(topic_name, b"v%d" % i, partition=i % 2,
-                                 on_delivery=lambda err, msg: err is None and acked.add(msg.value()))
+                try:
+                    producer.produce(topic_name, b"v%d" % i, partition=i % 2,
+                                     on_delivery=lambda err, msg: err is None and acked.add(msg.value()))
+                except BufferError:   # the local queue is full: wait for deliveries to make room
+                    producer.poll(0.05)
+                    continue
                 producer.poll(0)
                 i += 1
             assert producer.flush(60) == 0
@@ -209,3 +213,40 @@ def test_throttled_replica_lists_are_validated_and_described(broker, topic_name)
     configs = admin.describe_configs([resource])[resource].result(10)
     assert configs["leader.replication.throttled.replicas"].value == "0:0,1:2"
     assert configs["follower.replication.throttled.replicas"].value == "*"
+
+
+async def test_a_request_that_forbids_a_replication_factor_change_gets_only_moves(cluster, topic_name):
+    """KIP-860 (v1): with allow_replication_factor_change false a new replica count is refused; a move that
+    keeps it goes through."""
+    from kbroker.client.connection import KafkaConnection
+    from kbroker.protocol.errors import ErrorCode
+    from tests.cluster import create
+
+    create(cluster.bootstrap, topic_name, 1, 2)
+    replicas = describe(cluster.bootstrap, topic_name)[0]["replicas"]
+    other = next(b for b in cluster.brokers if b not in replicas)
+
+    async def reassign(conn, target):
+        answer = await conn.request(45, 1, {"timeout_ms": 30000, "allow_replication_factor_change": False,
+                                            "topics": [{"name": topic_name, "partitions": [
+                                                {"partition_index": 0, "replicas": target}]}]})
+        return answer.allow_replication_factor_change, answer.responses[0].partitions[0].error_code
+
+    async def on_the_controller():
+        from kafka import KafkaAdminClient
+        probe = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            controller = probe.describe_cluster()["controller_id"]
+        finally:
+            probe.close()
+        conn = await KafkaConnection.open("127.0.0.1", cluster.brokers[controller].port)
+        try:
+            grown = await reassign(conn, replicas + [other])
+            moved = await reassign(conn, [replicas[0], other])
+        finally:
+            await conn.close()
+        return grown, moved
+    grown, moved = await on_the_controller()
+    assert grown == (False, ErrorCode.INVALID_REPLICATION_FACTOR) and moved == (False, ErrorCode.NONE)
+    wait_until(lambda: describe(cluster.bootstrap, topic_name)[0]["replicas"] == [replicas[0], other], 30, 0.2,
+               "the move done")

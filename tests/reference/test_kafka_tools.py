@@ -185,3 +185,29 @@ def test_kafka_features_describes_downgrades_and_upgrades(server):
         assert any("Feature: transaction.version" in line and "FinalizedVersionLevel: 1" in line for line in lines)
     finally:
         ok(tool(command, "--bootstrap-server", server, "upgrade", "--feature", "transaction.version=2"))
+
+
+def test_kafka_acls_adds_lists_and_removes_acls(tmp_path):
+    from tests.brokerproc import BrokerProcess
+
+    broker = BrokerProcess(str(tmp_path / "data"), {"authorizer.class.name": "kbroker",
+                                                    "super.users": "User:ANONYMOUS"})
+    broker.start()
+    try:
+        server, topic = broker.bootstrap, f"tools-acl-{uuid.uuid4().hex[:8]}"
+        acls = "org.apache.kafka.tools.AclCommand"
+        ok(tool(acls, "--bootstrap-server", server, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                "--operation", "Describe", "--topic", topic))
+        ok(tool(acls, "--bootstrap-server", server, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                "--group", "app-", "--resource-pattern-type", "prefixed"))
+        listed = ok(tool(acls, "--bootstrap-server", server, "--list", "--topic", topic))
+        assert f"name={topic}" in listed and "principal=User:alice" in listed and "operation=READ" in listed and \
+            "operation=DESCRIBE" in listed, listed
+        grouped = ok(tool(acls, "--bootstrap-server", server, "--list", "--principal", "User:alice"))
+        assert "patternType=PREFIXED" in grouped and "name=app-" in grouped, grouped
+        ok(tool(acls, "--bootstrap-server", server, "--remove", "--allow-principal", "User:alice", "--operation",
+                "Read", "--topic", topic, "--force"))
+        after = ok(tool(acls, "--bootstrap-server", server, "--list", "--topic", topic))
+        assert "operation=READ" not in after and "operation=DESCRIBE" in after, after
+    finally:
+        broker.stop()

@@ -17,8 +17,8 @@ import sys
 import tempfile
 import time
 
-from bench import (brokers, connections, durability, groups, idle_cluster, latency, loadgen, partitions, replication,
-                   requests, security, spark, transactions, txn_floor)
+from bench import (brokers, connections, durability, groups, idle_cluster, kafka_tools, latency, loadgen, partitions,
+                   replication, requests, security, spark, transactions, txn_floor)
 from tests.brokerproc import ROOT
 from tests.reference.apache_kafka import HEAP
 
@@ -206,7 +206,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
     parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark",
                                             "security", "requests", "latency", "connections", "partitions",
-                                            "peers"],
+                                            "peers", "tools"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
@@ -227,6 +227,8 @@ def main() -> int:
                 continue
             if name == KAFKA_HEAP_NAME and args.suite not in ("all", "throughput", "peers"):
                 continue   # (Kafka with the reference heap: the throughput and memory rows only)
+            if args.suite == "tools" and name not in ("kbroker", "kafka"):
+                continue   # (Kafka's own tools: against kbroker and Kafka)
             print(f"{name}:", flush=True)
             broker = start(os.path.join(tmp, name))
             notes[broker.name] = broker.note
@@ -240,6 +242,10 @@ def main() -> int:
                     continue
                 if args.suite in ("all", "throughput", "peers"):
                     rows += measure(broker, args.scale)
+                if args.suite in ("all", "peers", "tools") and name in ("kbroker", "kafka"):
+                    rows += kafka_tools.measure(broker, create_topic, args.scale)
+                if args.suite == "tools":
+                    continue
                 if args.suite in ("all", "peers"):
                     rows.append((broker.name, "memory: peak RSS (produce and fetch runs)",
                                  f"{brokers.rss_mb(broker.pid)[1]:.0f} MB"))
@@ -310,7 +316,7 @@ def main() -> int:
             splice(result, "Connections", "connections")
         elif args.suite == "partitions":
             splice(result, "Partitions", "partitions")
-        elif args.suite in ("throughput", "groups", "transactions", "peers"):
+        elif args.suite in ("throughput", "groups", "transactions", "peers", "tools"):
             merge_rows(rows, args.suite)
         else:
             write_doc(result, args)

@@ -45,9 +45,11 @@ def error(name: str, configs: dict[str, str]) -> tuple[ErrorCode, str] | None:
     """Why ``configs`` cannot be subscription ``name``'s, with Kafka's error code, or None."""
     if not name:
         return ErrorCode.INVALID_REQUEST, "Subscription name can't be empty"
-    for key in configs:
+    for key, value in configs.items():
         if key not in NAMES:
             return ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {key}"
+        if value is None:   # (a SET with a null value)
+            return ErrorCode.INVALID_CONFIG, f"Invalid value null for configuration {key}"
     if INTERVAL in configs:
         try:
             interval = int(configs[INTERVAL])

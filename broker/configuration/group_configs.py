@@ -45,6 +45,8 @@ def validate(configs: dict[str, str], config) -> str | None:
     for name, text in configs.items():
         if name not in DEFAULTS:
             return f"Unknown group config name: {name}"
+        if text is None:   # (a SET with a null value)
+            return f"Invalid value null for configuration {name}"
         if name == "share.auto.offset.reset":
             if text not in ("latest", "earliest") and not text.startswith("by_duration:"):
                 return f"Invalid value {text} for configuration {name}: must be latest, earliest or by_duration:<ISO-8601>"

@@ -58,13 +58,23 @@ def resource_error(resource) -> tuple[ErrorCode, str] | None:
     return None
 
 
+def null_value(configs, deleting=lambda c: False) -> tuple[ErrorCode, str] | None:
+    """Kafka's refusal of a config given a null value (other than by an incremental DELETE), whatever the
+    resource: INVALID_REQUEST, and nothing of the resource changes."""
+    for c in configs:
+        if c.value is None and not deleting(c):
+            return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}"
+    return None
+
+
 async def handle(ctx, request):
     responses = []
     for resource in request.resources:
         name = resource.resource_name
-        problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
+        problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource) or \
+            null_value(resource.configs)
         if problem is None:
-            configs = {c.name: c.value for c in resource.configs if c.value is not None}
+            configs = {c.name: c.value for c in resource.configs}
             if resource.resource_type == TOPIC:
                 problem = apply_topic_configs(ctx, name, configs, request.validate_only)
             else:

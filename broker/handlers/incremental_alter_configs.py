@@ -5,7 +5,7 @@ subscriptions (CLIENT_METRICS, KIP-714: a subscription whose configs all go is r
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
-                                           resource_error)
+                                                   null_value, resource_error)
 from kbroker.broker.configuration.group_configs import validate as group_config_error
 from kbroker.broker.configuration import client_metrics
 from kbroker.broker.handlers.describe_configs import (BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, broker_id_refusal,
@@ -119,6 +119,11 @@ async def handle(ctx, request):
     responses = []
     for resource in request.resources:
         name = resource.resource_name
+        unset = null_value(resource.configs, lambda op: op.config_operation == DELETE)
+        if unset and not refusal(ctx, resource.resource_type, name, ALTER_CONFIGS):
+            responses.append({"error_code": unset[0], "error_message": unset[1],
+                              "resource_type": resource.resource_type, "resource_name": name})
+            continue
         if resource.resource_type == BROKER_LOGGER:
             problem = refusal(ctx, BROKER_LOGGER, name, ALTER_CONFIGS) or \
                 _alter_loggers(ctx, name, resource.configs, request.validate_only)

@@ -2,7 +2,9 @@
 well-behaved client alongside, and logs no unhandled exception.
 
 Frames are recorded through a proxy from librdkafka (idempotent and transactional producers, a consumer
-group) and kafka-python (admin requests), beside produce frames carrying compressed bombs to a compacted topic, then mutated the way a broken client or a bad network would:
+group, its client telemetry: GetTelemetrySubscriptions and PushTelemetry), kafka-python (admin requests) and
+the project's client (UpdateFeatures, CLIENT_METRICS configs), beside produce frames carrying compressed
+bombs to a compacted topic, then mutated the way a broken client or a bad network would:
 bytes flipped, an int32 field set to an extreme, the API key or version changed, the size prefix made to lie,
 the stream cut short. Each mutated session is written pipelined on its own connection and closed after a
 short read, often while its requests are parked (long-poll fetches, acks=all produces, group joins): the
@@ -33,7 +35,11 @@ def record_sessions(port: int, topic: str) -> list[bytes]:
 
     proxy = DroppingProxy(port, drop_every=0).start()
     bootstrap = f"127.0.0.1:{proxy.port}"
+    # The broker advertises the proxy meanwhile, so that the clients' connections after the bootstrap one
+    # (to the partition leaders and the coordinators) are recorded too.
+    asyncio.run(_advertise(port, proxy.port))
     try:
+        asyncio.run(_features_and_telemetry(proxy.port))
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         admin.create_topics([NewTopic(topic, 2, 1), NewTopic(topic + "-gone", 1, 1)])
         admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
@@ -62,8 +68,38 @@ def record_sessions(port: int, topic: str) -> list[bytes]:
         consumer.commit(asynchronous=False)
         consumer.close()
     finally:
+        asyncio.run(_advertise(port, port))
         proxy.stop()
     return [b"".join(frames) for frames in proxy.sessions if frames]
+
+
+async def _advertise(port: int, advertised: int) -> None:
+    from kbroker.client.connection import KafkaConnection
+
+    conn = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        answer = await conn.request(44, 1, {"resources": [{"resource_type": 4, "resource_name": "0", "configs": [
+            {"name": "advertised.listeners", "config_operation": 0,
+             "value": f"PLAINTEXT://127.0.0.1:{advertised}"}]}], "validate_only": False})
+        assert answer.responses[0].error_code == 0, answer
+    finally:
+        await conn.close()
+
+
+async def _features_and_telemetry(port: int) -> None:
+    """A client metrics subscription (so librdkafka pushes its metrics while it works) and a validated feature
+    update, sent through the recording proxy."""
+    from kbroker.client.connection import KafkaConnection
+
+    conn = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        await conn.request(44, 1, {"resources": [{"resource_type": 16, "resource_name": "fuzz", "configs": [
+            {"name": "metrics", "config_operation": 0, "value": "*"},
+            {"name": "interval.ms", "config_operation": 0, "value": "100"}]}], "validate_only": False})
+        await conn.request(57, 2, {"timeout_ms": 10000, "validate_only": True, "feature_updates": [
+            {"feature": "transaction.version", "max_version_level": 1, "upgrade_type": 2}]})
+    finally:
+        await conn.close()
 
 
 def bomb_sessions(bootstrap: str, topic: str) -> list[bytes]:
@@ -100,7 +136,7 @@ def mutate(rng: random.Random, session: bytes) -> bytes:
         elif kind == "version" and len(frame) >= 4:
             struct.pack_into(">h", frame, 2, rng.randint(-1, 20))
         elif kind == "api" and len(frame) >= 2:
-            struct.pack_into(">h", frame, 0, rng.randint(-1, 80))
+            struct.pack_into(">h", frame, 0, rng.randint(-1, 95))
         elif kind == "size":
             lying[i] = max(0, len(frame) + rng.choice((-7, -1, 1, 3, 1000)))
         elif kind == "cut":
@@ -142,6 +178,7 @@ async def fuzz(broker, sessions: list[bytes], count: int, seed: int, well_behave
 
 
 async def run_fuzz(broker, topic_name: str, count: int, seed: int) -> None:
+    broker.overrides["metrics.port"] = "0"   # (client telemetry is offered with a metrics endpoint)
     broker.start()
     well_behaved = "well-behaved-client-topic"
     await create_topic(broker, well_behaved)

@@ -192,3 +192,33 @@ async def test_client_metrics_subscriptions(targets, topic, name, ops):
             await settled(listed, lambda names: not names)
         return error, seen, described
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("resource_type, name, key", [
+    (TOPIC, None, "retention.ms"), (TOPIC, None, "cleanup.policy"), (BROKER, "", "log.retention.ms"),
+    (32, "null-group", "consumer.session.timeout.ms"), (CLIENT_METRICS, "null-metrics", "interval.ms"),
+    (CLIENT_METRICS, "null-metrics", "metrics")])
+@pytest.mark.parametrize("operation", [0, 2, 3])
+async def test_a_null_value_is_refused_and_changes_nothing(targets, topic, resource_type, name, key, operation):
+    """SET, APPEND or SUBTRACT of a null value: Kafka's INVALID_REQUEST, for every resource type; the resource's
+    configs are as before."""
+    async def scenario(target):
+        await create(target, topic)
+        resource = topic if name is None else name
+        before = await describe(target, resource_type, resource)
+        answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": resource_type, "resource_name": resource, "configs": [
+                {"name": key, "value": None, "config_operation": operation}]}], "validate_only": False})
+        return answer.responses[0].error_code, await describe(target, resource_type, resource) == before
+    await same(targets, scenario)
+
+
+async def test_a_null_value_in_legacy_alter_configs(targets, topic):
+    async def scenario(target):
+        await create(target, topic)
+        before = await describe(target, TOPIC, topic)
+        answer = await call(target, ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": TOPIC, "resource_name": topic, "configs": [{"name": "retention.ms", "value": None}]}],
+            "validate_only": False})
+        return answer.responses[0].error_code, await describe(target, TOPIC, topic) == before
+    await same(targets, scenario)

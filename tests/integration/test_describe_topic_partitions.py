@@ -9,7 +9,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from tests.cluster import describe
+from tests.cluster import describe, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,7 +61,14 @@ def test_a_cluster_answers_with_each_partitions_replicas_and_isr(cluster, topic_
     try:
         admin.create_topics([NewTopic(topic_name, 3, 3)])
         expected = describe(cluster.bootstrap, topic_name)
-        found = admin.describe_topic_partitions([topic_name])["topics"][0]["partitions"]
+
+        def answered():
+            # (the broker the admin client asks may not know the new topic yet: UNKNOWN_TOPIC_OR_PARTITION
+            # until the controller's UpdateMetadata reaches it, as Kafka's cache answers)
+            topic = admin.describe_topic_partitions([topic_name])["topics"][0]
+            assert topic["error_code"] in (0, 3), topic
+            return topic["partitions"] if topic["error_code"] == 0 else None
+        found = wait_until(answered, 30, 0.1, "the topic known to the broker asked")
     finally:
         admin.close()
     assert {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"], "isr": p["isr_nodes"]}

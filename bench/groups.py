@@ -20,7 +20,7 @@ import time
 import uuid
 
 from bench.group_members import Member, wait
-from bench.loadgen import _cpu_seconds
+from bench.loadgen import cpu_seconds
 from bench.modern_groups import settle_after_join, share_consumption
 
 PARTITIONS = 20
@@ -134,7 +134,7 @@ def measure(broker, create_topic) -> list[tuple]:
     create_topic(broker.bootstrap, topic, PARTITIONS)
     rows = []
     for name, scenario, fmt, scale, requests in SCENARIOS:
-        cpu = _cpu_seconds(broker.pid)
+        cpu = cpu_seconds(broker.pid)
         try:
             values = [scenario(broker.bootstrap, topic) for _ in range(RUNS)]
         except Exception as exc:   # one broker's failure is a finding, not the end of the run
@@ -142,7 +142,7 @@ def measure(broker, create_topic) -> list[tuple]:
         else:
             cell = fmt.format(statistics.median(values) * scale)
             if requests:   # (the runs' few set-up requests and consumer closes are counted in, a few %)
-                cell += f" ({(_cpu_seconds(broker.pid) - cpu) / (requests * RUNS) * 1e6:.0f} µs broker CPU each)"
+                cell += f" ({(cpu_seconds(broker.pid) - cpu) / (requests * RUNS) * 1e6:.0f} µs broker CPU each)"
         print(f"  {broker.name:9} {name:34}: {cell}", flush=True)
         rows.append((broker.name, name, cell))
     return rows

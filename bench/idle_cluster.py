@@ -6,10 +6,10 @@ default) and once with a full fetch every round (``kbroker.replica.fetch.session
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 
+from bench.loadgen import cpu_seconds
 from tests.cluster import Cluster, create
 
 TOPICS = 43   # 129 partitions
@@ -21,21 +21,11 @@ DEFAULTS = {"replica.fetch.wait.max.ms": "500", "replica.fetch.backoff.ms": "100
             "group.initial.rebalance.delay.ms": "3000", "zookeeper.session.timeout.ms": "18000"}
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / tick
-
-
 def share_of_a_core(cluster: Cluster, seconds: float) -> float:
     pids = [b.proc.pid for b in cluster.brokers.values()]
-    before, began = cpu_seconds(pids), time.monotonic()
+    before, began = sum(map(cpu_seconds, pids)), time.monotonic()
     time.sleep(seconds)   # (measuring a cluster left alone: the wait is the measurement)
-    return (cpu_seconds(pids) - before) / (time.monotonic() - began)
+    return (sum(map(cpu_seconds, pids)) - before) / (time.monotonic() - began)
 
 
 def measure(sessions: bool) -> tuple[float, float]:

@@ -52,7 +52,8 @@ class Run:
     broker_cpu: float     # share of one core used by the broker
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from /proc."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
@@ -71,7 +72,7 @@ def run(args: list[str], broker_pid: int | list[int], timeout: float = 120) -> R
     """
     binary = build()
     pids = broker_pid if isinstance(broker_pid, list) else [broker_pid]   # a cluster's brokers are summed
-    broker_cpu0 = sum(_cpu_seconds(p) for p in pids)
+    broker_cpu0 = sum(cpu_seconds(p) for p in pids)
     started = time.monotonic()
     out = tempfile.TemporaryFile()
     proc = subprocess.Popen([binary, *args, "-q", "-u"], stdout=out, stderr=subprocess.STDOUT)
@@ -87,7 +88,7 @@ def run(args: list[str], broker_pid: int | list[int], timeout: float = 120) -> R
     wall = time.monotonic() - started
     out.seek(0)
     output = out.read().decode(errors="replace")
-    broker_cpu = (sum(_cpu_seconds(p) for p in pids) - broker_cpu0) / wall
+    broker_cpu = (sum(cpu_seconds(p) for p in pids) - broker_cpu0) / wall
     rows = [line for line in output.splitlines() if line.startswith("|") and "elapsed" not in line]
     if not rows or os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"rdkafka_performance failed: {output[-2000:]}")

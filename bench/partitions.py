@@ -9,20 +9,14 @@ with log files opened on demand (``storage/open_files.py``).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
+from bench.loadgen import cpu_seconds
 from tests import hostile
 from tests.brokerproc import BrokerProcess
 from tests.integration.test_open_files import create_topics
 
 LIMIT = 20000
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _metadata_ms(port: int) -> float:
@@ -50,9 +44,9 @@ def measure(workdir: str) -> list[tuple[int, dict]]:
             create_topics(broker.bootstrap, partitions // 100, 100)
             created = time.monotonic() - started
             time.sleep(2)
-            cpu = _cpu_seconds(broker.proc.pid)
+            cpu = cpu_seconds(broker.proc.pid)
             time.sleep(10)
-            idle = (_cpu_seconds(broker.proc.pid) - cpu) / 10
+            idle = (cpu_seconds(broker.proc.pid) - cpu) / 10
             row = {"create": created, "idle_cpu": idle, "rss": hostile.rss_bytes(broker.proc.pid),
                    "fds": hostile.open_fds(broker.proc.pid), "metadata": asyncio.run(_metadata_ms(broker.port))}
             broker.stop()

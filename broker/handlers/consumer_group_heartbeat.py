@@ -11,7 +11,7 @@ from kbroker.protocol.messages.consumer_group_heartbeat import CONSUMER_GROUP_HE
 
 def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    if not coordinator.config.consumer_protocol_enabled or features.level(ctx.broker, "group.version") < 1:
+    if features.level(ctx.broker, "group.version") < 1:   # (0 also while the config leaves the protocol out)
         return error_response(ErrorCode.UNSUPPORTED_VERSION, "The new group coordinator is not enabled.")
     error = coordinator_error(ctx, request.group_id)
     if error:

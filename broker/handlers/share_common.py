@@ -17,7 +17,7 @@ def answer(error=0, message=None, lock_ms=0, responses=()) -> dict:
 
 
 def request_refusal(ctx, request) -> tuple[ErrorCode, str | None] | None:
-    if not ctx.broker.group_coordinator.config.share_enabled or features.level(ctx.broker, "share.version") < 1:
+    if features.level(ctx.broker, "share.version") < 1:   # (0 also while group.share.enable is false)
         return ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled."
     if not request.group_id:
         return ErrorCode.INVALID_REQUEST, "Group id must be set."

@@ -1,5 +1,6 @@
 """ShareGroupHeartbeat (KIP-932): joins, keeps and leaves a member of a share group; the coordinator assigns the
-partitions each member fetches from. UNSUPPORTED_VERSION while ``group.share.enable`` is false or ``share.version`` is finalized at 0."""
+partitions each member fetches from. UNSUPPORTED_VERSION while ``share.version`` is finalized at 0 (as it is
+while ``group.share.enable`` is false)."""
 
 from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import client_host, coordinator_error, group_shard, when_replicated
@@ -10,7 +11,7 @@ from kbroker.protocol.messages.share_group_heartbeat import SHARE_GROUP_HEARTBEA
 
 def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
-    if not coordinator.config.share_enabled or features.level(ctx.broker, "share.version") < 1:
+    if features.level(ctx.broker, "share.version") < 1:   # (0 also while group.share.enable is false)
         return error_response(ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled.")
     error = coordinator_error(ctx, request.group_id)
     if error:

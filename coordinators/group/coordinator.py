@@ -61,8 +61,6 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
-    consumer_protocol_enabled: bool = True
-    share_enabled: bool = True
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
@@ -80,8 +78,6 @@ class GroupConfig:
                    consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
                    consumer_max_size=config["group.consumer.max.size"],
                    consumer_assignors=tuple(config["group.consumer.assignors"]),
-                   consumer_protocol_enabled="consumer" in config["group.coordinator.rebalance.protocols"],
-                   share_enabled=config["group.share.enable"],
                    share_session_timeout_ms=config["group.share.session.timeout.ms"],
                    share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
                    share_max_size=config["group.share.max.size"])

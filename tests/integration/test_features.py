@@ -91,11 +91,16 @@ async def test_levels_lowered_and_raised_decide_what_is_served_and_survive_a_res
 
 
 async def test_a_level_cannot_go_past_what_the_configuration_serves(tmp_path):
-    broker = BrokerProcess(str(tmp_path / "data"), {"group.coordinator.rebalance.protocols": "classic"}).start()
+    broker = BrokerProcess(str(tmp_path / "data"), {"group.coordinator.rebalance.protocols": "classic",
+                                                    "group.share.enable": "false"}).start()
     try:
         conn = await KafkaConnection.open("127.0.0.1", broker.port)
-        assert "group.version" not in (await finalized(conn))[0]
+        levels = (await finalized(conn))[0]
+        assert "group.version" not in levels and "share.version" not in levels
         assert await update(conn, ("group.version", 1, UPGRADE)) == E.INVALID_UPDATE_VERSION
+        assert await update(conn, ("share.version", 1, UPGRADE)) == E.INVALID_UPDATE_VERSION
+        assert await consumer_heartbeat(conn) == E.UNSUPPORTED_VERSION
+        assert await share_heartbeat(conn) == E.UNSUPPORTED_VERSION
         await conn.close()
     finally:
         broker.stop()

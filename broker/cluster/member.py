@@ -102,6 +102,7 @@ class ClusterMember:
         self.zk.add_listener(self._session_state)
         await self.topics.load_broker_configs()   # (before registering: advertised.listeners may be one)
         await self.topics.load_group_configs()
+        await self.topics.load_features()
         await self.topics.load_users()
         await self.topics.load_quotas()
         if self.acls is not None:

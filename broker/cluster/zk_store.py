@@ -122,6 +122,9 @@ class ZkTopicStore:
         """The GROUP and CLIENT_METRICS config resources, both read whole at start."""
         self.group_configs = await self.member.zk_call(self.member.zk.group_configs)
         self.client_metrics = await self.member.zk_call(self.member.zk.entity_configs, "client-metrics")
+
+    async def load_features(self) -> None:
+        """The feature levels UpdateFeatures stored (``/feature``), and their epoch."""
         self.features, self.features_epoch = await self.member.zk_call(self.member.zk.features)
 
     async def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
@@ -132,7 +135,7 @@ class ZkTopicStore:
 
     async def set_features(self, levels: dict[str, int]) -> None:
         await self.member.zk_call(self.member.zk.set_features, levels)
-        self.features, self.features_epoch = await self.member.zk_call(self.member.zk.features)
+        await self.load_features()
 
     # ------------------------------------------------------------------ config change notifications
     async def watch_config_changes(self, resume: bool = False) -> None:
@@ -184,7 +187,7 @@ class ZkTopicStore:
             self.group_configs[group] = await self.member.zk_call(zk.group_config, group)
             return
         if entity == "feature":
-            self.features, self.features_epoch = await self.member.zk_call(zk.features)
+            await self.load_features()
             return
         if entity.startswith("client-metrics/"):
             name = entity.split("/", 1)[1]

@@ -28,6 +28,7 @@ async def _add_then_commit(ctx, request):
         error = found.get(partition, ErrorCode.UNKNOWN_SERVER_ERROR)
     if error:
         return _response(request, {(t.name, p.partition_index): error for t in request.topics for p in t.partitions})
+    # (_commit checks the coordinator again: the group's shard may have moved while the add was out)
     answer = _commit(ctx, request)
     return await answer if hasattr(answer, "__await__") else answer
 

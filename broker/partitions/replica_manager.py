@@ -441,13 +441,10 @@ class DelayedFetch(DelayedOperation):
         return False
 
     def on_complete(self):
-        initial = self.initial
-        if initial is None or len(initial) != len(self.requests):
+        if self.initial is None:
             return self._read(self.requests)
-        again = [i for i, (req, found) in enumerate(zip(self.requests, initial)) if not self._holds(req, found)]
-        if len(again) == len(self.requests):
-            return self._read(self.requests)
-        results = list(initial)
+        again = [i for i, (req, found) in enumerate(zip(self.requests, self.initial)) if not self._holds(req, found)]
+        results = list(self.initial)
         for i, result in zip(again, self._read([self.requests[i] for i in again])):
             results[i] = result
         return results

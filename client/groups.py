@@ -56,11 +56,12 @@ async def _owners(conn, group: str) -> tuple[str, dict, list[str]]:
     if modern.error_code:
         return await _share_group(conn, group)
     owners = {tp: m for m in modern.members for tp in _pairs(m.assignment)}
-    lines = ["MEMBER-ID\tINSTANCE-ID\tMEMBER-EPOCH\tASSIGNED\tTARGET"]
+    lines = ["MEMBER-ID\tINSTANCE-ID\tPROTOCOL\tMEMBER-EPOCH\tASSIGNED\tTARGET"]
     for m in modern.members:
         show = lambda pairs: ",".join(f"{t}-{p}" for t, p in pairs) or "-"   # noqa: E731
-        lines.append(f"{m.member_id}\t{m.instance_id or '-'}\t{m.member_epoch}\t{show(_pairs(m.assignment))}\t"
-                     f"{show(_pairs(m.target_assignment))}")
+        protocol = "classic" if m.member_type == 0 else "consumer"   # (a classic member of a migrating group)
+        lines.append(f"{m.member_id}\t{m.instance_id or '-'}\t{protocol}\t{m.member_epoch}\t"
+                     f"{show(_pairs(m.assignment))}\t{show(_pairs(m.target_assignment))}")
     return (f"Group {group} is {modern.group_state} (consumer protocol, assignor {modern.assignor_name}, group epoch "
             f"{modern.group_epoch}, assignment epoch {modern.assignment_epoch}, {len(modern.members)} members)",
             owners, lines)

@@ -31,6 +31,14 @@ def _list(v: str) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+def _migration_policy(v: str) -> str:
+    """disabled, upgrade, downgrade or bidirectional, in any case (Kafka's enum)."""
+    policy = str(v).strip().lower()
+    if policy not in ("disabled", "upgrade", "downgrade", "bidirectional"):
+        raise ValueError(f"{v!r} is not one of disabled, upgrade, downgrade, bidirectional")
+    return policy
+
+
 def _opt_int(v):
     return None if v in (None, "", "null") else int(v)
 
@@ -172,6 +180,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.consumer.max.heartbeat.interval.ms": (int, 15000),
     "group.consumer.max.size": (int, 2147483647),
     "group.consumer.assignors": (_list, "uniform,range"),
+    "group.consumer.migration.policy": (_migration_policy, "bidirectional"),
     "group.coordinator.rebalance.protocols": (_list, "classic,consumer,streams"),
     # KIP-932 share groups: Kafka 4.2's names and defaults.
     "group.share.enable": (_bool, True),

@@ -7,8 +7,9 @@ go through ``store(partition, records)``, which appends to
 ``__consumer_offsets`` and returns a Kafka error code; state changes only after
 the append succeeded, and the same ``replay`` rebuilds state at start-up.
 
-This module is membership and rebalancing; committed offsets are in
-``offsets.py``, loading and unloading shards in ``loader.py``, the admin APIs
+This module is JoinGroup, membership and rebalancing; SyncGroup, Heartbeat and
+LeaveGroup are in ``classic_requests.py``, committed offsets in ``offsets.py``,
+loading and unloading shards in ``loader.py``, the admin APIs
 in ``admin.py`` (Kafka splits its coordinator from its metadata manager the
 same way).
 
@@ -27,7 +28,10 @@ from typing import Callable
 import structlog
 
 from kbroker.coordinators.group.admin import GroupAdmin
+from kbroker.coordinators.group.classic_requests import ClassicRequests
+from kbroker.coordinators.group.consumer.classic_members import ClassicMembers
 from kbroker.coordinators.group.consumer.heartbeat import ConsumerGroupHeartbeat
+from kbroker.coordinators.group.consumer.migration import OnlineMigration
 from kbroker.coordinators.group.consumer.records import group_tombstones
 from kbroker.coordinators.group.share.heartbeat import ShareGroupHeartbeat
 from kbroker.coordinators.group.share.model import ShareGroup
@@ -61,6 +65,7 @@ class GroupConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_migration_policy: str = "bidirectional"
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
@@ -78,12 +83,14 @@ class GroupConfig:
                    consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
                    consumer_max_size=config["group.consumer.max.size"],
                    consumer_assignors=tuple(config["group.consumer.assignors"]),
+                   consumer_migration_policy=config["group.consumer.migration.policy"],
                    share_session_timeout_ms=config["group.share.session.timeout.ms"],
                    share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
                    share_max_size=config["group.share.max.size"])
 
 
-class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat, ShareGroupHeartbeat):
+class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat, ClassicMembers,
+                       OnlineMigration, ShareGroupHeartbeat):
     def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict,
                  partition_racks: Callable[[str, int], frozenset] = lambda topic, index: frozenset()) -> None:
         """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
@@ -127,9 +134,12 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
         if isinstance(group, ShareGroup):
             return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         if isinstance(group, ConsumerGroup):
-            if not group.is_empty:
-                # Kafka 4 would let a classic member into a consumer group (online migration): not built here.
-                return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+            if not group.is_empty:   # a classic member in a consumer group (online migration)
+                return respond(self._classic_join_consumer_group(
+                    group, member_id=member_id, instance_id=group_instance_id, client_id=client_id,
+                    client_host=client_host, session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type, protocols=protocols,
+                    require_known_member_id=require_known_member_id))
             error = self._store(group_id, group_tombstones(group))   # the empty consumer group goes, offsets stay
             if error:
                 return respond(join_result(error, member_id))
@@ -432,105 +442,3 @@ class GroupCoordinator(OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHear
         if group.is_(S.EMPTY) and group.is_empty and not group.offsets and group.generation_id == 0:
             if self.groups.get(group.group_id) is group:
                 del self.groups[group.group_id]
-
-    # ================================================================== SyncGroup
-    def sync_group(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
-                   protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
-                   respond: Respond) -> None:
-        group = self.groups.get(group_id)
-        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
-            return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
-        if group.is_(S.DEAD):
-            return respond(sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-        error = self._validate_generation(group, member_id, group_instance_id, generation_id)
-        if not error and ((protocol_type is not None and protocol_type != group.protocol_type)
-                          or (protocol_name is not None and protocol_name != group.protocol_name)):
-            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        if error:
-            return respond(sync_result(error))
-        member = group.members[member_id]
-        if group.is_(S.EMPTY):
-            return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
-        if group.is_(S.PREPARING_REBALANCE):
-            return respond(sync_result(ErrorCode.REBALANCE_IN_PROGRESS))
-        if group.is_(S.STABLE):
-            self._heartbeat(group, member)
-            return respond(sync_result(ErrorCode.NONE, member.assignment, group))
-        # CompletingRebalance: park until the leader's assignment arrives.
-        self._answer_sync(group, member, sync_result(ErrorCode.REBALANCE_IN_PROGRESS))   # a retried sync supersedes
-        member.sync_callback = respond
-        self._heartbeat(group, member)
-        if group.leader_id != member_id:
-            return
-        missing = [m for m in group.members if m not in assignments]
-        if missing:
-            log.warning("assignment_missing_members", group=group_id, members=missing)
-        previous = {m.member_id: m.assignment for m in group.members.values()}
-        for m in group.members.values():
-            m.assignment = bytes(assignments.get(m.member_id, b""))
-        error = self._store(group_id, [self._group_record(group)])
-        if error:
-            for m in group.members.values():
-                m.assignment = previous[m.member_id]
-            self._reset_and_propagate_assignment_error(group, error)
-            return self._maybe_prepare_rebalance(group, f"storing the assignment failed: {error.name}")
-        self.scheduler.cancel(("sync", group_id))
-        group.transition_to(S.STABLE, self.now_ms())
-        log.info("group_stable", group=group_id, generation=group.generation_id, members=len(group.members))
-        for m in group.members.values():
-            self._answer_sync(group, m, sync_result(ErrorCode.NONE, m.assignment, group))
-
-    # ================================================================== Heartbeat
-    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: str | None) -> ErrorCode:
-        group = self.groups.get(group_id)
-        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_(S.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_member(group, member_id, group_instance_id)
-        if error:
-            return error
-        if group.is_(S.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        member = group.members[member_id]
-        if group.is_(S.PREPARING_REBALANCE):
-            self._heartbeat(group, member)
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        self._heartbeat(group, member)
-        return ErrorCode.NONE
-
-    # ================================================================== LeaveGroup
-    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
-        """Remove each (member id, instance id); returns the top-level error and one error per member."""
-        group = self.groups.get(group_id)
-        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
-            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
-        if group.is_(S.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)
-        errors = []
-        for member_id, instance_id in leaving:
-            if instance_id is not None:
-                current = group.static_members.get(instance_id)
-                if current is None:
-                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
-                    continue
-                if member_id and member_id != current:
-                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
-                    continue
-                member_id = current
-            if member_id in group.pending_members:
-                group.pending_members.discard(member_id)
-                self.scheduler.cancel(("heartbeat", group_id, member_id))
-                self._maybe_complete_join(group)
-                errors.append(ErrorCode.NONE)
-                continue
-            member = group.members.get(member_id)
-            if member is None:
-                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
-                continue
-            self._remove_member_and_update_group(group, member, "left the group")
-            errors.append(ErrorCode.NONE)
-        return ErrorCode.NONE, errors

@@ -116,7 +116,7 @@ class GroupLoader:
                 if isinstance(group, ConsumerGroup):
                     for member in group.members.values():
                         self._schedule_consumer_session(group.group_id, member.member_id)
-                        if member.state.name == "UNREVOKED_PARTITIONS":
+                        if member.state.name == "UNREVOKED_PARTITIONS" and member.classic is None:
                             self._schedule_revocation(group.group_id, member)
                     continue
                 for member in group.members.values():
@@ -143,8 +143,7 @@ class GroupLoader:
             return
         if isinstance(group, ConsumerGroup):
             for member_id in group.members:
-                self.scheduler.cancel(("consumer-session", group.group_id, member_id))
-                self.scheduler.cancel(("consumer-revocation", group.group_id, member_id))
+                self._cancel_consumer_timers(group.group_id, member_id)
             self.groups.pop(group.group_id, None)
             return
         for member in list(group.members.values()):

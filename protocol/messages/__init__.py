@@ -13,6 +13,7 @@ from kbroker.protocol.messages import (  # noqa: F401  (imported for registratio
     consumer_group_describe,
     consumer_group_heartbeat,
     consumer_offsets_records,
+    consumer_protocol,
     controlled_shutdown,
     create_acls,
     create_partitions,

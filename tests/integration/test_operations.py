@@ -125,7 +125,8 @@ def test_cli_groups_describe_shows_a_consumer_groups_epochs_and_assignments(brok
         assert owners == {(topic_name, "0"): "cli-848", (topic_name, "1"): "cli-848"}
         member = lines[5].split("\t")
         both = f"{topic_name}-0,{topic_name}-1"
-        assert lines[4].startswith("MEMBER-ID\t") and member[2:] == ["1", both, both]   # epoch, assigned, target
+        # protocol, epoch, assigned, target
+        assert lines[4].startswith("MEMBER-ID\t") and member[2:] == ["consumer", "1", both, both]
         listed = [line.split("\t") for line in cli(broker, "groups", "list").stdout.splitlines()]
         assert [group, "Stable", "consumer", "consumer"] in listed
     finally:

@@ -4,7 +4,7 @@ commit and fetch are checked against, and how the other group APIs show a consum
 import asyncio
 import uuid
 
-from tests.reference.differential import Divergence, call, same, settled
+from tests.reference.differential import call, same, settled
 from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create
 
@@ -176,18 +176,3 @@ async def test_the_group_apis_show_a_consumer_group(targets, topic):
         seen["deleted once empty"] = [r.error_code for r in deleted.results]
         return seen
     await same(targets, scenario)
-
-
-@pytest.mark.xfail(strict=True, raises=Divergence, reason="issue 28: online migration of a group between the "
-                   "classic and the consumer protocol")
-async def test_a_classic_member_joins_a_consumer_group(targets, topic):
-    async def scenario(target):
-        await create(target, topic, partitions=2)
-        group = f"g-{topic}"
-        await first_join(target, group, uuid.uuid4().hex, [topic])
-        joined = await call(target, 11, 5, {
-            "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
-            "group_instance_id": None, "protocol_type": "consumer",
-            "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}], "reason": None})
-        return joined.error_code
-    assert await same(targets, scenario) == 79

@@ -21,7 +21,7 @@ def consumer_group_description(group: ConsumerGroup, names: dict[bytes, str], de
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": _described(m.assigned, names),
                 "target_assignment": _described(group.target.get(m.member_id, {}), names),
-                "member_type": 1} for m in group.members.values()]
+                "member_type": 0 if m.classic else 1} for m in group.members.values()]
     return {"error_code": 0, "error_message": None, "group_id": group.group_id, "group_state": group.state,
             "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
             "assignor_name": assignor_of(group.members.values(), default_assignor), "members": members,

@@ -6,8 +6,7 @@ through ``replay``, the same path that loads a shard: what a member was told is 
 
 Invariants:
 * a group id names one group of one type: a heartbeat converts an empty classic group (keeping its
-  offsets) and is refused by a classic group with members (GROUP_ID_NOT_FOUND, as Kafka without online
-  migration);
+  offsets) and, by online migration (``migration.py``), a classic group with members;
 * the target assignment is recomputed only when the group epoch moved past the assignment epoch;
 * each member has one session timer and at most one revocation timer (its rebalance timeout while it
   holds partitions it must give up); either firing fences it, which releases its partitions.
@@ -143,6 +142,8 @@ class ConsumerGroupHeartbeat:
             if group is not None:
                 fresh.offsets, fresh.pending_txn_offsets = group.offsets, group.pending_txn_offsets
             return fresh
+        if create and isinstance(group, GroupMetadata):
+            return self._upgraded(group, entries)     # online migration, or GROUP_ID_NOT_FOUND
         raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _member_for(self, group: ConsumerGroup, member_id: str, epoch: int, instance_id: str | None,
@@ -153,7 +154,8 @@ class ConsumerGroupHeartbeat:
                 if holder_id is None or holder_id == member_id:
                     return group.members.get(member_id) or ConsumerMember(member_id, instance_id=instance_id)
                 holder = group.members[holder_id]
-                if holder.member_epoch != STATIC_LEAVE_EPOCH:
+                # (a classic static member never says it leaves for a while: its successor just takes over)
+                if holder.member_epoch != STATIC_LEAVE_EPOCH and holder.classic is None:
                     raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID,
                                          f"Static member {member_id} with instance id {instance_id} cannot join "
                                          f"the group because the instance id is owned by {holder_id} member.")
@@ -228,7 +230,6 @@ class ConsumerGroupHeartbeat:
                                  f"The consumer group has reached its maximum capacity of "
                                  f"{self.config.consumer_max_size} members.")
         predecessor = group.static_members.get(instance_id) if instance_id is not None else None
-        replacing = predecessor not in (None, member_id)
         member = self._member_for(group, member_id, member_epoch, instance_id, owned, entries)
         updated = member.with_(
             instance_id=instance_id if instance_id is not None else member.instance_id,
@@ -237,11 +238,32 @@ class ConsumerGroupHeartbeat:
             server_assignor=assignor if assignor is not None else member.server_assignor,
             subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
             subscribed_topic_regex=(regex or None) if regex is not None else member.subscribed_topic_regex,
-            client_id=client_id, client_host=client_host)
+            client_id=client_id, client_host=client_host, classic=None)
+        group, current = self._apply_member(group, member, updated, predecessor, owned, entries)
+        self._schedule_consumer_session(group_id, current.member_id)
+        if current.state is MemberState.UNREVOKED_PARTITIONS:
+            self._schedule_revocation(group_id, current)
+        else:
+            self.scheduler.cancel(("consumer-revocation", group_id, current.member_id))
+        response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": current.member_id,
+                    "member_epoch": current.member_epoch,
+                    "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms, "assignment": None}
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
+        if full or current.assigned != member.assigned:
+            response["assignment"] = _wire_assignment(current.assigned)
+        return response
+
+    def _apply_member(self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember,
+                      predecessor: str | None, owned: Assignment | None, entries: list
+                      ) -> tuple[ConsumerGroup, ConsumerMember]:
+        """Store and apply one member's change, whichever protocol it speaks: its record, a new group epoch
+        if the group's subscriptions moved, a new target assignment if the epoch moved past it, and the
+        member's next step towards its target. ``predecessor``: the member holding its instance id before
+        (a static member back under a new id takes its place). Returns the group and member as stored."""
+        group_id = group.group_id
+        replacing = predecessor not in (None, updated.member_id)
         new_member = member.member_id not in group.members
-        if new_member or (updated.subscription(), updated.client_id, updated.client_host,
-                          updated.rebalance_timeout_ms) != (member.subscription(), member.client_id,
-                                                            member.client_host, member.rebalance_timeout_ms):
+        if new_member or updated.stored() != member.stored():
             entries.append(member_record(group_id, updated))
         members = {**{k: v for k, v in group.members.items() if k != member.member_id and
                       not (updated.instance_id and v.instance_id == updated.instance_id)},
@@ -280,24 +302,17 @@ class ConsumerGroupHeartbeat:
         error = self._store(group_id, entries)
         if error:
             raise HeartbeatError(error)
-        if self.groups.get(group_id) is not group:
+        previous, upgraded = self.groups.get(group_id), set()
+        if previous is not group:
+            if isinstance(previous, GroupMetadata) and previous.members:
+                upgraded = self._finish_upgrade(previous)
             self.groups[group_id] = group
         for key, value in entries:
             self.replay(key, value)
         group = self.groups[group_id]
-        current = group.members[reconciled.member_id]
-        self._schedule_consumer_session(group_id, current.member_id)
-        if current.state is MemberState.UNREVOKED_PARTITIONS:
-            self._schedule_revocation(group_id, current)
-        else:
-            self.scheduler.cancel(("consumer-revocation", group_id, current.member_id))
-        response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": current.member_id,
-                    "member_epoch": current.member_epoch,
-                    "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms, "assignment": None}
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
-        if full or current.assigned != member.assigned:
-            response["assignment"] = _wire_assignment(current.assigned)
-        return response
+        for member_id in upgraded & group.members.keys():
+            self._schedule_consumer_session(group_id, member_id)
+        return group, group.members[reconciled.member_id]
 
     # ================================================================== leaving and fencing
     def _consumer_leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> dict:
@@ -329,24 +344,38 @@ class ConsumerGroupHeartbeat:
                 "member_epoch": epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _fence_consumer(self, group: ConsumerGroup, member_id: str, reason: str) -> ErrorCode:
-        """Remove a member; its partitions are free for the others at their next heartbeat."""
-        remaining = {k: v for k, v in group.members.items() if k != member_id}
+        """Remove a member; its partitions are free for the others at their next heartbeat. If only classic
+        members would remain, the group goes back to the classic protocol instead (online migration)."""
+        if self._downgrades_without(group, member_id):
+            return self._downgrade(group, member_id, reason)
+        return self._remove_consumer_members(group, [member_id], reason)
+
+    def _remove_consumer_members(self, group: ConsumerGroup, member_ids: list[str], reason: str) -> ErrorCode:
+        """Remove members under one new group epoch."""
+        remaining = {k: v for k, v in group.members.items() if k not in member_ids}
         _, _, metadata_hash = self._subscribed_metadata(group, remaining)
-        entries = member_tombstones(group.group_id, member_id)
+        entries = [entry for member_id in member_ids for entry in member_tombstones(group.group_id, member_id)]
         entries.append(epoch_record(group.group_id, group.group_epoch + 1, metadata_hash))
         error = self._store(group.group_id, entries)
         if error:
             return error
         for key, value in entries:
             self.replay(key, value)
-        self.scheduler.cancel(("consumer-session", group.group_id, member_id))
-        self.scheduler.cancel(("consumer-revocation", group.group_id, member_id))
-        log.info("consumer_member_removed", group=group.group_id, member=member_id, reason=reason,
-                 group_epoch=group.group_epoch + 1)
+        for member_id in member_ids:
+            self._cancel_consumer_timers(group.group_id, member_id)
+            log.info("consumer_member_removed", group=group.group_id, member=member_id, reason=reason,
+                     group_epoch=group.group_epoch)
         return ErrorCode.NONE
 
+    def _cancel_consumer_timers(self, group_id: str, member_id: str) -> None:
+        for kind in ("consumer-session", "consumer-revocation", "consumer-join", "consumer-sync"):
+            self.scheduler.cancel((kind, group_id, member_id))
+
     def _schedule_consumer_session(self, group_id: str, member_id: str) -> None:
-        self.scheduler.schedule(("consumer-session", group_id, member_id), self.config.consumer_session_timeout_ms,
+        """A member's session: the broker's for the consumer protocol, its own for a classic member."""
+        member = self.groups[group_id].members[member_id]
+        timeout = member.classic.session_timeout_ms if member.classic else self.config.consumer_session_timeout_ms
+        self.scheduler.schedule(("consumer-session", group_id, member_id), timeout,
                                 lambda: self._consumer_expired(group_id, member_id, None, "session timeout expired"))
 
     def _schedule_revocation(self, group_id: str, member: ConsumerMember) -> None:

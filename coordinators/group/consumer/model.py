@@ -41,6 +41,19 @@ def normalized(assignment: dict) -> Assignment:
 
 
 @dataclass(frozen=True)
+class ClassicMetadata:
+    """A member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a consumer group: its
+    session timeout and its JoinGroup protocols (name, metadata), in its order of preference."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The name its JoinGroup and SyncGroup answers carry: its first protocol's, as Kafka's."""
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -56,6 +69,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMetadata | None = None
 
     def with_(self, **changes) -> "ConsumerMember":
         return replace(self, **changes)
@@ -64,6 +78,10 @@ class ConsumerMember:
         """What decides the group's assignment for this member: a change bumps the group epoch."""
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.rack_id,
                 self.instance_id)
+
+    def stored(self) -> tuple:
+        """What its member record holds besides the subscription: a change writes the record again."""
+        return (self.subscription(), self.client_id, self.client_host, self.rebalance_timeout_ms, self.classic)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -101,7 +119,8 @@ class ConsumerGroup:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            # A classic member speaks of generations: Kafka answers it in its own terms.
+            return ErrorCode.ILLEGAL_GENERATION if member.classic else ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
     @property
@@ -127,6 +146,23 @@ class ConsumerGroup:
                     for p in partitions:
                         owners[(topic_id, p)] = member.member_id
         return owners
+
+    def waits_on_released_partitions(self, member: ConsumerMember) -> bool:
+        """Whether some partition of the member's target that it does not hold yet is still another's."""
+        owners = self.partition_owners()
+        for topic_id, partitions in self.target.get(member.member_id, {}).items():
+            for p in partitions - member.assigned.get(topic_id, frozenset()):
+                if owners.get((topic_id, p)) not in (None, member.member_id):
+                    return True
+        return False
+
+    def classic_protocols_supported(self, protocol_type: str, names: list[str]) -> bool:
+        """Whether a classic member with these protocols may join: the consumer protocol type, and (with
+        classic members in the group) a protocol every one of them supports."""
+        if protocol_type != "consumer" or not names:
+            return False
+        classic = [m.classic for m in self.members.values() if m.classic is not None]
+        return any(all(name in {n for n, _ in c.protocols} for c in classic) for name in names)
 
     def subscribed_topic_names(self, resolve_regex=None) -> set[str]:
         """Every topic some member subscribes to, by name or through its regular expression."""

@@ -19,7 +19,10 @@ def member_record(group_id: str, member: ConsumerMember) -> tuple[bytes, bytes]:
                 "instance_id": member.instance_id, "rack_id": member.rack_id, "client_id": member.client_id,
                 "client_host": member.client_host, "subscribed_topic_names": list(member.subscribed_topic_names),
                 "subscribed_topic_regex": member.subscribed_topic_regex,
-                "rebalance_timeout_ms": member.rebalance_timeout_ms, "server_assignor": member.server_assignor}))
+                "rebalance_timeout_ms": member.rebalance_timeout_ms, "server_assignor": member.server_assignor,
+                "classic_member_metadata": None if member.classic is None else {
+                    "session_timeout_ms": member.classic.session_timeout_ms,
+                    "supported_protocols": [{"name": n, "metadata": m} for n, m in member.classic.protocols]}}))
 
 
 def current_record(group_id: str, member: ConsumerMember) -> tuple[bytes, bytes]:

@@ -8,13 +8,21 @@ empty classic group, as Kafka keeps offsets apart from group metadata.
 
 from __future__ import annotations
 
-from kbroker.coordinators.group.consumer.model import ConsumerGroup, ConsumerMember, MemberState, normalized
+from kbroker.coordinators.group.consumer.model import (
+    ClassicMetadata, ConsumerGroup, ConsumerMember, MemberState, normalized)
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.records import ConsumerGroupKey
 
 
 def _assignment(topic_partitions) -> dict:
     return normalized({bytes(tp.topic_id): tp.partitions for tp in topic_partitions})
+
+
+def _classic(value) -> ClassicMetadata | None:
+    if value is None:
+        return None
+    return ClassicMetadata(value.session_timeout_ms,
+                           tuple((p.name, bytes(p.metadata)) for p in value.supported_protocols))
 
 
 def _group(groups: dict, group_id: str) -> ConsumerGroup:
@@ -57,7 +65,8 @@ def replay_consumer_record(groups: dict, key: ConsumerGroupKey, value, now_ms: i
                 instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
                 client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex,
-                rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
+                rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor,
+                classic=_classic(value.classic_member_metadata)))
     elif key.kind == 8:
         member = group.members.get(key.member)
         if value is None:

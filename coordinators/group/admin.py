@@ -12,6 +12,7 @@ from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.records import group_tombstones
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.share.model import ShareGroup
+from kbroker.coordinators.group.share.records import group_tombstones as share_group_tombstones
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -37,8 +38,7 @@ class GroupAdmin:
                 if isinstance(group, ConsumerGroup):
                     entries += group_tombstones(group)
                 elif isinstance(group, ShareGroup):
-                    entries += [(records.share_partitions_key(group_id), None),
-                                (records.share_group_key(group_id), None)]
+                    entries += share_group_tombstones(group_id)
                 else:
                     entries.append((records.group_metadata_key(group_id), None))
                 error = self._store(group_id, entries)

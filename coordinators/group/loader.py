@@ -112,7 +112,9 @@ class GroupLoader:
         for group in self.groups.values():
             if partition is None or self.partition_for(group.group_id) == partition:
                 if isinstance(group, ShareGroup):
-                    continue   # (members are not persisted: they rejoin)
+                    for member_id in group.members:
+                        self._schedule_share_session(group.group_id, member_id)
+                    continue
                 if isinstance(group, ConsumerGroup):
                     for member in group.members.values():
                         self._schedule_consumer_session(group.group_id, member.member_id)

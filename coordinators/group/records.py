@@ -4,7 +4,8 @@ A record's key is an int16 schema version followed by the key struct, and so
 is its value; a null value is a tombstone (a deleted offset or group). The key
 version tells the record kind: 0 and 1 are offset commits, 2 is classic group metadata, 3 and 5-8 are a
 KIP-848 consumer group's epoch, member, target assignment epoch, target of a member and current assignment
-of a member.
+of a member, 10-15 a share group's member, epoch, target assignment epoch, target of a member, current
+assignment of a member and share partitions.
 Decoding accepts every version Kafka has written; encoding writes the
 versions Kafka 3.x writes (offset commit v3 values, group metadata v3 values).
 """
@@ -50,11 +51,16 @@ class ConsumerGroupKey:
 
 @dataclass(frozen=True)
 class ShareGroupKey:
-    """A share group's record: its epoch (key version 11) or its share partitions (15)."""
+    """A share group's record, by key version: a member (10), the group's epoch (11), the target assignment's
+    epoch (12), a member's target (13), a member's current assignment (14), the share partitions (15)."""
     group: str
     kind: int = 11
+    member: str = ""
 
 
+SHARE_GROUP_RECORDS = {10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
+                       12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
+                       14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata"}
 CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
                           5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
                           7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
@@ -111,12 +117,9 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
     if version in CONSUMER_GROUP_RECORDS and version != 4:
         _, key = _decode(CONSUMER_GROUP_RECORDS[version] + "Key", data)
         return ConsumerGroupKey(version, key.group_id, key.get("member_id", ""))
-    if version == 11:
-        _, key = _decode("ShareGroupMetadataKey", data)
-        return ShareGroupKey(key.group_id)
-    if version == 15:
-        _, key = _decode("ShareGroupStatePartitionMetadataKey", data)
-        return ShareGroupKey(key.group_id, 15)
+    if version in SHARE_GROUP_RECORDS:
+        _, key = _decode(SHARE_GROUP_RECORDS[version] + "Key", data)
+        return ShareGroupKey(key.group_id, version, key.get("member_id", ""))
     if version == 4:   # written by Kafka 4.0 only (KIP-1101 replaced it with a hash): nothing to restore
         return ConsumerGroupKey(4, data[4:4 + int.from_bytes(data[2:4], "big")].decode())
     raise ValueError(f"unknown __consumer_offsets key version {version}")
@@ -135,8 +138,19 @@ def share_group_key(group: str) -> bytes:
     return _encode("ShareGroupMetadataKey", 11, {"group_id": group})
 
 
-def share_group_value(epoch: int) -> bytes:
-    return _encode("ShareGroupMetadataValue", 0, {"epoch": epoch})
+def share_group_value(epoch: int, metadata_hash: int = 0) -> bytes:
+    return _encode("ShareGroupMetadataValue", 0, {"epoch": epoch, "metadata_hash": metadata_hash})
+
+
+def share_member_key(kind: int, group: str, member: str = "") -> bytes:
+    """The key of a share group's member (10), target assignment epoch (12), target (13) or current
+    assignment (14) record."""
+    fields = {"group_id": group} if kind == 12 else {"group_id": group, "member_id": member}
+    return _encode(SHARE_GROUP_RECORDS[kind] + "Key", kind, fields)
+
+
+def share_member_value(kind: int, value: dict) -> bytes:
+    return _encode(SHARE_GROUP_RECORDS[kind] + "Value", 0, value)
 
 
 def share_partitions_key(group: str) -> bytes:
@@ -154,8 +168,7 @@ def decode_value(key, data: bytes | None) -> schema.Message | None:
     if data is None:
         return None
     if isinstance(key, ShareGroupKey):
-        name = "ShareGroupMetadataValue" if key.kind == 11 else "ShareGroupStatePartitionMetadataValue"
-        return _decode(name, data)[1]
+        return _decode(SHARE_GROUP_RECORDS[key.kind] + "Value", data)[1]
     if isinstance(key, ConsumerGroupKey):
         return None if key.kind == 4 else _decode(CONSUMER_GROUP_RECORDS[key.kind] + "Value", data)[1]
     name = "OffsetCommitValue" if isinstance(key, OffsetKey) else "GroupMetadataValue"

@@ -51,3 +51,64 @@ SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = data("ShareGroupStatePartitionMetad
       topic_id                           uuid
       topic_name                         string
 """)
+
+
+# A share group's members, as Kafka 4 persists them: each member (key version 10), the target assignment's
+# epoch (12) and each member's target (13), and each member's current assignment with its epoch (14).
+SHARE_GROUP_MEMBER_METADATA_KEY = data("ShareGroupMemberMetadataKey", "10-10", flexible=None, fields="""
+    group_id                             string
+    member_id                            string
+""")
+
+
+SHARE_GROUP_MEMBER_METADATA_VALUE = data("ShareGroupMemberMetadataValue", "0-0", flexible="0+", fields="""
+    rack_id                              string?
+    client_id                            string
+    client_host                          string
+    subscribed_topic_names               []string
+""")
+
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = data("ShareGroupTargetAssignmentMetadataKey", "12-12", flexible=None,
+                                                  fields="""
+    group_id                             string
+""")
+
+
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = data("ShareGroupTargetAssignmentMetadataValue", "0-0",
+                                                    flexible="0+", fields="""
+    assignment_epoch                     int32
+""")
+
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = data("ShareGroupTargetAssignmentMemberKey", "13-13", flexible=None,
+                                                fields="""
+    group_id                             string
+    member_id                            string
+""")
+
+
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = data("ShareGroupTargetAssignmentMemberValue", "0-0", flexible="0+",
+                                                  fields="""
+    topic_partitions                     [TopicPartition]
+      topic_id                           uuid
+      partitions                         []int32
+""")
+
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = data("ShareGroupCurrentMemberAssignmentKey", "14-14", flexible=None,
+                                                 fields="""
+    group_id                             string
+    member_id                            string
+""")
+
+
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = data("ShareGroupCurrentMemberAssignmentValue", "0-0", flexible="0+",
+                                                   fields="""
+    member_epoch                         int32
+    previous_member_epoch                int32
+    state                                int8
+    assigned_partitions                  [TopicPartitions]
+      topic_id                           uuid
+      partitions                         []int32
+""")

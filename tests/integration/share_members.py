@@ -121,6 +121,12 @@ def share_state(bootstrap: str, group: str, topic_id: bytes, partition: int):
     return answer.results[0].partitions[0]
 
 
+def share_group_epoch(bootstrap: str, group: str) -> tuple[int, list[int]]:
+    """The group's epoch and its members' epochs, from ShareGroupDescribe."""
+    described = _ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+    return described.group_epoch, sorted(m.member_epoch for m in described.members)
+
+
 def share_group_members(bootstrap: str, group: str) -> int:
     """How many members ShareGroupDescribe lists (single broker: it coordinates every group)."""
     answer = _ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False})

@@ -10,7 +10,7 @@ from confluent_kafka import AcknowledgeType
 
 from tests.integration.groupworkers import fill
 from tests.integration.share_members import (
-    Member, set_group_configs, share_group_members, share_state, topic_id_of, wait_for)
+    Member, set_group_configs, share_group_epoch, share_group_members, share_state, topic_id_of, wait_for)
 from tests.integration.workload import make_topic
 
 
@@ -122,7 +122,8 @@ def test_share_auto_offset_reset_latest_starts_after_what_was_there(broker, topi
 
 def test_no_record_is_lost_or_accepted_twice_across_kill_9(fresh_broker, topic_name):
     """Members accept every record while the broker is killed and restarted: the share state written before each
-    acknowledgement was answered survives, what was in flight is delivered again."""
+    acknowledgement was answered survives, what was in flight is delivered again, and the group's members are
+    reloaded with it (they carry on at their epochs: no rejoin, no new group epoch)."""
     fresh_broker.start()
     make_topic(fresh_broker.bootstrap, topic_name, 2)
     group = f"share-{topic_name}"
@@ -132,13 +133,17 @@ def test_no_record_is_lost_or_accepted_twice_across_kill_9(fresh_broker, topic_n
     topic_id = topic_id_of(fresh_broker.bootstrap, topic_name)
     try:
         wait_for(lambda: sum(len(m.accepted()) for m in members) >= 800, 60, "800 accepted", members)
+        epochs = share_group_epoch(fresh_broker.bootstrap, group)
         fresh_broker.kill()
         fresh_broker.start()
+        assert share_group_epoch(fresh_broker.bootstrap, group) == epochs
         wait_for(lambda: sum(share_state(fresh_broker.bootstrap, group, topic_id, p).start_offset
                              for p in range(2)) == 3000, 90, "every record done", members)
     finally:
+        after = share_group_epoch(fresh_broker.bootstrap, group)
         for m in members:
             m.stop()
+    assert after == epochs, "the members rejoined"
     accepted = [a for m in members for a in m.accepted()]
     assert len(accepted) == len(set(accepted)), "a record was accepted twice"
     unconfirmed = {(p, o) for m in members for p, o, _ in m.failed_acks}

@@ -2,8 +2,9 @@
 
 Mixed into ``GroupCoordinator``. A member joins with epoch 0 and its subscription, is given its partitions
 at the group's epoch, and heartbeats with the epoch it was given; -1 leaves. Membership changes bump the
-group epoch, persisted (ShareGroupMetadata) before the answer; members are not persisted, so a member of a
-reloaded coordinator is told UNKNOWN_MEMBER_ID and rejoins under its own id.
+group epoch. The group, its members, their targets and current assignments are records of
+``__consumer_offsets`` (Kafka's, ``records.py``) written before the answer, so a coordinator that loads the
+shard (a restart, or a move in the cluster) knows the members at their epochs.
 
 Invariants:
 * a group id names one group of one type (a share group's id is refused by the other protocols, and theirs
@@ -18,6 +19,8 @@ import structlog
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.heartbeat import HeartbeatError, error_response
 from kbroker.coordinators.group.group import GroupMetadata
+from kbroker.coordinators.group.consumer.model import normalized
+from kbroker.coordinators.group.share import records as share_records
 from kbroker.coordinators.group.share.model import ShareGroup, ShareMember, share_assign
 from kbroker.protocol.errors import ErrorCode
 
@@ -93,37 +96,38 @@ class ShareGroupHeartbeat:
         changed = joined or subscription != member.subscribed_topic_names
         updated = ShareMember(member_id, rack_id if rack_id is not None else member.rack_id, client_id, client_host,
                               subscription, member.member_epoch, member.assignment)
+        entries = []
+        if joined or updated.metadata() != member.metadata():
+            entries.append(share_records.member_record(group.group_id, updated))
         members = {**group.members, member_id: updated}
         subscribed, counts = self._share_subscriptions(members)
-        metadata = tuple(sorted(counts.items()))
-        if changed or hash(metadata) != group.metadata_hash or group.group_epoch == 0:
+        hashed = share_records.metadata_hash(counts)
+        targets, epoch_after = group.target, group.group_epoch
+        if changed or hashed != group.metadata_hash or group.group_epoch == 0:
             # (the assignment is computed only when the group's epoch moves, not at every heartbeat)
-            targets = share_assign(subscribed, counts)
-            epoch_after = group.group_epoch + 1
-            entries = [(records.share_group_key(group.group_id), records.share_group_value(epoch_after))]
-            entries += self._share_partitions_record(group, targets)
-            error = self._store(group.group_id, entries)
-            if error:
-                raise HeartbeatError(error)
-            if self.groups.get(group.group_id) is not group:
-                self.groups[group.group_id] = group
-            for key, value in entries[1:]:
-                self.replay(key, value)
-            group.group_epoch = group.assignment_epoch = epoch_after
-            group.metadata_hash = hash(metadata)
-            for m_id, target in targets.items():
-                members[m_id].assignment = target
-        group.members = members   # (a new group's epoch is 0: it went through the branch above into self.groups)
-        previous = member.assignment if not joined else None
-        updated.member_epoch = group.group_epoch   # (no reconciliation: a member is always at the group's epoch)
+            targets, epoch_after = share_assign(subscribed, counts), group.group_epoch + 1
+            entries += self._share_assignment_records(group, targets, epoch_after, hashed)
+        # No reconciliation: a member heartbeating is moved to the group's epoch and its target at once.
+        assigned = targets.get(member_id, {})
+        if joined or epoch_after != member.member_epoch or assigned != member.assignment:
+            entries.append(share_records.current_record(group.group_id, member_id, epoch_after, member.member_epoch,
+                                                        assigned))
+        error = self._store(group.group_id, entries)
+        if error:
+            raise HeartbeatError(error)
+        if self.groups.get(group.group_id) is not group:
+            self.groups[group.group_id] = group
+        group.members = members
+        if targets is not group.target:
+            self._apply_share_assignment(group, targets, epoch_after, hashed)
+        updated.member_epoch, updated.assignment = epoch_after, assigned
         self._schedule_share_session(group.group_id, member_id)
-        full = epoch == 0 or names is not None
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                     "member_epoch": updated.member_epoch,
                     "heartbeat_interval_ms": self.config.share_heartbeat_interval_ms, "assignment": None}
-        if full or updated.assignment != previous:
+        if epoch == 0 or names is not None or assigned != member.assignment or joined:
             response["assignment"] = {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)}
-                                                           for t, ps in sorted(updated.assignment.items())]}
+                                                           for t, ps in sorted(assigned.items())]}
         return response
 
     def _share_leave(self, group: ShareGroup, member_id: str) -> dict:
@@ -137,20 +141,33 @@ class ShareGroupHeartbeat:
                 "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _remove_share_member(self, group: ShareGroup, member_id: str, reason: str) -> ErrorCode:
-        error = self._store(group.group_id, [(records.share_group_key(group.group_id),
-                                              records.share_group_value(group.group_epoch + 1))])
+        remaining = {m: x for m, x in group.members.items() if m != member_id}
+        subscribed, counts = self._share_subscriptions(remaining)
+        targets, hashed = share_assign(subscribed, counts), share_records.metadata_hash(counts)
+        entries = share_records.member_tombstones(group.group_id, member_id)
+        entries += self._share_assignment_records(group, targets, group.group_epoch + 1, hashed)
+        error = self._store(group.group_id, entries)
         if error:
             return error
-        del group.members[member_id]
-        group.group_epoch = group.assignment_epoch = group.group_epoch + 1
-        subscribed, counts = self._share_subscriptions(group.members)
-        targets = share_assign(subscribed, counts)
-        group.metadata_hash = hash(tuple(sorted(counts.items())))
-        for m_id, target in targets.items():
-            group.members[m_id].assignment = target
+        group.members = remaining
+        self._apply_share_assignment(group, targets, group.group_epoch + 1, hashed)
         self.scheduler.cancel(("share-session", group.group_id, member_id))
         log.info("share_member_removed", group=group.group_id, member=member_id, reason=reason)
         return ErrorCode.NONE
+
+    def _share_assignment_records(self, group: ShareGroup, targets: dict, epoch: int, hashed: int) -> list:
+        """A new group epoch: the epochs, each target that changed and the share partitions it adds."""
+        entries = share_records.epoch_records(group.group_id, epoch, hashed)
+        entries[1:1] = [share_records.target_record(group.group_id, m, target) for m, target in targets.items()
+                        if group.target.get(m) != target]
+        return entries + self._share_partitions_record(group, targets)
+
+    def _apply_share_assignment(self, group: ShareGroup, targets: dict, epoch: int, hashed: int) -> None:
+        """Members learn their targets at their next heartbeat (each answer carries its own)."""
+        group.group_epoch = group.assignment_epoch = epoch
+        group.metadata_hash = hashed
+        group.share_partitions = self._share_partitions_after(group, targets)
+        group.target = dict(targets)
 
     def _schedule_share_session(self, group_id: str, member_id: str) -> None:
         def expired():
@@ -161,21 +178,42 @@ class ShareGroupHeartbeat:
         self.scheduler.schedule(("share-session", group_id, member_id), self.config.share_session_timeout_ms, expired)
 
     def replay_share_group(self, key, value) -> None:
+        """Apply one share group record (at load; a heartbeat applies its own records as it writes them)."""
         group_id = key.group
         group = self.groups.get(group_id)
         if value is None:
-            if isinstance(group, ShareGroup) and key.kind == 11:
+            if not isinstance(group, ShareGroup):
+                return
+            if key.kind == 11:
                 del self.groups[group_id]
-            elif isinstance(group, ShareGroup):
+            elif key.kind == 15:
                 group.share_partitions = {}
+            elif key.kind == 10:
+                group.members.pop(key.member, None)
+            elif key.kind == 13:
+                group.target.pop(key.member, None)
             return
         if not isinstance(group, ShareGroup):
             group = self.groups[group_id] = ShareGroup(group_id)
+        member = group.members.get(key.member) or ShareMember(key.member) if key.member else None
         if key.kind == 11:
-            group.group_epoch = group.assignment_epoch = value.epoch
-        else:
+            group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+        elif key.kind == 12:
+            group.assignment_epoch = value.assignment_epoch
+        elif key.kind == 15:
             group.share_partitions = {bytes(t.topic_id): (t.topic_name, frozenset(t.partitions))
                                       for t in value.initialized_topics}
+        elif key.kind == 10:
+            member.rack_id, member.client_id, member.client_host = value.rack_id, value.client_id, value.client_host
+            member.subscribed_topic_names = tuple(value.subscribed_topic_names)
+        elif key.kind == 13:
+            group.target[key.member] = normalized({bytes(t.topic_id): t.partitions for t in value.topic_partitions})
+            return
+        elif key.kind == 14:
+            member.member_epoch = value.member_epoch
+            member.assignment = normalized({bytes(t.topic_id): t.partitions for t in value.assigned_partitions})
+        if member is not None:
+            group.members[key.member] = member
 
     def create_share_group(self, group_id: str) -> tuple[ErrorCode, ShareGroup | None]:
         """An empty share group for AlterShareGroupOffsets to set the offsets of, as Kafka makes one."""
@@ -194,14 +232,19 @@ class ShareGroupHeartbeat:
             self.replay(*entry)
         return error
 
-    def _share_partitions_record(self, group: ShareGroup, targets: dict) -> list:
-        """The record of the group's share partitions if this assignment adds any (else none)."""
+    def _share_partitions_after(self, group: ShareGroup, targets: dict) -> dict:
+        """The group's share partitions once this assignment is made (every partition ever assigned)."""
         names = self.topic_names_by_id()
         known = dict(group.share_partitions)
         for assignment in targets.values():
             for topic_id, partitions in assignment.items():
                 name, had = known.get(topic_id, (names.get(topic_id, ""), frozenset()))
                 known[topic_id] = (name, had | partitions)
+        return known
+
+    def _share_partitions_record(self, group: ShareGroup, targets: dict) -> list:
+        """The record of the group's share partitions if this assignment adds any (else none)."""
+        known = self._share_partitions_after(group, targets)
         if known == group.share_partitions:
             return []
         return [(records.share_partitions_key(group.group_id), records.share_partitions_value(known))]

@@ -2,8 +2,8 @@
 
 Unlike a consumer group's, a share group's assignment needs no reconciliation: members share partitions
 and records are handed out one by one by the share-partition leaders, so a member takes its new target at
-once, at the group's epoch. Only the group's epoch is persisted (ShareGroupMetadata, key version 11), so its
-id keeps its type across restarts; members rejoin a reloaded coordinator (UNKNOWN_MEMBER_ID tells them to).
+once, at the group's epoch (its assignment is its target). The group and its members are persisted in
+``__consumer_offsets`` (``records.py``) and reloaded with the coordinator's shard.
 
 Invariant: while the group has members, every partition of a topic some member subscribes to is assigned
 to at least one member subscribed to it.
@@ -18,6 +18,7 @@ from kbroker.coordinators.group.consumer.model import Assignment
 
 @dataclass
 class ShareMember:
+    """``assignment`` is what the member was last given (at ``member_epoch``); its target is the group's."""
     member_id: str
     rack_id: str | None = None
     client_id: str = ""
@@ -25,6 +26,10 @@ class ShareMember:
     subscribed_topic_names: tuple[str, ...] = ()
     member_epoch: int = 0
     assignment: Assignment = field(default_factory=dict)
+
+    def metadata(self) -> tuple:
+        """What its member record holds: a change writes it again."""
+        return self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names
 
 
 @dataclass
@@ -34,6 +39,7 @@ class ShareGroup:
     assignment_epoch: int = 0
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    target: dict[str, Assignment] = field(default_factory=dict)   # member id -> its partitions at the epoch
     # every partition a member was ever assigned (topic id -> (name, partitions)): whose share state the
     # group's deletion deletes
     share_partitions: dict[bytes, tuple[str, frozenset[int]]] = field(default_factory=dict)

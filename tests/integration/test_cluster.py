@@ -192,6 +192,43 @@ def test_replicas_are_spread_over_racks(tmp_path, topic_name):
         assert all(code == 0 for code in cluster.stop().values())
 
 
+def test_consumer_group_members_get_the_partitions_of_their_rack(tmp_path, topic_name):
+    """KIP-848's rack-aware assignment with librdkafka members (``client.rack``, sent as RackId): three racks of
+    one broker each, one single-replica partition on each; each member is given the partition whose replica is
+    in its rack, and keeps it when the members join in another order."""
+    import time
+
+    from confluent_kafka import Consumer
+
+    from tests.cluster import Cluster
+
+    racks = {1: "a", 2: "b", 3: "c"}
+    cluster = Cluster(str(tmp_path / "cluster"), per_broker={b: {"broker.rack": r} for b, r in racks.items()})
+    cluster.start()
+    consumers = {}
+    try:
+        create(cluster.bootstrap, topic_name, 3, 1)
+        rack_of = {p: racks[info["replicas"][0]] for p, info in describe(cluster.bootstrap, topic_name).items()}
+        assert sorted(rack_of.values()) == ["a", "b", "c"], rack_of
+        for rack in ("c", "a", "b"):
+            consumers[rack] = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{topic_name}",
+                                        "group.protocol": "consumer", "client.rack": rack})
+            consumers[rack].subscribe([topic_name])
+
+        def assigned() -> dict:
+            for c in consumers.values():
+                c.poll(0.05)
+            return {rack: sorted(tp.partition for tp in c.assignment()) for rack, c in consumers.items()}
+        deadline = time.monotonic() + 60
+        while any(len(ps) != 1 for ps in assigned().values()):
+            assert time.monotonic() < deadline, assigned()
+        assert {rack: [p for p, r in rack_of.items() if r == rack] for rack in racks.values()} == assigned()
+    finally:
+        for c in consumers.values():
+            c.close()
+        assert all(code == 0 for code in cluster.stop().values())
+
+
 def test_a_broker_that_has_just_joined_answers_metadata_once_the_controller_has_told_it(tmp_path, topic_name):
     """A client that bootstraps from a broker before the controller's first UpdateMetadata reaches it gets the
     whole cluster and its controller, not an empty answer (librdkafka's admin client would then wait for a

@@ -9,7 +9,8 @@ topic; a member gets nothing it does not subscribe to.
 * ``uniform`` (Kafka's default): balanced and sticky. Members sharing a subscription end within one partition
   of each other; a partition stays with its current member unless balance needs it elsewhere, so a member
   joining or leaving moves as few partitions as possible. Rack-aware: among members equally loaded, one in a
-  rack of the partition's replicas gets it (members send ``RackId``, brokers have ``broker.rack``).
+  rack of the partition's replicas gets it, and what balance moves to a joining member is what sits in its
+  rack where there is such (members send ``RackId``, brokers have ``broker.rack``).
 * ``range``: per topic, contiguous ranges in member order (static members by instance id first, then member
   ids), the first ``n % k`` members one partition more: members subscribed to co-partitioned topics get the
   same partition numbers of each.
@@ -94,24 +95,43 @@ def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int],
             owner[tp] = member_id
             owned[member_id].add(tp)
     # 3. Balance: move one partition at a time from a member to one with at least two fewer that also
-    #    subscribes to its topic, one far from the giver's rack first. Each move lowers the sum of squared
-    #    loads, so this ends.
+    #    subscribes to its topic: a partition far from the giver's rack to a member in its rack first, else the
+    #    first partition (far ones first) someone can take. Each move lowers the sum of squared loads, so this
+    #    ends; looking a taker up by rack keeps a move near linear in the giver's partitions.
+    rack_aware = racks is not None and any(spec.rack for spec in members.values())
     moved = True
     while moved:
         moved = False
         for giver in sorted(order, key=lambda m: (-len(owned[m]), rank[m])):
+            eligible = [m for m in order if len(owned[m]) + 1 < len(owned[giver])]
+            if not eligible:
+                continue
+            by_rack: dict[str, list[str]] = {}
+            for m in eligible if rack_aware else ():
+                if members[m].rack:
+                    by_rack.setdefault(members[m].rack, []).append(m)
+            chosen = fallback = None
             for tp in sorted(owned[giver], key=lambda x: (near(giver, x), x[0], -x[1])):
-                takers = [m for m in subscribers[tp[0]] if len(owned[m]) + 1 < len(owned[giver])]
-                if not takers:
-                    continue
-                taker = min(takers, key=lambda m: (len(owned[m]), not near(m, tp), rank[m]))
-                owned[giver].discard(tp)
-                owned[taker].add(tp)
-                owner[tp] = taker
-                moved = True
-                break
-            if moved:
-                break
+                if by_rack and not near(giver, tp):
+                    nearby = [m for r in racks(*tp) for m in by_rack.get(r, ()) if tp[0] in members[m].topics]
+                    if nearby:
+                        chosen = (tp, min(nearby, key=lambda m: (len(owned[m]), rank[m])))
+                        break
+                if fallback is None:
+                    takers = [m for m in eligible if tp[0] in members[m].topics]
+                    if takers:
+                        fallback = (tp, min(takers, key=lambda m: (len(owned[m]), rank[m])))
+                        if not by_rack:
+                            break
+            chosen = chosen or fallback
+            if chosen is None:
+                continue
+            tp, taker = chosen
+            owned[giver].discard(tp)
+            owned[taker].add(tp)
+            owner[tp] = taker
+            moved = True
+            break
     result: dict[str, Assignment] = {}
     for member_id, tps in owned.items():
         by_topic: dict[bytes, set[int]] = {}

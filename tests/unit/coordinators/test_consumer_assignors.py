@@ -100,3 +100,15 @@ def test_uniform_gives_a_partition_to_a_member_in_its_replicas_rack_when_balance
     # Without racks on the members it is the plain assignment.
     plain = {m: MemberSpec(frozenset({T1})) for m in ("a", "b")}
     assert uniform_assign(plain, {T1: 6}, lambda t, p: racks[(t, p)]) == uniform_assign(plain, {T1: 6})
+
+
+def test_uniform_hands_a_joining_member_the_partitions_of_its_rack():
+    """Members join one at a time a group whose first member holds everything: what balance moves to each is
+    what sits in its rack (the stickiness of the rest is kept)."""
+    racks = {p: frozenset({("a", "b", "c")[p % 3]}) for p in range(6)}
+    members = {"c": MemberSpec(frozenset({T1}), current={T1: frozenset(range(6))}, rack="c")}
+    for joining in ("a", "b"):
+        members[joining] = MemberSpec(frozenset({T1}), rack=joining)
+        result = uniform_assign(members, {T1: 6}, lambda t, p: racks[p])
+        members = {m: MemberSpec(s.topics, current=result[m], rack=s.rack) for m, s in members.items()}
+    assert {m: sorted(spec.current[T1]) for m, spec in members.items()} == {"c": [2, 5], "a": [0, 3], "b": [1, 4]}

@@ -6,6 +6,7 @@ import static io.kbroker.compat.Clients.produce;
 import static io.kbroker.compat.Clients.props;
 import static io.kbroker.compat.Clients.setGroupConfigs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -22,7 +23,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** KafkaShareConsumer (KIP-932), implicit and explicit acknowledgement, with delivery counts. */
+/** KafkaShareConsumer (KIP-932): implicit and explicit acknowledgement with delivery counts, a lock renewed
+ * (AcknowledgeType.RENEW, ShareAcknowledge v2) and the record-limit acquire mode (ShareFetch v2). */
 class ShareConsumerTest {
     static KBroker broker;
 
@@ -95,5 +97,87 @@ class ShareConsumerTest {
         assertEquals(List.of((short) 1, (short) 2), deliveries.get(0L));
         assertEquals(List.of((short) 1, (short) 2), deliveries.get(1L));
         assertEquals(List.of((short) 1), deliveries.get(2L));
+    }
+
+    @Test
+    void renewKeepsARecordWithItsMemberPastTheLockDuration() throws Exception {
+        String topic = name("share-renew");
+        createTopic(broker, topic, 1);
+        String group = name("s");
+        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest",
+                "share.record.lock.duration.ms", "1000"));
+        produce(broker, topic, 1);
+        List<Short> holderDeliveries = new ArrayList<>();
+        int otherGot = 0;
+        try (KafkaShareConsumer<String, String> holder = shareConsumer(group, "explicit");
+             KafkaShareConsumer<String, String> other = shareConsumer(group, "explicit")) {
+            holder.subscribe(List.of(topic));
+            other.subscribe(List.of(topic));
+            ConsumerRecord<String, String> held = null;
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (held == null && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : holder.poll(Duration.ofMillis(200))) {
+                    held = r;
+                }
+                for (ConsumerRecord<String, String> r : other.poll(Duration.ofMillis(10))) {
+                    other.acknowledge(r, AcknowledgeType.RELEASE);   // (the other got it first: let it come back)
+                }
+            }
+            holderDeliveries.add(held.deliveryCount().orElse((short) -1));
+            // Three lock durations: the holder renews; the other member, fetching all along, never gets it.
+            long until = System.currentTimeMillis() + 3_000;
+            while (System.currentTimeMillis() < until) {
+                holder.acknowledge(held, AcknowledgeType.RENEW);
+                holder.commitSync();
+                for (ConsumerRecord<String, String> r : holder.poll(Duration.ofMillis(300))) {
+                    held = r;                                        // the renewed record comes back to it
+                    holderDeliveries.add(r.deliveryCount().orElse((short) -1));
+                }
+                for (ConsumerRecord<String, String> r : other.poll(Duration.ofMillis(10))) {
+                    otherGot++;
+                    other.acknowledge(r, AcknowledgeType.RELEASE);
+                }
+            }
+            holder.acknowledge(held, AcknowledgeType.ACCEPT);
+            holder.commitSync();
+            long quiet = System.currentTimeMillis() + 1_500;
+            while (System.currentTimeMillis() < quiet) {
+                otherGot += other.poll(Duration.ofMillis(100)).count();
+            }
+        }
+        assertEquals(0, otherGot);
+        assertTrue(holderDeliveries.size() >= 3, "the renewed record comes back to its holder: " + holderDeliveries);
+        assertEquals(1, holderDeliveries.stream().distinct().count(), "renewed, never delivered again: "
+                + holderDeliveries);
+    }
+
+    @Test
+    void recordLimitModeNeverReturnsMoreThanMaxPollRecords() throws Exception {
+        String topic = name("share-limit");
+        createTopic(broker, topic, 1);
+        String group = name("s");
+        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest"));
+        produce(broker, topic, 50);
+        List<Integer> sizes = new ArrayList<>();
+        List<String> got = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(
+                props(broker, "group.id", group, "share.acquire.mode", "record_limit", "max.poll.records", "7"),
+                new StringDeserializer(), new StringDeserializer())) {
+            c.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (got.size() < 50 && System.currentTimeMillis() < deadline) {
+                int size = 0;
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    got.add(r.value());
+                    size++;
+                }
+                if (size > 0) {
+                    sizes.add(size);
+                }
+            }
+            c.commitSync();
+        }
+        assertEquals(50, got.stream().distinct().count());
+        assertEquals(7, sizes.stream().mapToInt(Integer::intValue).max().orElse(0), "poll sizes " + sizes);
     }
 }

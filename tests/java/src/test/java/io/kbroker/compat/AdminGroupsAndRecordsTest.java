@@ -5,7 +5,7 @@ import static io.kbroker.compat.Clients.createTopic;
 import static io.kbroker.compat.Clients.name;
 import static io.kbroker.compat.Clients.produce;
 import static io.kbroker.compat.Clients.props;
-import static io.kbroker.compat.Clients.setGroupConfigs;
+import static io.kbroker.compat.Clients.shareGroupFromStart;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -52,8 +52,7 @@ class AdminGroupsAndRecordsTest {
     void aShareGroupIsDescribedWithItsMembersAndItsShareOffsets() throws Exception {
         String topic = name("admin-share");
         createTopic(broker, topic, 1);
-        String group = name("s");
-        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest"));
+        String group = shareGroupFromStart(broker, Map.of());
         produce(broker, topic, 10);
         try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(props(broker, "group.id", group,
                 "share.acknowledgement.mode", "explicit"), new StringDeserializer(), new StringDeserializer());

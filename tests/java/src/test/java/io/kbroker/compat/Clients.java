@@ -3,6 +3,7 @@ package io.kbroker.compat;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -57,6 +58,16 @@ final class Clients {
             }
         }
         return sent;
+    }
+
+    /** A new share group that reads its topics from their start (share.auto.offset.reset=earliest), with more
+     * group configs if given. */
+    static String shareGroupFromStart(KBroker broker, Map<String, String> configs) throws Exception {
+        String group = name("s");
+        Map<String, String> all = new HashMap<>(configs);
+        all.put("share.auto.offset.reset", "earliest");
+        setGroupConfigs(broker, group, all);
+        return group;
     }
 
     static void setGroupConfigs(KBroker broker, String group, Map<String, String> configs) throws Exception {

@@ -4,7 +4,7 @@ import static io.kbroker.compat.Clients.createTopic;
 import static io.kbroker.compat.Clients.name;
 import static io.kbroker.compat.Clients.produce;
 import static io.kbroker.compat.Clients.props;
-import static io.kbroker.compat.Clients.setGroupConfigs;
+import static io.kbroker.compat.Clients.shareGroupFromStart;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -47,8 +47,7 @@ class ShareConsumerTest {
     void implicitAcknowledgementAcceptsEveryRecordOnce() throws Exception {
         String topic = name("share-implicit");
         createTopic(broker, topic, 2);
-        String group = name("s");
-        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest"));
+        String group = shareGroupFromStart(broker, Map.of());
         produce(broker, topic, 100);
         List<String> got = new ArrayList<>();
         try (KafkaShareConsumer<String, String> c = shareConsumer(group, "implicit")) {
@@ -69,8 +68,7 @@ class ShareConsumerTest {
     void explicitAcknowledgementReleasesRejectsAndCountsDeliveries() throws Exception {
         String topic = name("share-explicit");
         createTopic(broker, topic, 1);
-        String group = name("s");
-        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest"));
+        String group = shareGroupFromStart(broker, Map.of());
         produce(broker, topic, 6);
         Map<Long, List<Short>> deliveries = new TreeMap<>();
         Map<Long, Integer> accepted = new HashMap<>();
@@ -103,9 +101,7 @@ class ShareConsumerTest {
     void renewKeepsARecordWithItsMemberPastTheLockDuration() throws Exception {
         String topic = name("share-renew");
         createTopic(broker, topic, 1);
-        String group = name("s");
-        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest",
-                "share.record.lock.duration.ms", "1000"));
+        String group = shareGroupFromStart(broker, Map.of("share.record.lock.duration.ms", "1000"));
         produce(broker, topic, 1);
         List<Short> holderDeliveries = new ArrayList<>();
         int otherGot = 0;
@@ -155,8 +151,7 @@ class ShareConsumerTest {
     void recordLimitModeNeverReturnsMoreThanMaxPollRecords() throws Exception {
         String topic = name("share-limit");
         createTopic(broker, topic, 1);
-        String group = name("s");
-        setGroupConfigs(broker, group, Map.of("share.auto.offset.reset", "earliest"));
+        String group = shareGroupFromStart(broker, Map.of());
         produce(broker, topic, 50);
         List<Integer> sizes = new ArrayList<>();
         List<String> got = new ArrayList<>();

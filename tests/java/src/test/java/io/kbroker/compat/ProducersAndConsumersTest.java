@@ -15,6 +15,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ProducerState;
@@ -24,6 +25,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -107,6 +109,53 @@ class ProducersAndConsumersTest {
             assertEquals(200, got.size());
             assertEquals(new HashSet<>(sent), new HashSet<>(got));
         }
+    }
+
+    /** Polls each consumer in turn until {@code done} holds; their records go to {@code got}. */
+    static void pollUntil(List<KafkaConsumer<String, String>> consumers, List<String> got, BooleanSupplier done) {
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (!done.getAsBoolean() && System.currentTimeMillis() < deadline) {
+            for (KafkaConsumer<String, String> c : consumers) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(50))) {
+                    got.add(r.value());
+                }
+                c.commitSync();
+            }
+        }
+    }
+
+    static GroupType typeOf(String group) throws Exception {
+        try (Admin admin = Clients.admin(broker)) {
+            return admin.describeConsumerGroups(List.of(group)).all().get().get(group).type();
+        }
+    }
+
+    @Test
+    void aRunningClassicGroupMovesToTheConsumerProtocolAndBack() throws Exception {
+        String topic = name("migrate");
+        createTopic(broker, topic, 4);
+        String group = name("g");
+        List<String> sent = produce(broker, topic, 400);
+        List<String> got = new ArrayList<>();
+        String cooperative = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+        try (KafkaConsumer<String, String> classic = consumer(group, "partition.assignment.strategy", cooperative,
+                "max.poll.records", "20")) {
+            classic.subscribe(List.of(topic));
+            pollUntil(List.of(classic), got, () -> classic.assignment().size() == 4 && got.size() >= 40);
+            assertEquals(GroupType.CLASSIC, typeOf(group));
+            try (KafkaConsumer<String, String> modern = consumer(group, "group.protocol", "consumer",
+                    "max.poll.records", "20")) {
+                modern.subscribe(List.of(topic));   // its first heartbeat converts the running group
+                pollUntil(List.of(classic, modern), got,
+                        () -> classic.assignment().size() == 2 && modern.assignment().size() == 2);
+                assertEquals(2, classic.assignment().size());
+                assertEquals(2, modern.assignment().size());
+                assertEquals(GroupType.CONSUMER, typeOf(group));
+            }   // the last member of the new protocol leaves: the group is classic again
+            pollUntil(List.of(classic), got, () -> classic.assignment().size() == 4 && got.size() >= 400);
+            assertEquals(GroupType.CLASSIC, typeOf(group));
+        }
+        assertEquals(new HashSet<>(sent), new HashSet<>(got));
     }
 
     @Test

@@ -1,6 +1,7 @@
 """Share groups (KIP-932) with librdkafka's ShareConsumer against a real broker: members splitting one
 partition, explicit acknowledgement (accept, release, reject) and delivery counts, the delivery limit, lock
-expiry, implicit mode, share.auto.offset.reset, and kill -9 of the broker while members consume."""
+expiry, implicit mode, share.auto.offset.reset, partitions added under the members, and kill -9 of the broker
+while members consume."""
 
 from __future__ import annotations
 
@@ -230,3 +231,30 @@ def test_share_auto_offset_reset_by_duration_starts_at_records_that_recent(broke
     finally:
         member.stop()
     assert sorted(o for _, o in member.accepted()) == [0, 1, 2, 3, 4]
+
+
+def test_partitions_added_to_a_topic_reach_the_members_share_sessions(broker, topic_name):
+    """The topic grows from one partition to three while two members consume: the group's epoch moves, the
+    members are assigned the new partitions and add them to their share sessions, and every record of every
+    partition is accepted once."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    make_topic(broker.bootstrap, topic_name, 1)
+    group = f"share-{topic_name}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
+    fill(broker.bootstrap, topic_name, 300)
+    members = [Member(broker.bootstrap, group, [topic_name], process_s=0.01, name=f"m{i}") for i in range(2)]
+    try:
+        wait_for(lambda: sum(len(m.accepted()) for m in members) >= 300, 60, "the first partition's records",
+                 members)
+        epoch, _ = share_group_epoch(broker.bootstrap, group)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_partitions([NewPartitions(topic_name, 3)])[topic_name].result(10)
+        fill(broker.bootstrap, topic_name, 600, first=300)
+        wait_for(lambda: sum(len(m.accepted()) for m in members) >= 900, 60, "every record accepted", members)
+        assert share_group_epoch(broker.bootstrap, group)[0] > epoch
+    finally:
+        for m in members:
+            m.stop()
+    accepted = [a for m in members for a in m.accepted()]
+    assert len(accepted) == len(set(accepted)) == 900
+    assert {p for p, _ in accepted} == {0, 1, 2}

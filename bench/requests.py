@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from bench.brokers import KBroker
-from bench.loadgen import _cpu_seconds
+from bench.loadgen import cpu_seconds
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol import schema
 from kbroker.protocol.headers import RequestHeader, encode_request_header
@@ -168,14 +168,14 @@ async def _fetch_rounds(port: int, pid: int, seconds: float, incremental: bool) 
             session, epoch = opened.session_id, 1
         full = frame(1, 12, _fetch_body(0, -1, MANY))
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        rounds, cpu0, began = 0, _cpu_seconds(pid), time.monotonic()
+        rounds, cpu0, began = 0, cpu_seconds(pid), time.monotonic()
         while time.monotonic() - began < seconds:
             writer.write(frame(1, 12, _fetch_body(session, epoch, 0)) if incremental else full)
             size = struct.unpack(">i", await reader.readexactly(4))[0]
             await reader.readexactly(size)
             rounds += 1
             epoch += 1
-        wall, cpu = time.monotonic() - began, _cpu_seconds(pid) - cpu0
+        wall, cpu = time.monotonic() - began, cpu_seconds(pid) - cpu0
         writer.close()
         return rounds / wall, cpu / rounds * 1e6
     finally:
@@ -276,9 +276,9 @@ def _timed_drive(pid: int, port: int, frames: list[bytes], seconds: float) -> tu
     """After a second's warm-up, ``frames`` one after another for ``seconds``: (requests/s, CPU µs per request
     of the server process ``pid``)."""
     asyncio.run(_drive(port, frames, 1.0))
-    cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+    cpu0, wall0 = cpu_seconds(pid), time.monotonic()
     sent = asyncio.run(_drive(port, frames, seconds))
-    cpu, wall = _cpu_seconds(pid) - cpu0, time.monotonic() - wall0
+    cpu, wall = cpu_seconds(pid) - cpu0, time.monotonic() - wall0
     return sent / wall, cpu / sent * 1e6
 
 

@@ -9,7 +9,7 @@ import statistics
 import time
 import uuid
 
-from bench.loadgen import _cpu_seconds
+from bench.loadgen import cpu_seconds
 
 RECORDS = 30_000
 PER_TRANSACTION = 100
@@ -37,13 +37,13 @@ def measure(broker, create_topic) -> list[tuple]:
     topic = f"bench-txn-{uuid.uuid4().hex[:6]}"
     create_topic(broker.bootstrap, topic)
     name = f"transactional produce {SIZE} B ({PER_TRANSACTION}/txn)"
-    cpu = _cpu_seconds(broker.pid)
+    cpu = cpu_seconds(broker.pid)
     try:
         rate = statistics.median(transactional_throughput(broker.bootstrap, topic) for _ in range(RUNS))
     except Exception as exc:   # a broker without transactions: the cell says why
         cell = f"failed: {type(exc).__name__}: {str(exc)[:80]}"
     else:
-        per_txn = (_cpu_seconds(broker.pid) - cpu) / (RECORDS // PER_TRANSACTION * RUNS) * 1e3
+        per_txn = (cpu_seconds(broker.pid) - cpu) / (RECORDS // PER_TRANSACTION * RUNS) * 1e3
         cell = f"{rate * SIZE / 1e6:.1f} MB/s, {rate:,.0f} rec/s ({per_txn:.2f} ms broker CPU per transaction)"
     print(f"  {broker.name:9} {name:34}: {cell}", flush=True)
     return [(broker.name, name, cell)]

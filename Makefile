@@ -32,10 +32,10 @@ run: $(STAMP)
 cluster: $(STAMP) apt
 	$(BIN)/python -m kbroker.broker.cluster.launcher
 
-test: $(STAMP) apt
+test: $(STAMP) apt java
 	$(PYTEST) -q -m "not slow and not reference"
 
-test-slow: $(STAMP) apt
+test-slow: $(STAMP) apt java
 	$(PYTEST) -q -m "slow and not reference"
 
 # The same scenarios against Apache Kafka and kbroker (tests/reference; Kafka's jars fetched by Maven).

@@ -5,9 +5,11 @@ librdkafka producer and consumer on the same topic, in one run.
   rdkafka_performance (the librdkafka producer row) and read back by it (the librdkafka consumer row).
 - Source: ``spark.read.format("kbroker")...load()`` counted, on ``local[2]``; once with the reader's Arrow
   batches (what the source does) and once with a reader that yields a tuple per row (what it would do
-  without Arrow), to show which is faster.
+  without Arrow), to show which is faster; and Spark's own Kafka source (``format("kafka")``, the JVM's
+  kafka-clients) on the same topic.
 - Sink: the same records, cached in Spark first so only the write is timed, written to a new topic
-  exactly-once (a transaction per task with its marker) and at-least-once.
+  exactly-once (a transaction per task with its marker) and at-least-once, and by Spark's own Kafka sink
+  (at-least-once).
 """
 
 from __future__ import annotations
@@ -95,9 +97,11 @@ def measure(broker, create_topic, scale: float = 1.0) -> list[tuple[str, str]]:
                 "subscribe", topic).option("minPartitions", "2").options(**options).load()
 
         warm = json.dumps({topic: {str(p): 100 for p in range(PARTITIONS)}})
-        source("kbroker", endingOffsets=warm).count()   # the JVM and the Python workers warm up
+        for fmt in ("kbroker", "kafka"):   # the JVM, its connector classes and the Python workers warm up
+            source(fmt, endingOffsets=warm).count()
         for label, fmt in (("Spark source, Arrow batches", "kbroker"), ("Spark source, a tuple per row",
-                                                                         "kbroker_tuples")):
+                                                                         "kbroker_tuples"),
+                           ("Spark's own Kafka source (format kafka)", "kafka")):
             counted, seconds = _timed(source(fmt).count)
             assert counted == count, f"{label}: counted {counted} of {count}"
             rows.append((label, f"{count / seconds:,.0f} rec/s"))
@@ -109,12 +113,13 @@ def measure(broker, create_topic, scale: float = 1.0) -> list[tuple[str, str]]:
         create_topic(broker.bootstrap, "bench-spark-warm", PARTITIONS)
         data.limit(1000).write.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap).option(
             "topic", "bench-spark-warm").mode("append").save()
-        for label, delivery in (("Spark sink, exactly-once", "exactly-once"),
-                                ("Spark sink, at-least-once", "at-least-once")):
-            out = f"bench-spark-out-{delivery}"
+        for label, fmt, delivery in (("Spark sink, exactly-once", "kbroker", "exactly-once"),
+                                     ("Spark sink, at-least-once", "kbroker", "at-least-once"),
+                                     ("Spark's own Kafka sink (format kafka)", "kafka", None)):
+            out = f"bench-spark-out-{fmt}-{delivery}"
             create_topic(broker.bootstrap, out, PARTITIONS)
-            _, seconds = _timed(data.write.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
-                                .option("topic", out).option("kafka.delivery", delivery).mode("append").save)
+            writer = data.write.format(fmt).option("kafka.bootstrap.servers", broker.bootstrap).option("topic", out)
+            _, seconds = _timed((writer.option("kafka.delivery", delivery) if delivery else writer).mode("append").save)
             rows.append((label, f"{count / seconds:,.0f} rec/s"))
             print(f"  spark     {label:44}: {rows[-1][1]}", flush=True)
         data.unpersist()

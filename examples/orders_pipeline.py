@@ -13,6 +13,9 @@ Two streaming queries share one read of ``orders`` (JSON values, see ``produce_o
 
 Both checkpoint under ``--checkpoint``: a restarted job resumes where it stopped and, because the sink is
 transactional, writes nothing twice. Read the outputs with ``isolation.level=read_committed``.
+
+``--reader kafka`` reads ``orders`` with Spark's own Kafka source (``format("kafka")``, its jars gathered
+through Maven by ``kbroker.client.spark.connector``) instead of kbroker's; the outputs are the same.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ CUSTOMERS = [("alice", "eu-west", "gold"), ("bob", "us-east", "silver"), ("carol
              ("dave", "eu-west", "bronze"), ("erin", "us-west", "silver")]
 
 
-def orders(spark, bootstrap: str, topic: str = "orders", starting: str = "earliest"):
-    """The ``orders`` topic as parsed rows; a record that is not an order's JSON becomes a row of nulls."""
+def orders(spark, bootstrap: str, topic: str = "orders", starting: str = "earliest", reader: str = "kbroker"):
+    """The ``orders`` topic as parsed rows (records that are not an order's JSON left out), read by the
+    ``reader`` format: ``kbroker`` or Spark's own ``kafka``, which take the same options."""
     from pyspark.sql import functions as F
 
-    raw = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
+    raw = (spark.readStream.format(reader).option("kafka.bootstrap.servers", bootstrap)
            .option("subscribe", topic).option("startingOffsets", starting).load())
     return (raw.select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("o"))
             .select("o.*").where(F.col("order_id").isNotNull())
@@ -66,11 +70,11 @@ def as_records(df, key: str):
 
 
 def start(spark, bootstrap: str, checkpoint: str, *, available_now: bool = False, source: str = "orders",
-          enriched_topic: str = "orders-enriched", totals_topic: str = "orders-per-minute"):
+          enriched_topic: str = "orders-enriched", totals_topic: str = "orders-per-minute", reader: str = "kbroker"):
     """Start both queries; returns them (``awaitTermination`` or ``stop`` each)."""
     from pyspark.sql import functions as F
 
-    enriched = enrich(spark, orders(spark, bootstrap, source))
+    enriched = enrich(spark, orders(spark, bootstrap, source, reader=reader))
     totals = per_minute(enriched).select(F.col("window.start").alias("minute"), "customer", "orders", "amount")
     queries = []
     for name, df, topic, mode in (("enriched", as_records(enriched.drop("event_time"), "customer"),
@@ -106,6 +110,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", default="127.0.0.1:9092")
     parser.add_argument("--checkpoint", default="/tmp/kbroker-orders-pipeline")
     parser.add_argument("--available-now", action="store_true", help="process what is there, then stop")
+    parser.add_argument("--reader", choices=["kbroker", "kafka"], default="kbroker",
+                        help="kbroker's source, or Spark's own Kafka source")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -114,11 +120,16 @@ def main() -> None:
 
     from kbroker.client.spark import KBrokerDataSource
 
-    spark = (SparkSession.builder.master("local[2]").appName("kbroker-orders-pipeline")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").appName("kbroker-orders-pipeline")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false"))
+    if args.reader == "kafka":
+        from kbroker.client.spark.connector import connector_jars
+        builder = builder.config("spark.jars", ",".join(connector_jars()))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.dataSource.register(KBrokerDataSource)
-    for query in start(spark, args.bootstrap, args.checkpoint, available_now=args.available_now):
+    for query in start(spark, args.bootstrap, args.checkpoint, available_now=args.available_now,
+                       reader=args.reader):
         query.awaitTermination()
 
 

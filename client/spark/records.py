@@ -159,7 +159,9 @@ class _Columns:
         self.timestamps.append(ts * 1000 if ts >= 0 else None)
         self.types.append(1 if kind == 2 else 0)   # Spark: 0 CreateTime, 1 LogAppendTime
         if self.headers is not None:
-            self.headers.append([{"key": k, "value": v} for k, v in (m.headers() or [])])
+            # A record without headers has null headers, as in Spark's own Kafka source.
+            headers = m.headers()
+            self.headers.append([{"key": k, "value": v} for k, v in headers] if headers else None)
 
     def arrays(self, topic: str, partition: int, schema) -> list:
         import pyarrow as pa

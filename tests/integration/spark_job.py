@@ -30,15 +30,19 @@ def upper(batches):
 
 
 def spark_session(app: str, master: str = "local[2,4]", **config):
-    """A local Spark session with the kbroker source registered; its executors run this venv's Python, where
-    client.spark lives. ``local[2,4]``: two cores, each task tried up to four times."""
+    """A local Spark session with the kbroker source registered and Spark's own Kafka connector on its
+    classpath (``format("kafka")``: the jars must be there when the process's first session starts its JVM);
+    its executors run this venv's Python, where client.spark lives. ``local[2,4]``: two cores, each task tried
+    up to four times."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     from kbroker.client.spark import KBrokerDataSource
+    from kbroker.client.spark.connector import connector_jars
 
-    builder = SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
+    builder = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
+               .config("spark.jars", ",".join(connector_jars())))
     for key, value in config.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

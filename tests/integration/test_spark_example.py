@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from examples.orders_pipeline import as_records, await_sources, orders, start
 from tests.integration.spark_job import read_all
 from tests.integration.test_spark_source import produce
@@ -19,7 +21,8 @@ def order(n: int, customer: str, quantity: int, price: float, ts: int) -> tuple:
     return customer.encode(), json.dumps(value).encode(), []
 
 
-def test_orders_pipeline_enriches_and_totals_each_minute_once_final(spark, broker, topic_name, tmp_path):
+@pytest.mark.parametrize("reader", ["kbroker", "kafka"])   # kbroker's source, or Spark's own Kafka source
+def test_orders_pipeline_enriches_and_totals_each_minute_once_final(spark, broker, topic_name, tmp_path, reader):
     source, enriched, totals = f"{topic_name}-orders", f"{topic_name}-enriched", f"{topic_name}-totals"
     for name in (source, enriched, totals):
         make_topic(broker.bootstrap, name, partitions=2)
@@ -30,7 +33,7 @@ def test_orders_pipeline_enriches_and_totals_each_minute_once_final(spark, broke
 
     def run():
         for query in start(spark, broker.bootstrap, str(tmp_path / "cp"), available_now=True, source=source,
-                           enriched_topic=enriched, totals_topic=totals):
+                           enriched_topic=enriched, totals_topic=totals, reader=reader):
             query.awaitTermination(180)
             assert query.exception() is None, query.exception()
 

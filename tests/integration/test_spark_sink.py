@@ -18,13 +18,18 @@ from tests.integration.workload import make_topic
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_batch_write_equals_its_input(spark, broker, topic_name):
+# kbroker's sink, and Spark's own Kafka sink (format "kafka", at-least-once) writing to kbroker.
+SINKS = pytest.mark.parametrize("fmt", ["kbroker", "kafka"])
+
+
+@SINKS
+def test_batch_write_equals_its_input(spark, broker, topic_name, fmt):
     make_topic(broker.bootstrap, topic_name, partitions=3)
     rows = [(f"k{i}" if i % 4 else None, f"v{i}".encode() if i % 9 else None,
              [(f"h{i}", b"x")] if i % 2 else [], (i % 3) if i % 5 == 0 else None) for i in range(600)]
     df = spark.createDataFrame(rows, "key string, value binary, headers array<struct<key:string,value:binary>>, "
                                      "partition int")
-    (df.write.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic_name)
+    (df.write.format(fmt).option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic_name)
      .mode("append").save())
     got = read_all(broker.bootstrap, topic_name)
     assert collections.Counter((m.key(), m.value(), tuple(m.headers() or ())) for m in got) == collections.Counter(
@@ -35,7 +40,8 @@ def test_batch_write_equals_its_input(spark, broker, topic_name):
             assert m.partition() == i % 3
 
 
-def test_streaming_write_equals_its_input(spark, broker, topic_name, tmp_path):
+@SINKS
+def test_streaming_write_equals_its_input(spark, broker, topic_name, tmp_path, fmt):
     source, sink = f"{topic_name}-in", f"{topic_name}-out"
     make_topic(broker.bootstrap, source, partitions=2)
     make_topic(broker.bootstrap, sink, partitions=2)
@@ -44,7 +50,7 @@ def test_streaming_write_equals_its_input(spark, broker, topic_name, tmp_path):
     query = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
              .option("subscribe", source).option("startingOffsets", "earliest").option("includeHeaders", "true")
              .option("maxOffsetsPerTrigger", "150").load().select("key", "value", "headers")
-             .writeStream.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+             .writeStream.format(fmt).option("kafka.bootstrap.servers", broker.bootstrap)
              .option("topic", sink).option("checkpointLocation", str(tmp_path / "cp"))
              .trigger(availableNow=True).start())
     query.awaitTermination(120)

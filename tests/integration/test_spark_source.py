@@ -16,8 +16,8 @@ def produce(bootstrap: str, topic: str, rows: list[tuple], **config) -> None:
     assert producer.flush(30) == 0
 
 
-def source(spark, broker, **options):
-    reader = spark.read.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+def source(spark, broker, fmt: str = "kbroker", **options):
+    reader = spark.read.format(fmt).option("kafka.bootstrap.servers", broker.bootstrap)
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load()
@@ -42,19 +42,29 @@ def kafka_python_read(bootstrap: str, topic: str) -> set:
         consumer.close()
 
 
-def test_batch_read_equals_what_kafka_python_reads(spark, broker, topic_name):
+# The same scenarios through kbroker's source and Spark's own Kafka connector (format "kafka", jars from Maven):
+# both read kbroker alike, and kafka-python says what there is to read.
+FORMATS = pytest.mark.parametrize("fmt", ["kbroker", "kafka"])
+
+
+@FORMATS
+def test_batch_read_equals_what_kafka_python_reads(spark, broker, topic_name, fmt):
     make_topic(broker.bootstrap, topic_name, partitions=3)
     rows = [(f"k{i}".encode() if i % 5 else None, f"v{i}".encode() if i % 7 else None,
              [("n", str(i).encode()), ("e", b"")] if i % 3 else None) for i in range(900)]
     produce(broker.bootstrap, topic_name, rows)
-    df = source(spark, broker, subscribe=topic_name, includeHeaders="true")
-    got = {(r.partition, r.offset, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
-           for r in df.collect()}
+    df = source(spark, broker, fmt, subscribe=topic_name, includeHeaders="true")
+    read = df.collect()
+    got = {(r.partition, r.offset, r.key, r.value, tuple((h.key, h.value) for h in r.headers or ()))
+           for r in read}
     expected = kafka_python_read(broker.bootstrap, topic_name)
     assert len(got) == 900 and got == expected
+    # A record without headers has null headers (Spark's own source), not an empty list.
+    assert {(r.partition, r.offset) for r in read if r.headers is None} == {(p, o) for p, o, *_, h in expected
+                                                                           if not h}
     assert {r.topic for r in df.select("topic").distinct().collect()} == {topic_name}
     # Offsets named per partition, an end bound, and minPartitions splitting ranges: the same records.
-    part = source(spark, broker, assign=f'{{"{topic_name}":[0,1]}}', minPartitions="7",
+    part = source(spark, broker, fmt, assign=f'{{"{topic_name}":[0,1]}}', minPartitions="7",
                   startingOffsets=f'{{"{topic_name}":{{"0":10,"1":-2}}}}',
                   endingOffsets=f'{{"{topic_name}":{{"0":50,"1":-1}}}}')
     assert part.rdd.getNumPartitions() >= 7
@@ -63,14 +73,15 @@ def test_batch_read_equals_what_kafka_python_reads(spark, broker, topic_name):
     assert offsets == [(0, o) for o in range(10, 50)] + [(1, o) for o in range(ends[1])]
 
 
+@FORMATS
 def test_streaming_reads_every_record_once_within_max_offsets_per_trigger_and_across_a_restart(
-        spark, broker, topic_name, tmp_path):
+        spark, broker, topic_name, tmp_path, fmt):
     make_topic(broker.bootstrap, topic_name, partitions=3)
     produce(broker.bootstrap, topic_name, [(f"k{i}".encode(), f"v{i}".encode(), None) for i in range(500)])
     seen: list[tuple[int, list]] = []
 
     def run() -> None:
-        query = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", broker.bootstrap)
+        query = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", broker.bootstrap)
                  .option("subscribe", topic_name).option("startingOffsets", "earliest")
                  .option("maxOffsetsPerTrigger", "120").load()
                  .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
@@ -89,7 +100,8 @@ def test_streaming_reads_every_record_once_within_max_offsets_per_trigger_and_ac
     assert [b for b, _ in seen[first:]][0] > seen[first - 1][0]
 
 
-def test_read_committed_never_sees_aborted_records(spark, broker, topic_name):
+@FORMATS
+def test_read_committed_never_sees_aborted_records(spark, broker, topic_name, fmt):
     from confluent_kafka import Producer
 
     make_topic(broker.bootstrap, topic_name, partitions=2)
@@ -101,10 +113,10 @@ def test_read_committed_never_sees_aborted_records(spark, broker, topic_name):
             producer.produce(topic_name, key=f"{n}-{i}".encode(), value=f"{'ok' if commit else 'aborted'}-{n}-{i}".encode())
         producer.flush(30)   # in the log before the end: librdkafka's abort drops what it has not sent
         producer.commit_transaction(30) if commit else producer.abort_transaction(30)
-    committed = source(spark, broker, subscribe=topic_name, **{"kafka.isolation.level": "read_committed"})
+    committed = source(spark, broker, fmt, subscribe=topic_name, **{"kafka.isolation.level": "read_committed"})
     values = [r.value.decode() for r in committed.collect()]
     assert len(values) == 150 and all(v.startswith("ok-") for v in values)
-    everything = source(spark, broker, subscribe=topic_name).count()
+    everything = source(spark, broker, fmt, subscribe=topic_name).count()
     assert everything == 250
 
 

@@ -53,8 +53,9 @@ kafka: $(STAMP) java
 java:
 	@command -v java >/dev/null && command -v mvn >/dev/null || $(MAKE) apt APT_PACKAGES="openjdk-17-jdk-headless maven"
 
-test-compat: $(STAMP) apt
+test-compat: $(STAMP) apt java
 	$(BIN)/python -m tests.compat.kafka_python_suite
+	$(BIN)/python -m tests.compat.librdkafka_suite
 
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 $(BENCH_STAMP): $(STAMP)

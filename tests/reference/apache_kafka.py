@@ -70,6 +70,31 @@ def jars(version: str = VERSION) -> str:
     return libs
 
 
+# The scripts of Kafka's distribution that other test suites call (librdkafka's test_kafka_topics() runs
+# $KAFKA_PATH/bin/kafka-topics.sh), each the tool's main class from the jars.
+SCRIPTS = {"kafka-topics.sh": "org.apache.kafka.tools.TopicCommand", "kafka-configs.sh": "kafka.admin.ConfigCommand",
+           "kafka-acls.sh": "kafka.admin.AclCommand", "kafka-consumer-groups.sh": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"}
+TOOLS_LOG_CONFIG = os.path.join(ROOT, "tests", "reference", "kafka", "tools-log4j2.properties")
+
+
+def kafka_path(version: str = VERSION) -> str:
+    """A directory laid out as Kafka's distribution for its ``bin/`` scripts (``KAFKA_PATH``): each script
+    runs its tool from the Maven-gathered jars (``jars()``)."""
+    libs = jars(version)
+    home = os.path.dirname(libs)
+    os.makedirs(os.path.join(home, "bin"), exist_ok=True)
+    for script, main in SCRIPTS.items():
+        path = os.path.join(home, "bin", script)
+        text = (f'#!/bin/sh\nexec java -Xmx512m -Dlog4j2.configurationFile={TOOLS_LOG_CONFIG} '
+                f'-cp "{os.path.join(libs, "*")}" {main} "$@"\n')
+        if not os.path.exists(path) or open(path).read() != text:
+            with open(path + ".tmp", "w") as f:
+                f.write(text)
+            os.chmod(path + ".tmp", 0o755)
+            os.replace(path + ".tmp", path)
+    return home
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

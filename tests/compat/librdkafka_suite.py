@@ -1,0 +1,108 @@
+"""librdkafka's own test programs, run against kbroker: those that call Kafka's command-line tools.
+
+librdkafka's suite (``tests/`` of its source, one ``test-runner`` built from it) takes an external broker
+from ``test.conf``; a few tests create their topics with ``$KAFKA_PATH/bin/kafka-topics.sh`` (0045, 0052,
+0077), which a Kafka distribution has and a client library's checkout does not. Here the source comes from
+the npm registry (Confluent's JavaScript client vendors librdkafka's whole tree, tests included: 2.15.1 in
+1.10.1, whose 0077 knows Kafka 4.1's 1 MiB minimum segment.bytes, which 2.12's sets below), is built once
+into ``.cache/compat``, and ``KAFKA_PATH`` is Kafka's tools run from Maven Central's jars
+(``tests.reference.apache_kafka.kafka_path``).
+
+``python -m tests.compat.librdkafka_suite [TESTS]`` builds what is missing, starts a broker and prints each
+test's outcome; ``TOOL_TESTS`` is what ``make test-slow`` insists on.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import urllib.request
+
+from tests.brokerproc import ROOT, BrokerProcess
+
+PACKAGE = "kafka-javascript-1.10.1"         # @confluentinc/kafka-javascript, librdkafka 2.15.1 inside
+PACKAGE_URL = f"https://registry.npmjs.org/@confluentinc/kafka-javascript/-/{PACKAGE}.tgz"
+CACHE = os.path.join(ROOT, ".cache", "compat")
+SOURCE = os.path.join(CACHE, PACKAGE, "package", "deps", "librdkafka")
+CONFIGURE = ["--disable-zstd", "--disable-gssapi", "--disable-curl", "--disable-sasl"]   # not needed here
+
+# The tests that call Kafka's scripts: message timestamps by topic config (CreateTime, LogAppendTime, each
+# plain and compressed) and compaction (keys, tombstones and transactional records compacted by the broker).
+TOOL_TESTS = ["0052", "0077"]
+BROKER_VERSION = "4.2.0"   # what the tests assume of the broker (kbroker answers as Kafka 4.2)
+
+
+def build() -> str:
+    """The built ``test-runner``, made on first use. A lock keeps two processes from building at once; the
+    ``complete`` marker is written last, so a half-done build is done again."""
+    os.makedirs(CACHE, exist_ok=True)
+    runner, done = os.path.join(SOURCE, "tests", "test-runner"), os.path.join(CACHE, f"{PACKAGE}.complete")
+    with open(os.path.join(CACHE, ".librdkafka.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(done) and os.path.exists(runner):
+            return runner
+        package = os.path.join(CACHE, f"{PACKAGE}.tgz")
+        if not os.path.exists(package):
+            request = urllib.request.Request(PACKAGE_URL, headers={"User-Agent": "kbroker-tests"})
+            with urllib.request.urlopen(request, timeout=120) as answer, open(package + ".tmp", "wb") as f:
+                f.write(answer.read())
+            os.replace(package + ".tmp", package)
+        with tarfile.open(package) as archive:
+            archive.extractall(os.path.join(CACHE, PACKAGE), filter="data",
+                               members=[m for m in archive.getmembers() if m.name.startswith("package/deps/librdkafka/")])
+        for step in (["./configure", *CONFIGURE], ["make", "-j2", "libs"], ["make", "-j2", "-C", "tests", "build"]):
+            run = subprocess.run(step, cwd=SOURCE, capture_output=True, text=True)
+            if run.returncode != 0:
+                raise RuntimeError(f"building librdkafka's tests failed at {' '.join(step)}:\n"
+                                   f"{run.stdout[-3000:]}{run.stderr[-3000:]}")
+        open(done, "w").close()
+    return runner
+
+
+def run(broker: BrokerProcess, tests: list[str], timeout: float = 900) -> dict[str, str]:
+    """Test number -> PASSED, FAILED or SKIPPED (or ``not run``), and the runner's output under ``"log"``."""
+    from tests.reference.apache_kafka import kafka_path
+
+    runner = build()
+    directory = os.path.dirname(runner)
+    with open(os.path.join(directory, "test.conf"), "w") as f:
+        f.write(f"bootstrap.servers={broker.bootstrap}\n")
+    # (the runner links librdkafka dynamically: without the path it would load the machine's own, if any)
+    libraries = os.pathsep.join([os.path.join(SOURCE, "src"), os.path.join(SOURCE, "src-cpp")])
+    env = dict(os.environ, KAFKA_PATH=kafka_path(), BROKERS=broker.bootstrap, TEST_KAFKA_VERSION=BROKER_VERSION,
+               TESTS=",".join(tests), LD_LIBRARY_PATH=libraries)
+    done = subprocess.run(["./test-runner"], cwd=directory, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    log = done.stdout + done.stderr
+    outcomes: dict[str, str] = {t: "not run" for t in tests}
+    # Each test ends with "===== Test 0052_msg_timestamps PASSED =====" (FAILED, SKIPPED); a test of several
+    # parts (0077_compaction, 0077_compaction_...) passes when every part does.
+    seen: dict[str, set[str]] = {}
+    for number, outcome in re.findall(r"=+ Test (\d{4})_\w+ (PASSED|FAILED|SKIPPED) =+", log):
+        seen.setdefault(number, set()).add(outcome)
+    for number, kinds in seen.items():
+        outcomes[number] = next(k for k in ("FAILED", "PASSED", "SKIPPED") if k in kinds)
+    outcomes["log"] = log
+    return outcomes
+
+
+def main() -> None:
+    import tempfile
+
+    tests = sys.argv[1].split(",") if len(sys.argv) > 1 else TOOL_TESTS
+    broker = BrokerProcess(tempfile.mkdtemp(prefix="kbroker-librdkafka-")).start()
+    try:
+        results = run(broker, tests)
+    finally:
+        broker.stop()
+    for test in tests:
+        print(f"{test}: {results[test]}")
+    sys.exit(0 if all(results[t] == "PASSED" for t in tests) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -73,7 +73,7 @@ def jars(version: str = VERSION) -> str:
 # The scripts of Kafka's distribution that other test suites call (librdkafka's test_kafka_topics() runs
 # $KAFKA_PATH/bin/kafka-topics.sh), each the tool's main class from the jars.
 SCRIPTS = {"kafka-topics.sh": "org.apache.kafka.tools.TopicCommand", "kafka-configs.sh": "kafka.admin.ConfigCommand",
-           "kafka-acls.sh": "kafka.admin.AclCommand", "kafka-consumer-groups.sh": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"}
+           "kafka-acls.sh": "org.apache.kafka.tools.AclCommand", "kafka-consumer-groups.sh": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"}
 TOOLS_LOG_CONFIG = os.path.join(ROOT, "tests", "reference", "kafka", "tools-log4j2.properties")
 
 

@@ -211,3 +211,57 @@ def test_kafka_acls_adds_lists_and_removes_acls(tmp_path):
         assert "operation=READ" not in after and "operation=DESCRIBE" in after, after
     finally:
         broker.stop()
+
+
+def test_kafka_transactions_describes_and_aborts_a_hanging_transaction(server):
+    """A producer dies inside a transaction: kafka-transactions finds its open transaction on the partition
+    (describe-producers) and aborts it by its start offset (WriteTxnMarkers from the admin, KIP-664); the
+    partition's last stable offset moves on and a read_committed consumer reads the records after it."""
+    import signal
+
+    from confluent_kafka import Producer, TopicPartition
+    topic = f"tools-{uuid.uuid4().hex[:8]}"
+    ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+            "--partitions", "1"))
+    # The hanging producer lives in a child process killed with SIGKILL: nothing ends its transaction.
+    script = (f"from confluent_kafka import Producer\n"
+              f"p = Producer({{'bootstrap.servers': '{server}', 'transactional.id': 'hanging-{topic}',"
+              f" 'transaction.timeout.ms': 900000}})\n"
+              f"p.init_transactions(30); p.begin_transaction(); p.produce('{topic}', b'open'); p.flush(30)\n"
+              f"print('written', flush=True)\nimport time; time.sleep(600)\n")
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "written"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    producer = Producer({"bootstrap.servers": server})
+    producer.produce(topic, b"after")
+    assert producer.flush(10) == 0
+    described = ok(tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", server,
+                        "describe-producers", "--topic", topic, "--partition", "0"))
+    header, *rows = [line.split() for line in described.splitlines() if line.strip()]
+    producers = [dict(zip(header, row)) for row in rows]
+    # The dead transactional producer, its transaction open from offset 0; the plain producer's has none.
+    assert [p["CurrentTransactionStartOffset"] for p in producers if p["CurrentTransactionStartOffset"] != "None"] \
+        == ["0"], described
+    consumer = Consumer({"bootstrap.servers": server, "group.id": f"g-{topic}", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1] == 0   # the LSO
+        ok(tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", server, "abort", "--topic", topic,
+                "--partition", "0", "--start-offset", "0"))
+        deadline = time.monotonic() + 30
+        while consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1] < 3:
+            assert time.monotonic() < deadline, "the aborted transaction still holds the last stable offset"
+            time.sleep(0.1)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = []
+        while len(got) < 1 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        assert got == [b"after"]
+    finally:
+        consumer.close()

@@ -2,7 +2,8 @@
 30): ZooKeeper and three kbroker brokers on Kafka's defaults (no test shortcuts), CPU of the three broker
 processes (utime + stime from /proc) over ``SECONDS``, first with no topic, then with ``TOPICS`` topics of 3
 partitions at replication factor 3; once with followers fetching in incremental sessions (KIP-227, the
-default) and once with a full fetch every round (``kbroker.replica.fetch.sessions=false``), in one run."""
+default) and once with a full fetch every round (``kbroker.replica.fetch.sessions=false``), in one run; and the
+same for Apache Kafka (three KRaft nodes, each broker and controller, from Maven Central's jars), beside."""
 
 from __future__ import annotations
 
@@ -21,25 +22,40 @@ DEFAULTS = {"replica.fetch.wait.max.ms": "500", "replica.fetch.backoff.ms": "100
             "group.initial.rebalance.delay.ms": "3000", "zookeeper.session.timeout.ms": "18000"}
 
 
-def share_of_a_core(cluster: Cluster, seconds: float) -> float:
-    pids = [b.proc.pid for b in cluster.brokers.values()]
+def _share_of_a_core(pids: list[int], seconds: float) -> float:
     before, began = sum(map(cpu_seconds, pids)), time.monotonic()
     time.sleep(seconds)   # (measuring a cluster left alone: the wait is the measurement)
     return (sum(map(cpu_seconds, pids)) - before) / (time.monotonic() - began)
 
 
+def _idle_then_with_topics(cluster, pids: list[int]) -> tuple[float, float]:
+    """(share of a core with no topic, with TOPICS * 3 replicated partitions), each after a settling wait."""
+    time.sleep(SETTLE_SECONDS)
+    empty = _share_of_a_core(pids, SECONDS)
+    for i in range(TOPICS):
+        create(cluster.bootstrap, f"idle-{i}", 3, 3)
+    time.sleep(SETTLE_SECONDS)
+    return empty, _share_of_a_core(pids, SECONDS)
+
+
 def measure(sessions: bool) -> tuple[float, float]:
-    """(share of a core with no topic, with TOPICS * 3 replicated partitions)."""
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-idle-") as root:
         cluster = Cluster(root, overrides={**DEFAULTS, "kbroker.replica.fetch.sessions": str(sessions).lower()})
         cluster.start()
         try:
-            time.sleep(SETTLE_SECONDS)
-            empty = share_of_a_core(cluster, SECONDS)
-            for i in range(TOPICS):
-                create(cluster.bootstrap, f"idle-{i}", 3, 3)
-            time.sleep(SETTLE_SECONDS)
-            return empty, share_of_a_core(cluster, SECONDS)
+            return _idle_then_with_topics(cluster, [b.proc.pid for b in cluster.brokers.values()])
+        finally:
+            cluster.stop()
+
+
+def measure_kafka() -> tuple[float, float]:
+    """The same for Apache Kafka's three KRaft nodes (their JVMs' CPU)."""
+    from tests.reference.apache_kafka import KafkaCluster
+
+    with tempfile.TemporaryDirectory(prefix="kafka-bench-idle-") as root:
+        cluster = KafkaCluster(root, size=3).start()
+        try:
+            return _idle_then_with_topics(cluster, [n.proc.pid for n in cluster.nodes])
         finally:
             cluster.stop()
 
@@ -53,6 +69,11 @@ def rows() -> list[tuple]:
               "RF=3 partitions", flush=True)
         out.append(("kbroker cluster", f"idle CPU, {TOPICS * 3} RF=3 partitions, {how}",
                     f"{busy:.2%} of a core ({empty:.2%} without topics)"))
+    empty, busy = measure_kafka()
+    print(f"  idle cluster, Apache Kafka: {empty:.2%} of a core without topics, {busy:.2%} with {TOPICS * 3} RF=3 "
+          "partitions", flush=True)
+    out.append(("kafka cluster", f"idle CPU, {TOPICS * 3} RF=3 partitions, three KRaft nodes",
+                f"{busy:.2%} of a core ({empty:.2%} without topics)"))
     return out
 
 

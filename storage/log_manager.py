@@ -127,7 +127,7 @@ class LogManager:
         Returns the sum of what ``fn`` returned."""
         total = 0
         for lg in list(self.logs.values()):
-            if lg.parent_dir in self.offline_dirs:
+            if self.offline_dirs and lg.parent_dir in self.offline_dirs:
                 continue
             try:
                 total += fn(lg) or 0

@@ -153,7 +153,11 @@ def handle(ctx, request):
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
                       from_follower=from_follower, initial=found)
-    rm.fetch_purgatory.try_complete_else_watch(op, [(r.topic, r.partition) for r in requests])
+    keys = [(r.topic, r.partition) for r in requests]
+    if available == 0:   # the read just now found nothing to send: trying again at once would find the same
+        rm.fetch_purgatory.watch(op, keys)
+    else:
+        rm.fetch_purgatory.try_complete_else_watch(op, keys)
     return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
 
 

@@ -80,10 +80,14 @@ class Partition:
             return True
         return False
 
-    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
         """Record a follower's fetch: its log end, and whether it has caught up (Kafka's rule: it read to
-        the leader's end now, or to where the leader's end was at its previous fetch)."""
-        state = self.followers.setdefault(replica_id, ReplicaState())
+        the leader's end now, or to where the leader's end was at its previous fetch). True if its log end
+        moved."""
+        state = self.followers.get(replica_id)
+        if state is None:
+            state = self.followers[replica_id] = ReplicaState()
+        moved = state.log_end_offset != fetch_offset
         leader_leo = self.log.log_end_offset
         if fetch_offset >= leader_leo:
             state.last_caught_up_ms = now_ms
@@ -92,6 +96,7 @@ class Partition:
         state.log_end_offset = fetch_offset
         state.last_fetch_leader_leo = leader_leo
         state.last_fetch_ms = now_ms
+        return moved
 
     def reset_followers(self, now_ms: int) -> None:
         """On becoming leader: followers' ends are unknown; ISR members count as caught up now."""

@@ -85,6 +85,15 @@ class Purgatory:
         op._timer = asyncio.get_running_loop().call_later(op.timeout_ms / 1000, op._expire)
         return False
 
+    def watch(self, op: DelayedOperation, keys: list[Hashable]) -> None:
+        """Park ``op`` without trying it: for a caller that has just found it incomplete in the same
+        synchronous step (nothing can have changed since: no other task ran), as a long poll whose first read
+        found nothing. Saves the two passes of ``try_complete_else_watch`` over every key."""
+        for key in keys:
+            self.watchers.setdefault(key, []).append(op)
+            op._watched.append((self, key))
+        op._timer = asyncio.get_running_loop().call_later(op.timeout_ms / 1000, op._expire)
+
     def _unwatch(self, key: Hashable, op: DelayedOperation) -> None:
         ops = self.watchers.get(key)
         if ops is not None:

@@ -311,10 +311,13 @@ class ReplicaManager:
                 result.log_start_offset = plog.log_start_offset
                 return result
         if replica_id >= 0:
-            partition.update_follower(replica_id, request.fetch_offset, self.now_ms())
-            if partition.maybe_increment_high_watermark():
+            # The high watermark moves with a follower's position, or waits on the leader's end: when neither
+            # (an idle partition's every round) there is nothing to compute.
+            moved = partition.update_follower(replica_id, request.fetch_offset, self.now_ms())
+            if (moved or plog.high_watermark < plog.log_end_offset) and partition.maybe_increment_high_watermark():
                 self.high_watermark_moved((request.topic, request.partition))
-            if self.on_follower_caught_up is not None and partition.can_join_isr(replica_id):
+            if (self.on_follower_caught_up is not None and replica_id not in partition.isr
+                    and partition.can_join_isr(replica_id)):
                 self.on_follower_caught_up(partition, replica_id)
         result.high_watermark = plog.high_watermark
         result.last_stable_offset = plog.last_stable_offset

@@ -59,3 +59,22 @@ async def test_an_abandoned_operation_leaves_at_once_and_never_completes():
     assert purgatory.check_and_complete("a") == 0
     await asyncio.sleep(0.05)   # past the timeout: the timer was cancelled with it
     assert op.future.cancelled() and not op.expired
+
+
+async def test_watch_parks_without_trying_then_completes_on_its_key_or_expires():
+    """``watch``: for a caller that has just found the operation incomplete (a long poll whose read found
+    nothing): no try at parking; the key's event or the timer completes it as with try_complete_else_watch."""
+    purgatory = Purgatory("test")
+    state = {"value": 0}
+    tries = []
+    op = WaitFor(state, 1, timeout_ms=10_000)
+    op.try_complete = lambda original=op.try_complete: tries.append(1) or original()
+    purgatory.watch(op, ["a", "b"])
+    assert tries == [] and purgatory.watched() == 2 and not op.future.done()
+    state["value"] = 1
+    assert purgatory.check_and_complete("b") == 1
+    assert await op.future == ("done", 1) and purgatory.watched() == 0
+    late = WaitFor({"value": 0}, 1, timeout_ms=20)
+    purgatory.watch(late, ["a"])
+    assert await asyncio.wait_for(late.future, 2) == ("expired", 0)
+    assert purgatory.watched() == 0

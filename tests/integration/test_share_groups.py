@@ -144,7 +144,8 @@ def test_no_record_is_lost_or_accepted_twice_across_kill_9(fresh_broker, topic_n
         after = share_group_epoch(fresh_broker.bootstrap, group)
         for m in members:
             m.stop()
-    assert after == epochs, "the members rejoined"
+    # No member rejoined: the group's epoch never moved (a member's own epoch may have caught up with it).
+    assert after[0] == epochs[0] and len(after[1]) == len(epochs[1]), (epochs, after)
     accepted = [a for m in members for a in m.accepted()]
     assert len(accepted) == len(set(accepted)), "a record was accepted twice"
     unconfirmed = {(p, o) for m in members for p, o, _ in m.failed_acks}

@@ -8,7 +8,7 @@ jars gathered through Maven, for ``spark.jars``.
 Spark looks a format up on the classpath its JVM started with: the jars must be in the first session's
 configuration of a Python process (a later session's ``spark.jars`` is too late for ``format("kafka")``).
 
-``connector_jars()`` runs ``mvn dependency:copy-dependencies`` once per version into a cache
+``connector_jars()`` gathers them with Maven once per version (``client.maven``) into a cache
 (``$XDG_CACHE_HOME/kbroker``, else ``~/.cache/kbroker``) and returns the jars PySpark does not ship itself
 (the connector, its token provider, kafka-clients, commons-pool2). The version defaults to the newest the
 Maven registry serves that runs on the PySpark installed here (``KBROKER_SPARK_KAFKA_VERSION`` overrides it):
@@ -17,11 +17,11 @@ Maven registry serves that runs on the PySpark installed here (``KBROKER_SPARK_K
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import os
 import re
-import subprocess
+
+from kbroker.client.maven import gather_once
 
 VERSION = os.environ.get("KBROKER_SPARK_KAFKA_VERSION", "4.2.0")
 
@@ -55,26 +55,13 @@ def cache_dir(version: str = VERSION) -> str:
 
 
 def connector_jars(version: str = VERSION) -> list[str]:
-    """The jars to add to ``spark.jars``, fetched through Maven on first use.
-
-    A lock keeps two processes from filling the cache at once; the ``complete`` marker is written last, so
-    a cache an interrupted ``mvn`` left half full is filled again. Raises RuntimeError naming Maven's
-    complaint if it cannot gather them."""
+    """The jars to add to ``spark.jars``, fetched through Maven on first use (``client.maven``)."""
     cache = cache_dir(version)
-    libs, done = os.path.join(cache, "libs"), os.path.join(cache, "complete")
     os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(cache, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(done):
-            pom = os.path.join(cache, "pom.xml")
-            with open(pom, "w") as f:
-                f.write(_POM.format(version=version))
-            run = subprocess.run(["mvn", "-q", "-B", "-f", pom, "dependency:copy-dependencies",
-                                  f"-DoutputDirectory={libs}", "-DincludeScope=runtime"],
-                                 capture_output=True, text=True)
-            if run.returncode != 0:
-                raise RuntimeError(f"mvn could not gather Spark's Kafka connector {version}:\n"
-                                   f"{run.stdout}{run.stderr}")
-            open(done, "w").close()
+    pom = os.path.join(cache, "pom.xml")
+    with open(pom + f".{os.getpid()}", "w") as f:   # (written whole, then renamed: another process may read it)
+        f.write(_POM.format(version=version))
+    os.replace(pom + f".{os.getpid()}", pom)
+    libs = gather_once(pom, cache, f"Spark's Kafka connector {version}")
     shipped = _pyspark_jars()
     return sorted(j for j in glob.glob(os.path.join(libs, "*.jar")) if _artifact(j) not in shipped)

@@ -111,6 +111,10 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
         """Topic id -> name of the topics there are now (assignments name topics by id)."""
         return {bytes(meta.topic_id): name for name, meta in self.topics().items()}
 
+    def topic_ids_by_name(self) -> dict[str, bytes]:
+        """Topic name -> id of the topics there are now (a classic member names topics by name)."""
+        return {name: bytes(meta.topic_id) for name, meta in self.topics().items()}
+
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_partitions)
 

@@ -13,7 +13,6 @@ The heap is set in one place, ``HEAP``; ``SHIPPED_HEAP`` is what ``kafka-server-
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import socket
@@ -22,6 +21,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from kbroker.client.maven import gather_once
 from tests.cluster import brokers_listed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -51,23 +51,9 @@ SINGLE_NODE = {
 
 
 def jars(version: str = VERSION) -> str:
-    """The directory holding Kafka ``version``'s jars, fetched through Maven on first use.
-
-    A lock file keeps two processes from filling the same cache at once; the ``complete`` marker is
-    written last, so a cache an interrupted ``mvn`` left half full is filled again."""
-    cache = os.path.join(ROOT, ".cache", f"kafka-{version}")
-    libs, done = os.path.join(cache, "libs"), os.path.join(cache, "complete")
-    os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(cache, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(done):
-            run = subprocess.run(["mvn", "-q", "-B", "-f", POM, f"-Dkafka.version={version}",
-                                  "dependency:copy-dependencies", f"-DoutputDirectory={libs}",
-                                  "-DincludeScope=runtime"], capture_output=True, text=True)
-            if run.returncode != 0:
-                raise RuntimeError(f"mvn could not gather Kafka {version}'s jars:\n{run.stdout}{run.stderr}")
-            open(done, "w").close()
-    return libs
+    """The directory holding Kafka ``version``'s jars, fetched through Maven on first use (``client.maven``)."""
+    return gather_once(POM, os.path.join(ROOT, ".cache", f"kafka-{version}"), f"Kafka {version}'s jars",
+                       f"-Dkafka.version={version}")
 
 
 # The scripts of Kafka's distribution that other test suites call (librdkafka's test_kafka_topics() runs

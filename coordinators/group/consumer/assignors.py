@@ -98,7 +98,6 @@ def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int],
     #    subscribes to its topic: a partition far from the giver's rack to a member in its rack first, else the
     #    first partition (far ones first) someone can take. Each move lowers the sum of squared loads, so this
     #    ends; looking a taker up by rack keeps a move near linear in the giver's partitions.
-    rack_aware = racks is not None and any(spec.rack for spec in members.values())
     moved = True
     while moved:
         moved = False
@@ -107,7 +106,7 @@ def uniform_assign(members: dict[str, MemberSpec], topics: dict[bytes, int],
             if not eligible:
                 continue
             by_rack: dict[str, list[str]] = {}
-            for m in eligible if rack_aware else ():
+            for m in eligible if racks is not None else ():   # (no member with a rack: by_rack stays empty)
                 if members[m].rack:
                     by_rack.setdefault(members[m].rack, []).append(m)
             chosen = fallback = None

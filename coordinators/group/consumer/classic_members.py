@@ -23,7 +23,7 @@ import uuid
 from kbroker.coordinators.group.consumer import embedded
 from kbroker.coordinators.group.consumer.heartbeat import HeartbeatError
 from kbroker.coordinators.group.consumer.model import (
-    ClassicMetadata, ConsumerGroup, ConsumerMember, MemberState, normalized)
+    Assignment, ClassicMetadata, ConsumerGroup, ConsumerMember, MemberState, normalized)
 from kbroker.coordinators.group.consumer.records import member_tombstones
 from kbroker.coordinators.group.group import join_result, sync_result
 from kbroker.protocol.errors import ErrorCode
@@ -60,7 +60,7 @@ class ClassicMembers:
             member = self._classic_member_for(group, member_id, instance_id, unknown, entries)
         except HeartbeatError as e:
             return join_result(e.code, member_id)
-        ids = {name: bytes(meta.topic_id) for name, meta in self.topics().items()}
+        ids = self.topic_ids_by_name()
         owned = normalized({ids[tp.topic]: tp.partitions for tp in subscription.owned_partitions
                             if tp.topic in ids})
         updated = member.with_(
@@ -74,21 +74,19 @@ class ClassicMembers:
         except HeartbeatError as e:
             return join_result(e.code, member_id)
         group_id = group.group_id
+        joined = join_result(ErrorCode.NONE, current.member_id, current.member_epoch, "consumer",
+                             current.classic.protocol_name, "", [])
         if predecessor not in (None, current.member_id) and self._downgrades_without(group, None):
             # It took the place of the last member speaking the consumer protocol: the group is classic again,
             # Stable, and this member syncs into its predecessor's partitions.
             error = self._downgrade(group, None, f"static member {instance_id} rejoined with the classic protocol")
-            if error:
-                return join_result(error, member_id)
-            return join_result(ErrorCode.NONE, current.member_id, current.member_epoch, "consumer",
-                               current.classic.protocol_name, "", [])
+            return join_result(error, member_id) if error else joined
         self.scheduler.cancel(("consumer-join", group_id, current.member_id))
         self._schedule_consumer_session(group_id, current.member_id)
         self.scheduler.schedule(("consumer-sync", group_id, current.member_id), max(rebalance_timeout_ms, 0),
                                 lambda: self._consumer_expired(group_id, current.member_id, None,
                                                                "did not sync within the rebalance timeout"))
-        return join_result(ErrorCode.NONE, current.member_id, current.member_epoch, "consumer",
-                           current.classic.protocol_name, "", [])
+        return joined
 
     def _classic_member_for(self, group: ConsumerGroup, member_id: str, instance_id: str | None, unknown: bool,
                             entries: list) -> ConsumerMember:
@@ -116,6 +114,13 @@ class ClassicMembers:
         if member is None or member.classic is None:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID)
         return member
+
+    def _classic_assignment(self, assignment: Assignment, metadata: bytes, names: dict | None = None) -> bytes:
+        """An assignment as a classic member reads it: topics by name (``names``: id -> name, else the topics
+        now), in the version of its embedded protocol (``metadata``, its JoinGroup protocol's)."""
+        names = self.topic_names_by_id() if names is None else names
+        return embedded.assignment_bytes({names[t]: ps for t, ps in assignment.items() if t in names},
+                                         embedded.version_of(metadata))
 
     def _must_rejoin(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         """Ask the member to rejoin (REBALANCE_IN_PROGRESS); it is fenced if it does not in its rebalance
@@ -145,11 +150,8 @@ class ClassicMembers:
             return sync_result(e.code)
         self.scheduler.cancel(("consumer-sync", group.group_id, member_id))
         self._schedule_consumer_session(group.group_id, member_id)
-        names = self.topic_names_by_id()
-        assigned = {names[t]: ps for t, ps in member.assigned.items() if t in names}
-        version = embedded.version_of(member.classic.protocols[0][1])
-        return _sync_answer(ErrorCode.NONE, embedded.assignment_bytes(assigned, version), protocol_type,
-                            protocol_name)
+        return _sync_answer(ErrorCode.NONE, self._classic_assignment(member.assigned, member.classic.protocols[0][1]),
+                            protocol_type, protocol_name)
 
     # ================================================================== Heartbeat
     def _classic_heartbeat_consumer_group(self, group: ConsumerGroup, *, generation_id: int, member_id: str,

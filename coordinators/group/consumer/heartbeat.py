@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import re
 import uuid
 
@@ -25,7 +24,8 @@ from kbroker.coordinators.group.consumer.model import (
     LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup, ConsumerMember, MemberState, normalized)
 from kbroker.coordinators.group.consumer.reconcile import next_member
 from kbroker.coordinators.group.consumer.records import (
-    assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, target_record)
+    assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, metadata_hash,
+    target_record, wire)
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.protocol.errors import ErrorCode
@@ -45,9 +45,9 @@ def error_response(code: ErrorCode, message: str | None = None) -> dict:
             "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
 
 
-def _wire_assignment(assignment: Assignment) -> dict:
-    return {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)}
-                                 for t, ps in sorted(assignment.items())]}
+def wire_assignment(assignment: Assignment) -> dict:
+    """A heartbeat answer's assignment (ConsumerGroupHeartbeat's and ShareGroupHeartbeat's)."""
+    return {"topic_partitions": wire(assignment)}
 
 
 def _owned(topic_partitions) -> Assignment | None:
@@ -217,8 +217,7 @@ class ConsumerGroupHeartbeat:
                     counts[topic_id] = meta.partitions
                     described.append(f"{name}:{topic_id.hex()}:{meta.partitions}")
             per_member[member_id] = frozenset(ids)
-        digest = hashlib.blake2b("\n".join(sorted(described)).encode(), digest_size=8).digest()
-        return per_member, counts, int.from_bytes(digest, "big", signed=True)
+        return per_member, counts, metadata_hash(described)
 
     # ================================================================== a heartbeat
     def _consumer_heartbeat(self, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
@@ -250,7 +249,7 @@ class ConsumerGroupHeartbeat:
                     "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms, "assignment": None}
         full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
         if full or current.assigned != member.assigned:
-            response["assignment"] = _wire_assignment(current.assigned)
+            response["assignment"] = wire_assignment(current.assigned)
         return response
 
     def _apply_member(self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember,

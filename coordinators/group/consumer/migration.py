@@ -51,7 +51,7 @@ class OnlineMigration:
         if (not self._migration_allowed("upgrade") or classic.protocol_type != "consumer"
                 or not classic.protocol_name or len(classic.members) > self.config.consumer_max_size):
             raise refused
-        ids = {name: bytes(meta.topic_id) for name, meta in self.topics().items()}
+        ids = self.topic_ids_by_name()
         epoch = classic.generation_id
         group = ConsumerGroup(group_id, group_epoch=epoch, assignment_epoch=epoch, state_timestamp_ms=self.now_ms())
         group.offsets, group.pending_txn_offsets = classic.offsets, classic.pending_txn_offsets
@@ -128,9 +128,8 @@ class OnlineMigration:
             classic.protocol_name = classic.select_protocol()
             names = self.topic_names_by_id()
             for member in classic.members.values():
-                target = {names[t]: ps for t, ps in group.target.get(member.member_id, {}).items() if t in names}
-                version = embedded.version_of(member.metadata_for(classic.protocol_name))
-                member.assignment = embedded.assignment_bytes(target, version)
+                member.assignment = self._classic_assignment(group.target.get(member.member_id, {}),
+                                                             member.metadata_for(classic.protocol_name), names)
         except (ValueError, KeyError):
             log.warning("downgrade_refused", group=group_id, reason="members share no protocol or one is malformed")
             return self._remove_consumer_members(group, [leaving_id], reason) if leaving_id else ErrorCode.NONE

@@ -5,12 +5,23 @@ them in Kafka's order, members' current assignments first, the group's epoch las
 
 from __future__ import annotations
 
+import hashlib
+from typing import Iterable
+
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.model import Assignment, ConsumerGroup, ConsumerMember
 
 
-def _wire(a: Assignment) -> list:
+def wire(a: Assignment) -> list:
+    """An assignment as records and answers carry it: topics by id, partitions sorted (share groups' too)."""
     return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(a.items())]
+
+
+def metadata_hash(described: Iterable[str]) -> int:
+    """The hash of a group's subscribed topics, one line per topic, that is the same in every process (a
+    group's epoch record keeps it; a different one at a heartbeat moves the epoch)."""
+    digest = hashlib.blake2b("\n".join(sorted(described)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def member_record(group_id: str, member: ConsumerMember) -> tuple[bytes, bytes]:
@@ -29,13 +40,13 @@ def current_record(group_id: str, member: ConsumerMember) -> tuple[bytes, bytes]
     return (records.consumer_group_key(8, group_id, member.member_id),
             records.consumer_group_value(8, {
                 "member_epoch": member.member_epoch, "previous_member_epoch": member.previous_member_epoch,
-                "state": int(member.state), "assigned_partitions": _wire(member.assigned),
-                "partitions_pending_revocation": _wire(member.pending_revocation)}))
+                "state": int(member.state), "assigned_partitions": wire(member.assigned),
+                "partitions_pending_revocation": wire(member.pending_revocation)}))
 
 
 def target_record(group_id: str, member_id: str, target: Assignment) -> tuple[bytes, bytes]:
     return (records.consumer_group_key(7, group_id, member_id),
-            records.consumer_group_value(7, {"topic_partitions": _wire(target)}))
+            records.consumer_group_value(7, {"topic_partitions": wire(target)}))
 
 
 def epoch_record(group_id: str, epoch: int, metadata_hash: int) -> tuple[bytes, bytes]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import structlog
 
 from kbroker.coordinators.group import records
-from kbroker.coordinators.group.consumer.heartbeat import HeartbeatError, error_response
+from kbroker.coordinators.group.consumer.heartbeat import HeartbeatError, error_response, wire_assignment
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.consumer.model import normalized
 from kbroker.coordinators.group.share import records as share_records
@@ -101,7 +101,7 @@ class ShareGroupHeartbeat:
             entries.append(share_records.member_record(group.group_id, updated))
         members = {**group.members, member_id: updated}
         subscribed, counts = self._share_subscriptions(members)
-        hashed = share_records.metadata_hash(counts)
+        hashed = share_records.topics_hash(counts)
         targets, epoch_after = group.target, group.group_epoch
         if changed or hashed != group.metadata_hash or group.group_epoch == 0:
             # (the assignment is computed only when the group's epoch moves, not at every heartbeat)
@@ -126,8 +126,7 @@ class ShareGroupHeartbeat:
                     "member_epoch": updated.member_epoch,
                     "heartbeat_interval_ms": self.config.share_heartbeat_interval_ms, "assignment": None}
         if epoch == 0 or names is not None or assigned != member.assignment or joined:
-            response["assignment"] = {"topic_partitions": [{"topic_id": t, "partitions": sorted(ps)}
-                                                           for t, ps in sorted(assigned.items())]}
+            response["assignment"] = wire_assignment(assigned)
         return response
 
     def _share_leave(self, group: ShareGroup, member_id: str) -> dict:
@@ -143,7 +142,7 @@ class ShareGroupHeartbeat:
     def _remove_share_member(self, group: ShareGroup, member_id: str, reason: str) -> ErrorCode:
         remaining = {m: x for m, x in group.members.items() if m != member_id}
         subscribed, counts = self._share_subscriptions(remaining)
-        targets, hashed = share_assign(subscribed, counts), share_records.metadata_hash(counts)
+        targets, hashed = share_assign(subscribed, counts), share_records.topics_hash(counts)
         entries = share_records.member_tombstones(group.group_id, member_id)
         entries += self._share_assignment_records(group, targets, group.group_epoch + 1, hashed)
         error = self._store(group.group_id, entries)

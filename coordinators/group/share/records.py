@@ -6,20 +6,14 @@ Kafka's order."""
 
 from __future__ import annotations
 
-import hashlib
-
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.model import Assignment
+from kbroker.coordinators.group.consumer.records import metadata_hash, wire
 
 
-def _wire(a: Assignment) -> list:
-    return [{"topic_id": t, "partitions": sorted(ps)} for t, ps in sorted(a.items())]
-
-
-def metadata_hash(counts: dict[bytes, int]) -> int:
-    """A hash of the subscribed topics (id -> partition count) that is the same in every process."""
-    described = "\n".join(f"{t.hex()}:{n}" for t, n in sorted(counts.items()))
-    return int.from_bytes(hashlib.blake2b(described.encode(), digest_size=8).digest(), "big", signed=True)
+def topics_hash(counts: dict[bytes, int]) -> int:
+    """The subscribed topics' hash (topic id -> partition count), as a consumer group's is made."""
+    return metadata_hash(f"{t.hex()}:{n}" for t, n in counts.items())
 
 
 def member_record(group_id: str, member) -> tuple[bytes, bytes]:
@@ -37,14 +31,14 @@ def epoch_records(group_id: str, epoch: int, hashed: int) -> list[tuple[bytes, b
 
 def target_record(group_id: str, member_id: str, target: Assignment) -> tuple[bytes, bytes]:
     return (records.share_member_key(13, group_id, member_id),
-            records.share_member_value(13, {"topic_partitions": _wire(target)}))
+            records.share_member_value(13, {"topic_partitions": wire(target)}))
 
 
 def current_record(group_id: str, member_id: str, epoch: int, previous_epoch: int,
                    assigned: Assignment) -> tuple[bytes, bytes]:
     return (records.share_member_key(14, group_id, member_id),
             records.share_member_value(14, {"member_epoch": epoch, "previous_member_epoch": previous_epoch,
-                                            "state": 0, "assigned_partitions": _wire(assigned)}))
+                                            "state": 0, "assigned_partitions": wire(assigned)}))
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[tuple[bytes, None]]:

@@ -5,6 +5,7 @@ import static io.kbroker.compat.Clients.createTopic;
 import static io.kbroker.compat.Clients.name;
 import static io.kbroker.compat.Clients.produce;
 import static io.kbroker.compat.Clients.props;
+import static io.kbroker.compat.Clients.shareConsumer;
 import static io.kbroker.compat.Clients.shareGroupFromStart;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,7 +29,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -54,8 +54,7 @@ class AdminGroupsAndRecordsTest {
         createTopic(broker, topic, 1);
         String group = shareGroupFromStart(broker, Map.of());
         produce(broker, topic, 10);
-        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(props(broker, "group.id", group,
-                "share.acknowledgement.mode", "explicit"), new StringDeserializer(), new StringDeserializer());
+        try (KafkaShareConsumer<String, String> c = shareConsumer(broker, group, "explicit");
              Admin admin = admin(broker)) {
             c.subscribe(List.of(topic));
             int accepted = 0;

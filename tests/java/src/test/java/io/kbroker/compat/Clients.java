@@ -14,9 +14,11 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /** Small helpers the tests share: names, an admin client, topics, records, waiting on a condition. */
@@ -36,6 +38,17 @@ final class Clients {
         try (Admin admin = admin(broker)) {
             admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
         }
+    }
+
+    /** A share consumer of Strings in {@code group}, acknowledging in {@code mode} (implicit or explicit), with
+     * more properties if given. */
+    static KafkaShareConsumer<String, String> shareConsumer(KBroker broker, String group, String mode,
+                                                          Object... more) {
+        Properties p = props(broker, "group.id", group, "share.acknowledgement.mode", mode);
+        for (int i = 0; i < more.length; i += 2) {
+            p.put(more[i], more[i + 1]);
+        }
+        return new KafkaShareConsumer<>(p, new StringDeserializer(), new StringDeserializer());
     }
 
     static Properties props(KBroker broker, Object... keyValues) {

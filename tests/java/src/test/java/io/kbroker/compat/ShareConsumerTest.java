@@ -3,7 +3,6 @@ package io.kbroker.compat;
 import static io.kbroker.compat.Clients.createTopic;
 import static io.kbroker.compat.Clients.name;
 import static io.kbroker.compat.Clients.produce;
-import static io.kbroker.compat.Clients.props;
 import static io.kbroker.compat.Clients.shareGroupFromStart;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -18,7 +17,6 @@ import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -39,8 +37,7 @@ class ShareConsumerTest {
     }
 
     static KafkaShareConsumer<String, String> shareConsumer(String group, String mode) {
-        return new KafkaShareConsumer<>(props(broker, "group.id", group, "share.acknowledgement.mode", mode),
-                new StringDeserializer(), new StringDeserializer());
+        return Clients.shareConsumer(broker, group, mode);
     }
 
     @Test
@@ -155,9 +152,8 @@ class ShareConsumerTest {
         produce(broker, topic, 50);
         List<Integer> sizes = new ArrayList<>();
         List<String> got = new ArrayList<>();
-        try (KafkaShareConsumer<String, String> c = new KafkaShareConsumer<>(
-                props(broker, "group.id", group, "share.acquire.mode", "record_limit", "max.poll.records", "7"),
-                new StringDeserializer(), new StringDeserializer())) {
+        try (KafkaShareConsumer<String, String> c = Clients.shareConsumer(broker, group, "implicit",
+                "share.acquire.mode", "record_limit", "max.poll.records", "7")) {
             c.subscribe(List.of(topic));
             long deadline = System.currentTimeMillis() + 60_000;
             while (got.size() < 50 && System.currentTimeMillis() < deadline) {

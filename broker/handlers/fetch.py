@@ -16,7 +16,8 @@ import dataclasses
 from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
 from kbroker.broker.handlers.common import LeaderDiscovery, resolve_topic_ids
 from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
-from kbroker.broker.partitions.replica_manager import DelayedFetch, FetchPartitionRequest, FetchPartitionResult
+from kbroker.broker.partitions.delayed_fetch import DelayedFetch, at_rest
+from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
@@ -126,6 +127,7 @@ def handle(ctx, request):
     if by_id:
         shape.asked = ({t: c.topic_id for (t, _), c in session.partitions.items()} if session is not None
                        else {t.topic: bytes(t.topic_id) for t in request.topics})
+    quiet = []   # (follower sessions) partitions at rest: noted and watched, not read
     if incremental:   # every partition of the session, at the position the client last gave
         requests = [FetchPartitionRequest(t, p, c.fetch_offset, c.max_bytes, c.current_leader_epoch,
                                           c.last_fetched_epoch) for (t, p), c in session.partitions.items()]
@@ -137,6 +139,8 @@ def handle(ctx, request):
     if denied:
         refused = {(d.topic, d.partition) for d in denied}
         requests = [r for r in requests if (r.topic, r.partition) not in refused]
+    if incremental and request.replica_id >= 0 and session.is_follower:
+        requests, quiet = _split_at_rest(rm, request, requests, session)
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     if request.replica_id < 0:   # a consumer: the broker's own fetch.max.bytes bounds the answer (KIP-541)
         max_bytes = min(max_bytes, ctx.broker.config["fetch.max.bytes"])
@@ -148,17 +152,36 @@ def handle(ctx, request):
     available = sum(r.records.length for r in results if r.records is not None)
     has_error = denied or shape.unknown or any(r.error != ErrorCode.NONE or r.diverging_epoch is not None
                                                for r in results)
-    if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not requests:
+    if request.max_wait_ms <= 0 or available >= request.min_bytes or has_error or not (requests or quiet):
         return _metered(ctx, request, results, shape, session, incremental)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
-                      from_follower=from_follower, initial=found)
-    keys = [(r.topic, r.partition) for r in requests]
+                      from_follower=from_follower, initial=found, quiet=quiet)
+    keys = [(r.topic, r.partition) for r in requests] + [(r.topic, r.partition) for r, _ in quiet]
     if available == 0:   # the read just now found nothing to send: trying again at once would find the same
         rm.fetch_purgatory.watch(op, keys)
     else:
         rm.fetch_purgatory.try_complete_else_watch(op, keys)
     return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
+
+
+def _split_at_rest(rm, request, requests, session) -> tuple[list, list]:
+    """A follower's incremental fetch: (the partitions to read, those at rest with the answer each would
+    have). Only a partition the request left unnamed can be at rest: one it names has a new position,
+    whose last fetched epoch is checked against the leader's (KIP-320) by the read."""
+    named = {(t.topic, p.partition) for t in request.topics for p in t.partitions}
+    now_ms, replica_id, cached = rm.now_ms(), request.replica_id, session.partitions
+    read, quiet = [], []
+    for req in requests:
+        tp = (req.topic, req.partition)
+        c = cached[tp]
+        found = None if tp in named else at_rest(rm, req, replica_id, now_ms, c.high_watermark,
+                                                 c.last_stable_offset, c.log_start_offset)
+        if found is None:
+            read.append(req)
+        else:
+            quiet.append((req, found))
+    return read, quiet
 
 
 def _unauthorized(ctx, request, requests) -> list[FetchPartitionResult]:

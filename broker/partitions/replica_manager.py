@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import structlog
 
 from kbroker.broker.partitions.partition import READ_COMMITTED, Partition
-from kbroker.broker.partitions.purgatory import DelayedOperation, Purgatory
+from kbroker.broker.partitions.purgatory import Purgatory
 from kbroker.broker.replication.delayed_produce import DelayedProduce
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.record_check import check_keyed_batch, check_timestamps
@@ -367,11 +367,12 @@ class ReplicaManager:
         return ErrorCode.NONE
 
     def fetch(self, requests: list[FetchPartitionRequest], *, replica_id: int, isolation_level: int,
-              max_bytes: int, from_follower: bool = False) -> list[FetchPartitionResult]:
-        """Read every requested partition within the response's ``max_bytes`` (the first batch always fits)."""
+              max_bytes: int, from_follower: bool = False, used: int = 0) -> list[FetchPartitionResult]:
+        """Read every requested partition within the response's ``max_bytes`` (the first batch always fits);
+        ``used``: bytes of records the response already carries from other reads."""
         results = []
-        remaining = max_bytes
-        got_records = False
+        remaining = max_bytes - used
+        got_records = used > 0
         for req in requests:
             limited = FetchPartitionRequest(req.topic, req.partition, req.fetch_offset,
                                             max(0, min(req.max_bytes, remaining)), req.current_leader_epoch,
@@ -398,73 +399,3 @@ class ReplicaManager:
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
-
-
-class DelayedFetch(DelayedOperation):
-    """A fetch waiting for ``min_bytes`` of data, or for ``max_wait_ms`` to pass.
-
-    ``initial``: what the first read of the same partitions found. At completion a partition is read again
-    only if it may answer otherwise now (records below its bound, another high watermark, last stable or
-    log start offset, another leader); the others keep their first answer, as an idle follower's or
-    consumer's long poll over many partitions then costs one read of each, not two. (Kafka likewise notes a
-    follower's position at the first read only.)"""
-
-    def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
-                 isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
-                 from_follower: bool = False, initial: list[FetchPartitionResult] | None = None) -> None:
-        super().__init__(timeout_ms)
-        self.initial = initial
-        self.manager = manager
-        self.from_follower = from_follower
-        self.requests = requests
-        self.replica_id = replica_id
-        self.isolation_level = isolation_level
-        self.max_bytes = max_bytes
-        self.min_bytes = min_bytes
-
-    def try_complete(self) -> bool:
-        accumulated = 0
-        for req in self.requests:
-            partition = self.manager.get(req.topic, req.partition)
-            if partition is None or not (partition.is_leader or (self.from_follower and partition.leader_id >= 0)):
-                return self.force_complete()  # the topic went away or moved: answer with the error now
-            if self.manager.leader_throttled(partition, self.replica_id):
-                continue   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
-            plog = partition.log
-            bound = partition.fetch_bound(self.replica_id, self.isolation_level)
-            if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
-                return self.force_complete()
-            if req.fetch_offset < bound:
-                if self.min_bytes <= 1:
-                    return self.force_complete()   # a record below the bound is a byte: no need to read it twice
-                found = plog.read(req.fetch_offset, req.max_bytes, bound, True)
-                accumulated += found.length if found is not None else 0
-            if accumulated >= self.min_bytes:
-                return self.force_complete()
-        return False
-
-    def on_complete(self):
-        if self.initial is None:
-            return self._read(self.requests)
-        again = [i for i, (req, found) in enumerate(zip(self.requests, self.initial)) if not self._holds(req, found)]
-        results = list(self.initial)
-        for i, result in zip(again, self._read([self.requests[i] for i in again])):
-            results[i] = result
-        return results
-
-    def _read(self, requests):
-        return self.manager.fetch(requests, replica_id=self.replica_id, isolation_level=self.isolation_level,
-                                  max_bytes=self.max_bytes, from_follower=self.from_follower)
-
-    def _holds(self, req: FetchPartitionRequest, found: FetchPartitionResult) -> bool:
-        """The first read's answer is still the answer: it had nothing to send, and nothing moved since."""
-        if found.error or found.records is not None or found.diverging_epoch is not None:
-            return False
-        partition = self.manager.get(req.topic, req.partition)
-        if partition is None or not partition.is_leader or \
-                req.current_leader_epoch not in (-1, partition.leader_epoch):
-            return False
-        plog = partition.log
-        return (plog.high_watermark == found.high_watermark and plog.last_stable_offset == found.last_stable_offset
-                and plog.log_start_offset == found.log_start_offset
-                and partition.fetch_bound(self.replica_id, self.isolation_level) <= req.fetch_offset)

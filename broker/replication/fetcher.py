@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import structlog
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.broker.configuration.config import LONG_MAX
 from kbroker.broker.replication.quota import follower_quota
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
@@ -144,13 +145,15 @@ class ReplicaFetcher:
         config = self.manager.config
         rm = self.manager.replica_manager
         quota, now = self.manager.quota, time.monotonic()
+        limited = quota.rate < LONG_MAX   # (no rate: nothing is held back, and each partition's check is saved)
         sessions = config["kbroker.replica.fetch.sessions"]
         full = self.session_epoch == 0 or not sessions
         in_session: dict[tuple[str, int], tuple] = {}
         topics: dict[str, list] = {}
+        partitions = rm.partitions
         for tp, target in ready.items():
-            partition = rm.get(*tp)
-            if partition is None or quota.holds_back(partition, self.manager.broker_id, now):
+            partition = partitions.get(tp)
+            if partition is None or (limited and quota.holds_back(partition, self.manager.broker_id, now)):
                 continue
             plog = partition.log
             state = (plog.log_end_offset, plog.log_start_offset, target.leader_epoch,

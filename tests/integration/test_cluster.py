@@ -442,3 +442,50 @@ def test_a_feature_level_reaches_every_broker(cluster):
         assert asyncio.run(update(first, 2, 1)) == 0
     wait_until(lambda: {asyncio.run(level_on(b)) for b in cluster.brokers.values()} == {2}, 30, 0.2,
                "transaction.version 2 again on every broker")
+
+
+def test_idle_followers_stay_in_the_isr_and_an_append_among_idle_partitions_reaches_them_at_once(tmp_path,
+                                                                                              topic_name):
+    """A follower's round over partitions at rest reads none of them (broker/partitions/delayed_fetch.py): the
+    leader must still count the follower caught up on each (or the ISR shrinks after replica.lag.time.max.ms,
+    a new partition state in ZooKeeper), and an append to one of them must complete the parked fetch at once,
+    not when replica.fetch.wait.max.ms runs out (an acks=all write would then wait half of it on average)."""
+    import random
+    import statistics
+    import time
+
+    from confluent_kafka import Producer
+    from kazoo.client import KazooClient
+
+    from tests.cluster import Cluster
+
+    cluster = Cluster(str(tmp_path / "cluster"), overrides={"replica.fetch.wait.max.ms": "1000",
+                                                            "replica.lag.time.max.ms": "3000"})
+    cluster.start()
+    zk = KazooClient(hosts=cluster.zookeeper.connect)
+    zk.start()
+    try:
+        create(cluster.bootstrap, topic_name, 24, 3)
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()),
+                   message="every replica in sync")
+        states = [f"/kbroker/brokers/topics/{topic_name}/partitions/{p}/state" for p in range(24)]
+        versions = [zk.get(path)[1].version for path in states]
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+        took = []
+        # One write to each partition in turn, over two lag windows: each written partition has been at rest
+        # since it was created, and the others stay at rest meanwhile. (The pause between writes is the idle
+        # time under test, not a wait for something to happen; it varies, so that writes do not fall in step
+        # with the followers' rounds and come just before a round would end anyway.)
+        pauses = random.Random(7)
+        for partition in range(24):
+            sent, done = time.monotonic(), []
+            producer.produce(topic_name, b"v", partition=partition, on_delivery=lambda err, msg: done.append(err))
+            assert producer.flush(30) == 0 and done == [None]
+            took.append(time.monotonic() - sent)
+            time.sleep(pauses.uniform(0.1, 0.5))
+        assert statistics.median(took) < 0.2, f"acks=all writes waited for the followers' rounds: {took}"
+        assert [zk.get(path)[1].version for path in states] == versions, "an ISR changed"
+        assert all(sorted(p["isr"]) == [1, 2, 3] for p in describe(cluster.bootstrap, topic_name).values())
+    finally:
+        zk.stop()
+        assert all(code == 0 for code in cluster.stop().values())

@@ -1,0 +1,134 @@
+"""A long-polling fetch parked in the fetch purgatory, and what lets an idle follower's round skip reading.
+
+An idle replicated cluster pays per fetch round, and a follower's incremental
+fetch session (KIP-227) covers every partition it follows from this leader at
+each round. A partition *at rest* for that follower (it has the whole log, the
+high watermark is at the log end, nothing the session last told it has moved,
+the leader epoch is the one it fetches at, and it is in the ISR) needs no read:
+its fetch is noted (the follower is caught up now, for the ISR's lag check)
+and it is only watched, so that an append or a leadership change still
+completes the parked fetch. Any doubt takes the full read path.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from kbroker.broker.partitions.purgatory import DelayedOperation
+from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult, ReplicaManager
+
+
+def at_rest(manager: ReplicaManager, req: FetchPartitionRequest, replica_id: int, now_ms: int, high_watermark: int,
+            last_stable_offset: int, log_start_offset: int) -> FetchPartitionResult | None:
+    """The answer a read would give follower ``replica_id`` (no records, nothing it does not know) when the
+    partition is at rest for it, its fetch noted as the read would note it; None when it must be read.
+
+    ``high_watermark``, ``last_stable_offset`` and ``log_start_offset``: what its session last sent it. The
+    caller passes only a partition whose position the request did not change (the follower's last fetched
+    epoch was checked for divergence at the read that answered that position, at this same leader epoch)."""
+    partition = manager.partitions.get((req.topic, req.partition))
+    if partition is None or not partition.is_leader or partition.leader_epoch != req.current_leader_epoch:
+        return None
+    plog = partition.log
+    end = plog.log_end_offset
+    if req.fetch_offset != end or high_watermark != end or plog.high_watermark != end:
+        return None
+    if plog.log_start_offset != log_start_offset or plog.last_stable_offset != last_stable_offset:
+        return None
+    state = partition.followers.get(replica_id)
+    if state is None or state.log_end_offset != end or replica_id not in partition.isr:
+        return None
+    # What update_follower records for a fetch at the leader's end: caught up now.
+    state.last_caught_up_ms = state.last_fetch_ms = now_ms
+    state.last_fetch_leader_leo = end
+    return FetchPartitionResult(req.topic, req.partition, high_watermark=end, last_stable_offset=last_stable_offset,
+                                log_start_offset=log_start_offset)
+
+
+class DelayedFetch(DelayedOperation):
+    """A fetch waiting for ``min_bytes`` of data, or for ``max_wait_ms`` to pass.
+
+    ``initial``: what the first read of the same partitions found. At completion a partition is read again
+    only if it may answer otherwise now (records below its bound, another high watermark, last stable or
+    log start offset, another leader); the others keep their first answer, as an idle follower's or
+    consumer's long poll over many partitions then costs one read of each, not two. (Kafka likewise notes a
+    follower's position at the first read only.)
+
+    ``quiet``: partitions at rest for a follower (``at_rest``), each with the answer it would have had. They
+    complete the wait as the read ones do, and at completion only those that moved are read and answered:
+    an unmoved one is in no answer of an incremental session."""
+
+    def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
+                 isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
+                 from_follower: bool = False, initial: list[FetchPartitionResult] | None = None,
+                 quiet: list[tuple[FetchPartitionRequest, FetchPartitionResult]] = ()) -> None:
+        super().__init__(timeout_ms)
+        self.initial = initial
+        self.manager = manager
+        self.from_follower = from_follower
+        self.requests = requests
+        self.quiet = quiet
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.max_bytes = max_bytes
+        self.min_bytes = min_bytes
+        self.woken = False   # an event on a watched partition came (an append, a high watermark moved...)
+
+    def try_complete(self) -> bool:
+        self.woken = True
+        accumulated = 0
+        for req in itertools.chain(self.requests, (q for q, _ in self.quiet)):
+            partition = self.manager.get(req.topic, req.partition)
+            if partition is None or not (partition.is_leader or (self.from_follower and partition.leader_id >= 0)):
+                return self.force_complete()  # the topic went away or moved: answer with the error now
+            if self.manager.leader_throttled(partition, self.replica_id):
+                continue   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
+            plog = partition.log
+            bound = partition.fetch_bound(self.replica_id, self.isolation_level)
+            if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
+                return self.force_complete()
+            if req.fetch_offset < bound:
+                if self.min_bytes <= 1:
+                    return self.force_complete()   # a record below the bound is a byte: no need to read it twice
+                found = plog.read(req.fetch_offset, req.max_bytes, bound, True)
+                accumulated += found.length if found is not None else 0
+            if accumulated >= self.min_bytes:
+                return self.force_complete()
+        return False
+
+    def on_complete(self):
+        results = self._read(self.requests) if self.initial is None else self._again(self.requests, self.initial)
+        # Unwoken, no quiet partition moved (each move wakes the fetches watching it); one that moved unseen
+        # (a change that wakes nothing) is still unlike what its session was told, and is read next round.
+        moved = [req for req, found in self.quiet if not self._holds(req, found)] if self.woken else []
+        return results + self._read(moved, _size(results)) if moved else results
+
+    def _again(self, requests, initial) -> list[FetchPartitionResult]:
+        again = [i for i, (req, found) in enumerate(zip(requests, initial)) if not self._holds(req, found)]
+        results = list(initial)
+        # (a kept answer has no records: what had records is read again, so the re-read starts from none)
+        for i, result in zip(again, self._read([requests[i] for i in again])):
+            results[i] = result
+        return results
+
+    def _read(self, requests, used: int = 0):
+        """``used``: bytes the answer already carries (the response's ``max_bytes`` bounds them all)."""
+        return self.manager.fetch(requests, replica_id=self.replica_id, isolation_level=self.isolation_level,
+                                  max_bytes=self.max_bytes, from_follower=self.from_follower, used=used)
+
+    def _holds(self, req: FetchPartitionRequest, found: FetchPartitionResult) -> bool:
+        """The first read's answer is still the answer: it had nothing to send, and nothing moved since."""
+        if found.error or found.records is not None or found.diverging_epoch is not None:
+            return False
+        partition = self.manager.get(req.topic, req.partition)
+        if partition is None or not partition.is_leader or \
+                req.current_leader_epoch not in (-1, partition.leader_epoch):
+            return False
+        plog = partition.log
+        return (plog.high_watermark == found.high_watermark and plog.last_stable_offset == found.last_stable_offset
+                and plog.log_start_offset == found.log_start_offset
+                and partition.fetch_bound(self.replica_id, self.isolation_level) <= req.fetch_offset)
+
+
+def _size(results) -> int:
+    return sum(r.records.length for r in results if r.records is not None)

@@ -127,10 +127,9 @@ def handle(ctx, request):
     if by_id:
         shape.asked = ({t: c.topic_id for (t, _), c in session.partitions.items()} if session is not None
                        else {t.topic: bytes(t.topic_id) for t in request.topics})
-    quiet = []   # (follower sessions) partitions at rest: noted and watched, not read
+    quiet = []   # (incremental sessions) partitions at rest: watched, not read
     if incremental:   # every partition of the session, at the position the client last gave
-        requests = [FetchPartitionRequest(t, p, c.fetch_offset, c.max_bytes, c.current_leader_epoch,
-                                          c.last_fetched_epoch) for (t, p), c in session.partitions.items()]
+        requests = _positions(session)
     else:
         requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
                                           p.current_leader_epoch, p.last_fetched_epoch)
@@ -139,8 +138,8 @@ def handle(ctx, request):
     if denied:
         refused = {(d.topic, d.partition) for d in denied}
         requests = [r for r in requests if (r.topic, r.partition) not in refused]
-    if incremental and request.replica_id >= 0 and session.is_follower:
-        requests, quiet = _split_at_rest(rm, request, requests, session)
+    if incremental:
+        requests, quiet = _split_at_rest(ctx, request, requests, session)
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     if request.replica_id < 0:   # a consumer: the broker's own fetch.max.bytes bounds the answer (KIP-541)
         max_bytes = min(max_bytes, ctx.broker.config["fetch.max.bytes"])
@@ -165,22 +164,41 @@ def handle(ctx, request):
     return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
 
 
-def _split_at_rest(rm, request, requests, session) -> tuple[list, list]:
-    """A follower's incremental fetch: (the partitions to read, those at rest with the answer each would
-    have). Only a partition the request left unnamed can be at rest: one it names has a new position,
-    whose last fetched epoch is checked against the leader's (KIP-320) by the read."""
+def _positions(session) -> list[FetchPartitionRequest]:
+    """A request for every partition of the session at its position, each made once per position (an idle
+    session's rounds then make none)."""
+    requests = []
+    for (t, p), c in session.partitions.items():
+        req = c.request
+        if req is None:
+            req = c.request = FetchPartitionRequest(t, p, c.fetch_offset, c.max_bytes, c.current_leader_epoch,
+                                                    c.last_fetched_epoch)
+        requests.append(req)
+    return requests
+
+
+def _split_at_rest(ctx, request, requests, session) -> tuple[list, list]:
+    """An incremental fetch: (the partitions to read, those at rest with what their session last told the
+    fetcher, its ``CachedPartition``). Only a partition the request left unnamed can be at rest: one it names
+    has a new position, whose last fetched epoch (a follower's) is checked against the leader's (KIP-320) by
+    the read. One named by a topic id that no longer is its topic's is read (and answered UNKNOWN_TOPIC_ID).
+    Partitions at rest count as fetched in the topics' metrics, as read ones do."""
+    rm, ids = ctx.broker.replica_manager, ctx.broker.topic_ids
     named = {(t.topic, p.partition) for t in request.topics for p in t.partitions}
-    now_ms, replica_id, cached = rm.now_ms(), request.replica_id, session.partitions
+    now_ms, replica_id, isolation, cached = rm.now_ms(), request.replica_id, request.isolation_level, session.partitions
     read, quiet = [], []
     for req in requests:
         tp = (req.topic, req.partition)
         c = cached[tp]
-        found = None if tp in named else at_rest(rm, req, replica_id, now_ms, c.high_watermark,
-                                                 c.last_stable_offset, c.log_start_offset)
-        if found is None:
+        if tp in named or (c.topic_id is not None and ids.id_of(req.topic) != c.topic_id) or \
+                not at_rest(rm, req, replica_id, isolation, now_ms, c):
             read.append(req)
         else:
-            quiet.append((req, found))
+            quiet.append((req, c))
+    if quiet and replica_id < 0:
+        topics = ctx.broker.metrics.topics
+        for req, _ in quiet:
+            topics[req.topic].fetch_requests += 1
     return read, quiet
 
 

@@ -1,13 +1,14 @@
-"""A long-polling fetch parked in the fetch purgatory, and what lets an idle follower's round skip reading.
+"""A long-polling fetch parked in the fetch purgatory, and what lets an idle session's round skip reading.
 
-An idle replicated cluster pays per fetch round, and a follower's incremental
-fetch session (KIP-227) covers every partition it follows from this leader at
-each round. A partition *at rest* for that follower (it has the whole log, the
-high watermark is at the log end, nothing the session last told it has moved,
-the leader epoch is the one it fetches at, and it is in the ISR) needs no read:
-its fetch is noted (the follower is caught up now, for the ISR's lag check)
-and it is only watched, so that an append or a leadership change still
-completes the parked fetch. Any doubt takes the full read path.
+An idle replicated cluster pays per fetch round, and an incremental fetch
+session (KIP-227) covers every partition of the session at each round: a
+follower's, every partition it follows from this leader; a consumer's, every
+partition it reads here. A partition *at rest* for the fetcher (it is at its
+bound, nothing the session last told it has moved, the leader epoch is the
+one it fetches at, and a follower is in the ISR) needs no read: a follower's
+fetch is noted (caught up now, for the ISR's lag check) and the partition is
+only watched, so that an append or a leadership change still completes the
+parked fetch. Any doubt takes the full read path.
 """
 
 from __future__ import annotations
@@ -18,31 +19,42 @@ from kbroker.broker.partitions.purgatory import DelayedOperation
 from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult, ReplicaManager
 
 
-def at_rest(manager: ReplicaManager, req: FetchPartitionRequest, replica_id: int, now_ms: int, high_watermark: int,
-            last_stable_offset: int, log_start_offset: int) -> FetchPartitionResult | None:
-    """The answer a read would give follower ``replica_id`` (no records, nothing it does not know) when the
-    partition is at rest for it, its fetch noted as the read would note it; None when it must be read.
+def at_rest(manager: ReplicaManager, req: FetchPartitionRequest, replica_id: int, isolation_level: int,
+            now_ms: int, told) -> bool:
+    """Whether the partition is at rest for this fetcher (a read would answer nothing it does not know), a
+    follower's fetch then noted as the read would note it.
 
-    ``high_watermark``, ``last_stable_offset`` and ``log_start_offset``: what its session last sent it. The
-    caller passes only a partition whose position the request did not change (the follower's last fetched
-    epoch was checked for divergence at the read that answered that position, at this same leader epoch)."""
+    ``told``: what the fetcher's session last sent it (``high_watermark``, ``last_stable_offset``,
+    ``log_start_offset``). The caller passes only a partition whose position the request did not change (a
+    follower's last fetched epoch was checked for divergence by the read that answered that position, at
+    this same leader epoch). At rest: this broker leads it at the epoch the fetcher names (or it names
+    none), the fetcher is at its bound (a follower at the log end, with the high watermark there too and in
+    the ISR; a consumer at the high watermark, or the last stable offset reading committed), and none of
+    those offsets moved."""
     partition = manager.partitions.get((req.topic, req.partition))
-    if partition is None or not partition.is_leader or partition.leader_epoch != req.current_leader_epoch:
-        return None
+    if not _unmoved(partition, req, replica_id, isolation_level, told):
+        return False
+    if replica_id >= 0:
+        end = partition.log.log_end_offset
+        state = partition.followers.get(replica_id)
+        if told.high_watermark != end or state is None or state.log_end_offset != end or \
+                replica_id not in partition.isr:
+            return False
+        # What update_follower records for a fetch at the leader's end: caught up now.
+        state.last_caught_up_ms = state.last_fetch_ms = now_ms
+        state.last_fetch_leader_leo = end
+    return True
+
+
+def _unmoved(partition, req: FetchPartitionRequest, replica_id: int, isolation_level: int, told) -> bool:
+    """Led here at the epoch the fetcher names (or it names none), the fetcher at its bound, and the offsets
+    it was told still the partition's."""
+    if partition is None or not partition.is_leader or req.current_leader_epoch not in (-1, partition.leader_epoch):
+        return False
     plog = partition.log
-    end = plog.log_end_offset
-    if req.fetch_offset != end or high_watermark != end or plog.high_watermark != end:
-        return None
-    if plog.log_start_offset != log_start_offset or plog.last_stable_offset != last_stable_offset:
-        return None
-    state = partition.followers.get(replica_id)
-    if state is None or state.log_end_offset != end or replica_id not in partition.isr:
-        return None
-    # What update_follower records for a fetch at the leader's end: caught up now.
-    state.last_caught_up_ms = state.last_fetch_ms = now_ms
-    state.last_fetch_leader_leo = end
-    return FetchPartitionResult(req.topic, req.partition, high_watermark=end, last_stable_offset=last_stable_offset,
-                                log_start_offset=log_start_offset)
+    return (req.fetch_offset == partition.fetch_bound(replica_id, isolation_level)
+            and plog.high_watermark == told.high_watermark and plog.log_start_offset == told.log_start_offset
+            and plog.last_stable_offset == told.last_stable_offset)
 
 
 class DelayedFetch(DelayedOperation):
@@ -54,14 +66,14 @@ class DelayedFetch(DelayedOperation):
     consumer's long poll over many partitions then costs one read of each, not two. (Kafka likewise notes a
     follower's position at the first read only.)
 
-    ``quiet``: partitions at rest for a follower (``at_rest``), each with the answer it would have had. They
-    complete the wait as the read ones do, and at completion only those that moved are read and answered:
-    an unmoved one is in no answer of an incremental session."""
+    ``quiet``: partitions at rest for the fetcher (``at_rest``), each with what its session last told the
+    fetcher. They complete the wait as the read ones do, and at completion only those that moved are read
+    and answered: an unmoved one is in no answer of an incremental session."""
 
     def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
                  isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
                  from_follower: bool = False, initial: list[FetchPartitionResult] | None = None,
-                 quiet: list[tuple[FetchPartitionRequest, FetchPartitionResult]] = ()) -> None:
+                 quiet: list[tuple[FetchPartitionRequest, object]] = ()) -> None:
         super().__init__(timeout_ms)
         self.initial = initial
         self.manager = manager
@@ -100,7 +112,9 @@ class DelayedFetch(DelayedOperation):
         results = self._read(self.requests) if self.initial is None else self._again(self.requests, self.initial)
         # Unwoken, no quiet partition moved (each move wakes the fetches watching it); one that moved unseen
         # (a change that wakes nothing) is still unlike what its session was told, and is read next round.
-        moved = [req for req, found in self.quiet if not self._holds(req, found)] if self.woken else []
+        moved = [req for req, told in self.quiet
+                 if not _unmoved(self.manager.get(req.topic, req.partition), req, self.replica_id,
+                                 self.isolation_level, told)] if self.woken else []
         return results + self._read(moved, _size(results)) if moved else results
 
     def _again(self, requests, initial) -> list[FetchPartitionResult]:

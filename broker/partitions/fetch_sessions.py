@@ -37,6 +37,7 @@ class CachedPartition:
     last_stable_offset: int = -2
     log_start_offset: int = -2
     topic_id: bytes | None = None   # the id the client named it by (Fetch v13+): checked again at every fetch
+    request: object = None   # the FetchPartitionRequest of this position, made once (None: not made yet)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class FetchSession:
                     known.current_leader_epoch, known.last_fetched_epoch = p.current_leader_epoch, \
                         p.last_fetched_epoch
                     known.topic_id = topic_id
+                    known.request = None
         for t in forgotten or []:
             if by_id:
                 gone = {bytes(t.topic_id)}

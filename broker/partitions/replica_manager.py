@@ -42,8 +42,9 @@ class PartitionResult:
     record_errors: tuple[tuple[int, str], ...] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchPartitionRequest:
+    """One partition's read; never changed once made (a fetch session keeps one per position)."""
     topic: str
     partition: int
     fetch_offset: int
@@ -52,7 +53,7 @@ class FetchPartitionRequest:
     last_fetched_epoch: int = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchPartitionResult:
     topic: str
     partition: int

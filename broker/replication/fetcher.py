@@ -82,6 +82,7 @@ class ReplicaFetcher:
         self.session_epoch = 0   # the next fetch's; 0: a full fetch that opens a new session
         # partition -> (fetch offset, log start offset, leader epoch, last fetched epoch) as the leader's session has it
         self.in_session: dict[tuple[str, int], tuple] = {}
+        self.backing_off: set[tuple[str, int]] = set()   # partitions whose target has a failed_until set
         self.task = asyncio.create_task(self._run())
 
     def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
@@ -96,7 +97,7 @@ class ReplicaFetcher:
         backoff = config["replica.fetch.backoff.ms"] / 1000
         while True:
             now = asyncio.get_running_loop().time()
-            ready = {tp: t for tp, t in self.partitions.items() if t.failed_until <= now}
+            ready = self._ready(now)
             if not ready:
                 self.wake.clear()
                 try:
@@ -109,7 +110,6 @@ class ReplicaFetcher:
                 await asyncio.sleep(backoff)
                 continue
             body, in_session = built
-            sent = {tp: ready[tp] for tp in in_session}   # (a partition re-added meanwhile has a new target)
             try:
                 if self.conn is None or self.conn.closed:
                     self.conn = await KafkaConnection.open(*self.address, client_id=self.manager.client_id,
@@ -136,7 +136,20 @@ class ReplicaFetcher:
             else:
                 self.session_epoch = self.session_epoch + 1 if self.session_epoch < 0x7FFFFFFF else 1
             self.in_session = in_session
-            self._process(sent, response, now + backoff)
+            self._process(ready, response, now + backoff)   # (a partition re-added meanwhile has a new target)
+
+    def _ready(self, now: float) -> dict:
+        """The partitions to fetch now and their targets as they are (a copy: one re-added while the fetch is
+        out gets a new target, and the answer is not applied to it): all but those backing off after an
+        error."""
+        ready = dict(self.partitions)
+        for tp in list(self.backing_off):
+            target = ready.get(tp)
+            if target is None or target.failed_until <= now:
+                self.backing_off.discard(tp)
+            else:
+                del ready[tp]
+        return ready
 
     def _request(self, ready) -> tuple[dict, dict] | None:
         """(the Fetch, what the leader's session holds once it is answered), or None with nothing to fetch.
@@ -203,9 +216,11 @@ class ReplicaFetcher:
                     else:
                         # NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH...: wait for the controller's word.
                         target.failed_until = retry_at
+                        self.backing_off.add(tp)
                         log.debug("replica_fetch_error", topic=tp[0], partition=tp[1], error=error.name)
                 except InvalidBatch as exc:
                     target.failed_until = retry_at
+                    self.backing_off.add(tp)
                     log.warning("replica_fetch_bad_batch", topic=tp[0], partition=tp[1], error=str(exc))
                 except OSError as exc:   # the replica's log dir failed: it goes offline with the dir
                     rm.log_manager.report(partition.log.parent_dir, exc)

@@ -52,13 +52,15 @@ def test_kafka_python_consumes_many_partitions_through_one_session(kbroker, topi
     assert cache.created == 1 and len(session.partitions) == PARTITIONS and session.epoch > 5
 
 
-def _fetch(session_id: int, epoch: int, partitions: list[tuple[str, int, int]], forgotten=()) -> dict:
+def _fetch(session_id: int, epoch: int, partitions: list[tuple[str, int, int]], forgotten=(),
+           max_wait_ms: int = 0, min_bytes: int = 0) -> dict:
     topics: dict[str, list] = {}
     for topic, p, offset in partitions:
         topics.setdefault(topic, []).append({"partition": p, "fetch_offset": offset, "partition_max_bytes": 1 << 20,
                                              "current_leader_epoch": -1, "last_fetched_epoch": -1,
                                              "log_start_offset": -1})
-    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 24, "isolation_level": 0,
+    return {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": 1 << 24,
+            "isolation_level": 0,
             "session_id": session_id, "session_epoch": epoch,
             "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
             "forgotten_topics_data": [{"topic": t, "partitions": list(ps)} for t, ps in forgotten], "rack_id": ""}
@@ -96,3 +98,37 @@ def test_an_incremental_answer_holds_only_what_changed_and_misuse_is_refused(kbr
     assert unknown.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     assert closed.error_code == 0 and closed.session_id == 0
     assert after_close.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_a_long_poll_over_partitions_at_rest_is_woken_by_an_append_to_one(kbroker, topic_name):
+    """A caught-up consumer's incremental fetch reads none of its partitions at rest (at the high watermark,
+    nothing moved since its last answer: broker/partitions/delayed_fetch.py) but still watches them: a record
+    appended to one completes the long poll at once, with that partition alone."""
+    produce(kbroker.bootstrap_servers, topic_name, 1)
+    purgatory = kbroker.broker.replica_manager.fetch_purgatory
+
+    async def main():
+        conn = await KafkaConnection.open("127.0.0.1", kbroker.port)
+        try:
+            full = await conn.request(FETCH, 12, _fetch(0, 0, [(topic_name, p, 0) for p in range(PARTITIONS)]))
+            sid = full.session_id
+            caught_up = await conn.request(FETCH, 12, _fetch(sid, 1, [(topic_name, p, 1) for p in range(PARTITIONS)]))
+            loop = asyncio.get_running_loop()
+            waiting = asyncio.ensure_future(conn.request(FETCH, 12, _fetch(sid, 2, [], max_wait_ms=20000,
+                                                                           min_bytes=1)))
+            while purgatory.watched() < PARTITIONS:   # parked, watching every partition of the session
+                assert not waiting.done(), waiting.result()
+                await asyncio.sleep(0.01)
+            producer = Producer({"bootstrap.servers": kbroker.bootstrap_servers})
+            producer.produce(topic_name, b"late", partition=7)
+            assert await loop.run_in_executor(None, producer.flush, 30) == 0
+            woken = await asyncio.wait_for(waiting, 10)   # (its own timeout is 20 s)
+            return full, caught_up, woken
+        finally:
+            await conn.close()
+
+    full, caught_up, woken = asyncio.run(main())
+    assert full.session_id != 0 and caught_up.responses == []
+    (topic,) = woken.responses
+    (partition,) = topic.partitions
+    assert partition.partition_index == 7 and partition.high_watermark == 2 and bytes(partition.records)

@@ -48,7 +48,8 @@ def at_rest(manager: ReplicaManager, req: FetchPartitionRequest, replica_id: int
 
 def _unmoved(partition, req: FetchPartitionRequest, replica_id: int, isolation_level: int, told) -> bool:
     """Led here at the epoch the fetcher names (or it names none), the fetcher at its bound, and the offsets
-    it was told still the partition's."""
+    it was told (a session's ``CachedPartition``, or a first read's result) still the partition's. (A
+    consumer past its bound is not: a read answers it, with OFFSET_OUT_OF_RANGE past the log end.)"""
     if partition is None or not partition.is_leader or req.current_leader_epoch not in (-1, partition.leader_epoch):
         return False
     plog = partition.log
@@ -134,14 +135,8 @@ class DelayedFetch(DelayedOperation):
         """The first read's answer is still the answer: it had nothing to send, and nothing moved since."""
         if found.error or found.records is not None or found.diverging_epoch is not None:
             return False
-        partition = self.manager.get(req.topic, req.partition)
-        if partition is None or not partition.is_leader or \
-                req.current_leader_epoch not in (-1, partition.leader_epoch):
-            return False
-        plog = partition.log
-        return (plog.high_watermark == found.high_watermark and plog.last_stable_offset == found.last_stable_offset
-                and plog.log_start_offset == found.log_start_offset
-                and partition.fetch_bound(self.replica_id, self.isolation_level) <= req.fetch_offset)
+        return _unmoved(self.manager.get(req.topic, req.partition), req, self.replica_id, self.isolation_level,
+                        found)
 
 
 def _size(results) -> int:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import structlog
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
-from kbroker.broker.configuration.config import LONG_MAX
 from kbroker.broker.replication.quota import follower_quota
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
@@ -158,7 +157,7 @@ class ReplicaFetcher:
         config = self.manager.config
         rm = self.manager.replica_manager
         quota, now = self.manager.quota, time.monotonic()
-        limited = quota.rate < LONG_MAX   # (no rate: nothing is held back, and each partition's check is saved)
+        limited = quota.limited   # (no rate: nothing is held back, and each partition's check is saved)
         sessions = config["kbroker.replica.fetch.sessions"]
         full = self.session_epoch == 0 or not sessions
         in_session: dict[tuple[str, int], tuple] = {}

@@ -53,6 +53,11 @@ class ReplicationQuota:
         """Bytes per second allowed now (LONG_MAX: no limit)."""
         return self.config[self.rate_key]
 
+    @property
+    def limited(self) -> bool:
+        """Whether a rate is set (without one ``holds_back`` is always False)."""
+        return self.rate < LONG_MAX
+
     def throttle_time(self, now: float) -> float:
         """Seconds until the bytes recorded over the window are back at the rate (0 when under it, or with
         no rate set): Kafka's quota throttle time, (observed - limit) / limit x window."""

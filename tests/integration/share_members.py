@@ -82,6 +82,12 @@ class Member:
     def accepted(self) -> list[tuple[int, int]]:
         return [(p, o) for p, o, kind in self.acknowledged if kind == int(AcknowledgeType.ACCEPT)]
 
+    def answered(self) -> int:
+        """How many acknowledgements got an answer, confirmed or failed: a broker killed between writing an
+        acceptance and answering it leaves it failed for the client although it holds (so a wait for progress
+        across kills counts both)."""
+        return len(self.acknowledged) + len(self.failed_acks)
+
 
 def wait_for(condition, timeout: float, what: str, members=()) -> None:
     deadline = time.monotonic() + timeout
@@ -90,7 +96,7 @@ def wait_for(condition, timeout: float, what: str, members=()) -> None:
             return
         time.sleep(0.05)
     details = "\n".join(f"{m.name}: {len(m.deliveries)} deliveries, {len(m.acknowledged)} acks, "
-                        f"errors {m.errors[-3:]}" for m in members)
+                        f"{len(m.failed_acks)} failed acks, errors {m.errors[-3:]}" for m in members)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{details}")
 
 

@@ -29,4 +29,4 @@ async def handle(ctx, request):
         manager.close_session(session)
         await manager.release_session(session)
     fields = ("partition_index", "error_code", "error_message", "current_leader")
-    return answer(lock_ms=manager.lock_ms(group), responses=shares.topics(fields))
+    return shares.answer(manager.lock_ms(group), fields)

@@ -4,16 +4,21 @@ request names (resolved, authorized, loaded), their acknowledgements, and the sh
 from __future__ import annotations
 
 from kbroker.broker.configuration import features
+from kbroker.broker.handlers.common import LeaderDiscovery
 from kbroker.protocol.acls import GROUP, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 
 NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 
 
-def answer(error=0, message=None, lock_ms=0, responses=()) -> dict:
+LEADERSHIP_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def answer(error=0, message=None, lock_ms=0, responses=(), node_endpoints=()) -> dict:
     """A ShareFetch or ShareAcknowledge answer (v1 ShareAcknowledge has no lock timeout: not encoded there)."""
     return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
-            "acquisition_lock_timeout_ms": lock_ms, "responses": list(responses), "node_endpoints": []}
+            "acquisition_lock_timeout_ms": lock_ms, "responses": list(responses),
+            "node_endpoints": list(node_endpoints)}
 
 
 def request_refusal(ctx, request) -> tuple[ErrorCode, str | None] | None:
@@ -35,11 +40,14 @@ def named_partitions(request) -> list[tuple[bytes, int, list]]:
 
 
 class SharePartitions:
-    """The share partitions of one request and what is answered for each."""
+    """The share partitions of one request and what is answered for each. A partition refused because this
+    broker does not lead it (at that epoch) carries the leader this broker knows, and the answer that
+    leader's endpoint, as Kafka's (the client goes there without asking for metadata first)."""
 
     def __init__(self, ctx, group: str, member: str) -> None:
         self.ctx, self.group, self.member = ctx, group, member
         self.manager = ctx.broker.shares
+        self.discovery = LeaderDiscovery(ctx)
         self.names: dict[bytes, str] = {}
         self.loaded: dict[tuple[bytes, int], object] = {}
         self.entries: dict[tuple[bytes, int], dict] = {}
@@ -67,9 +75,9 @@ class SharePartitions:
             if error:
                 e = self.entry(topic_id, partition)
                 e["error_code"] = error
-                info = broker.partition_info(name, partition)
-                if info is not None:
-                    e["current_leader"] = {"leader_id": info[0], "leader_epoch": info[1]}
+                leader = self.discovery.current_leader(name, partition) if error in LEADERSHIP_ERRORS else None
+                if leader is not None:
+                    e["current_leader"] = leader
                 continue
             self.loaded[(topic_id, partition)] = loaded
 
@@ -83,6 +91,10 @@ class SharePartitions:
                 (self.group, self.names[topic_id], partition), loaded, self.member,
                 [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
         return error
+
+    def answer(self, lock_ms: int, fields=None) -> dict:
+        return answer(lock_ms=lock_ms, responses=self.topics(fields), node_endpoints=self.discovery.node_endpoints()
+                      if self.discovery.leaders else ())
 
     def topics(self, fields=None) -> list[dict]:
         by_topic: dict[bytes, list[dict]] = {}

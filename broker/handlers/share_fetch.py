@@ -58,10 +58,10 @@ async def handle(ctx, request):
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         await manager.release_session(session)
-        return answer(lock_ms=lock_ms, responses=shares.topics())
+        return shares.answer(lock_ms)
     if ctx.api_version < 2 or not request.is_renew_ack:
         await _acquire(ctx, request, shares, session)
-    return answer(lock_ms=lock_ms, responses=shares.topics())
+    return shares.answer(lock_ms)
 
 
 async def _acquire(ctx, request, shares: SharePartitions, session) -> None:

@@ -379,6 +379,44 @@ async def test_a_broker_without_the_partition_sends_the_client_to_its_leader(clu
             await conn.close()
 
 
+async def test_a_share_fetch_where_the_partition_is_not_led_names_its_leader_and_endpoint(cluster, topic_name):
+    """ShareFetch and ShareAcknowledge at a follower or a broker without the partition: NOT_LEADER_OR_FOLLOWER
+    with the leader and its epoch, and the leader's endpoint in the answer (Kafka's, as Fetch v16+ does), so a
+    share consumer that met a leadership change goes to the new leader."""
+    create(cluster.bootstrap, topic_name, partitions=1, rf=2)
+    state = describe(cluster.bootstrap, topic_name)[0]
+    leader = state["leader"]
+    elsewhere = [b for b in cluster.brokers if b != leader]
+    member = uuid.uuid4().hex
+    for b in elsewhere:
+        conn = await KafkaConnection.open("127.0.0.1", cluster.brokers[b].port)
+        try:
+            known = await conn.request(3, 12, {"topics": [{"name": topic_name, "topic_id": None}],
+                                               "allow_auto_topic_creation": False,
+                                               "include_topic_authorized_operations": False})
+            topic_id = known.topics[0].topic_id
+            epoch = known.topics[0].partitions[0].leader_epoch
+            partitions = [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]
+            fetched = await conn.request(78, 1, {
+                "group_id": f"share-{topic_name}", "member_id": member, "share_session_epoch": 0, "max_wait_ms": 0,
+                "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10,
+                "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0,
+                                                                  "acknowledgement_batches": []}]}],
+                "forgotten_topics_data": []})
+            acked = await conn.request(79, 1, {"group_id": f"share-{topic_name}", "member_id": member,
+                                               "share_session_epoch": 1, "topics": partitions})
+            for answer in (fetched, acked):
+                assert answer.error_code == 0, b
+                partition = answer.responses[0].partitions[0]
+                assert partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, b
+                assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (leader, epoch)
+                assert [(e.node_id, e.port) for e in answer.node_endpoints] == [
+                    (leader, cluster.brokers[leader].port)], b
+        finally:
+            await conn.close()
+
+
 def test_a_client_metrics_subscription_reaches_every_broker(cluster):
     """Made on one broker, kept in /config/client-metrics: every broker describes and lists it (and would
     hand it to the clients that ask it), and its removal reaches them too."""

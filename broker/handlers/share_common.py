@@ -53,9 +53,11 @@ class SharePartitions:
         self.entries: dict[tuple[bytes, int], dict] = {}
 
     def entry(self, topic_id: bytes, partition: int) -> dict:
+        # Records are an empty set, never null, where nothing was acquired (an error, or acknowledgements only):
+        # Kafka writes null as empty, and librdkafka fails to parse a ShareFetch answer with null records.
         return self.entries.setdefault((topic_id, partition), {
             "partition_index": partition, "error_code": 0, "error_message": None, "acknowledge_error_code": 0,
-            "acknowledge_error_message": None, "current_leader": dict(NO_LEADER), "records": None,
+            "acknowledge_error_message": None, "current_leader": dict(NO_LEADER), "records": b"",
             "acquired_records": []})
 
     async def load(self, keys) -> None:

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.reference
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP = 10, 11, 12, 8, 9, 14
 INCREMENTAL_ALTER_CONFIGS, GROUP_CONFIG, DESCRIBE_GROUPS, LIST_GROUPS = 44, 32, 15, 16
+DESCRIBE_CONFIGS = 32
 COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
 
 
@@ -147,12 +148,27 @@ async def test_offset_commit_and_fetch_outside_a_generation(targets, topic):
 
 
 def set_group_config(target, group, **configs) -> int:
+    """Sets a group's configs and, where that succeeded, waits until the broker describes them: Kafka's
+    brokers apply the controller's record of them a moment after the change was answered, and a group
+    made before then (or a listing) would not see them."""
+    wanted = {k.replace("_", "."): str(v) for k, v in configs.items()}
+
+    async def described():
+        answer = await call(target, DESCRIBE_CONFIGS, 4, {"resources": [{
+            "resource_type": GROUP_CONFIG, "resource_name": group, "configuration_keys": list(wanted)}],
+            "include_synonyms": False, "include_documentation": False})
+        return {c.name: c.value for c in answer.results[0].configs}
+
     async def ask():
         answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
             "resource_type": GROUP_CONFIG, "resource_name": group, "configs": [
-                {"name": k.replace("_", "."), "config_operation": 0, "value": str(v)} for k, v in configs.items()]}],
+                {"name": k, "config_operation": 0, "value": v} for k, v in wanted.items()]}],
             "validate_only": False})
-        return answer.responses[0].error_code
+        error = answer.responses[0].error_code
+        if error == 0:
+            seen = await settled(described, lambda found: found == wanted)
+            assert seen == wanted, seen
+        return error
     return asyncio.run(ask())
 
 

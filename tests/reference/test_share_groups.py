@@ -262,6 +262,10 @@ async def test_list_config_resources(targets, topic, version):
         await create(target, topic)
         group = f"s-{topic}"
         assert await set_group_config_async(target, group) == 0
+        # (Kafka's brokers list what their metadata image holds, which takes the controller's record of the
+        # topic and the group's config a moment after each was answered: wait until it holds both)
+        await settled(lambda: call(target, 74, version, {"resource_types": []}),
+                      lambda a: {topic, group} <= {r.resource_name for r in a.config_resources})
         seen = {}
         for name, types in [("all", []), ("topics", [2]), ("groups", [32]), ("client metrics", [16]),
                             ("brokers", [4]), ("unknown type", [99])]:

@@ -136,9 +136,12 @@ async def test_acls_allow_what_they_name(secured, topic):
         created = await call_as("admin", target, CREATE_ACLS, 3, {"creations": [
             acl(2, topic, "User:alice", 4), acl(2, topic, "User:alice", 3),      # WRITE, READ on the topic
             acl(3, "g-", "User:alice", 3, pattern=4)]})                          # READ on groups g-*
-        described = await call_as("admin", target, DESCRIBE_ACLS, 3, {
+        # (Kafka's broker describes ACLs from its metadata image, which has the controller's records of the
+        # three a moment after CreateAcls answered)
+        described = await settled(lambda: call_as("admin", target, DESCRIBE_ACLS, 3, {
             "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
-            "principal_filter": "User:alice", "host_filter": None, "operation": 1, "permission_type": 1})
+            "principal_filter": "User:alice", "host_filter": None, "operation": 1, "permission_type": 1}),
+            lambda d: d.error_code != 0 or sum(len(r.acls) for r in d.resources) >= 3)
 
         async def produce():
             answer = await call_as("alice", target, PRODUCE, 9, {

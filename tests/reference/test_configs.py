@@ -87,10 +87,14 @@ async def test_broker_configs_kbroker_has_are_described_as_kafka_describes_them(
 async def test_incremental_alter_topic_configs(targets, topic, name, value, operation):
     async def scenario(target):
         await create(target, topic, retention_ms=1000)
+        before = await describe(target, TOPIC, topic, [name])
         answer = await call(target, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
             "resource_type": TOPIC, "resource_name": topic, "configs": [
                 {"name": name, "config_operation": operation, "value": value}]}], "validate_only": False})
-        error_code, found = await describe(target, TOPIC, topic, [name])
+        # (each change that succeeds here changes the value; Kafka's broker describes it once its metadata
+        # image has the controller's record, a moment after the answer)
+        error_code, found = await settled(lambda: describe(target, TOPIC, topic, [name]),
+                                          lambda got: answer.responses[0].error_code != 0 or got != before)
         return answer.responses[0].error_code, {k: (v["value"], v["config_source"]) for k, v in found.items()
                                                 if k != "min.insync.replicas"}   # (BROKER_FIELDS_NOT_COMPARED)
     await same(targets, scenario)

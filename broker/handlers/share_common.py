@@ -3,10 +3,16 @@ request names (resolved, authorized, loaded), their acknowledgements, and the sh
 
 from __future__ import annotations
 
+import asyncio
+
+import structlog
+
 from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import LeaderDiscovery
 from kbroker.protocol.acls import GROUP, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
+
+log = structlog.get_logger("broker.shares")
 
 NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 
@@ -51,6 +57,8 @@ class SharePartitions:
         self.names: dict[bytes, str] = {}
         self.loaded: dict[tuple[bytes, int], object] = {}
         self.entries: dict[tuple[bytes, int], dict] = {}
+        self.pending: dict[tuple[bytes, int], asyncio.Task] = {}
+        self.on_loaded = None
 
     def entry(self, topic_id: bytes, partition: int) -> dict:
         # Records are an empty set, never null, where nothing was acquired (an error, or acknowledgements only):
@@ -60,10 +68,14 @@ class SharePartitions:
             "acknowledge_error_message": None, "current_leader": dict(NO_LEADER), "records": b"",
             "acquired_records": []})
 
-    async def load(self, keys) -> None:
+    def begin_loads(self, keys) -> None:
+        """Resolves and authorizes each partition; one whose share partition is loaded (or that this broker
+        does not lead) is settled at once, any other starts loading and is ``pending`` until it lands (then
+        ``on_loaded`` runs): a fetch need not wait for a load that takes long (Kafka's neither)."""
         broker = self.ctx.broker
         for topic_id, partition in keys:
-            if (topic_id, partition) in self.loaded:
+            key = (topic_id, partition)
+            if key in self.loaded or key in self.pending or key in self.entries:
                 continue
             name = self.names.get(topic_id) or broker.topic_ids.name_of(topic_id)
             if name is None:
@@ -73,15 +85,46 @@ class SharePartitions:
                 self.entry(topic_id, partition)["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             self.names[topic_id] = name
-            error, loaded = await self.manager.load(self.group, name, topic_id, partition)
-            if error:
-                e = self.entry(topic_id, partition)
-                e["error_code"] = error
-                leader = self.discovery.current_leader(name, partition) if error in LEADERSHIP_ERRORS else None
-                if leader is not None:
-                    e["current_leader"] = leader
+            known = self.manager.loaded_now(self.group, name, topic_id, partition)
+            if known is not None:
+                self._settle(key, *known)
                 continue
-            self.loaded[(topic_id, partition)] = loaded
+            task = self.manager.load_in_background(self.group, name, topic_id, partition)
+            self.pending[key] = task
+            task.add_done_callback(lambda t, key=key: self._landed(key, t))
+
+    async def load(self, keys) -> None:
+        """``begin_loads``, then waits until each of ``keys`` has landed."""
+        keys = list(keys)
+        self.begin_loads(keys)
+        waiting = {k: self.pending[k] for k in keys if k in self.pending}
+        if waiting:
+            await asyncio.wait(waiting.values())
+            for key, task in waiting.items():
+                self._landed(key, task)
+
+    def _landed(self, key, task: asyncio.Task) -> None:
+        if self.pending.pop(key, None) is None or task.cancelled():
+            return
+        if task.exception() is not None:
+            log.error("share_partition_load_failed", group=self.group, exc_info=task.exception())
+            self.entry(*key)["error_code"] = ErrorCode.UNKNOWN_SERVER_ERROR
+        else:
+            self._settle(key, *task.result())
+        if self.on_loaded is not None:
+            self.on_loaded()
+
+    def _settle(self, key, error, loaded) -> None:
+        topic_id, partition = key
+        if not error:
+            self.loaded[key] = loaded
+            return
+        e = self.entry(topic_id, partition)
+        e["error_code"] = error
+        leader = self.discovery.current_leader(self.names[topic_id], partition) \
+            if error in LEADERSHIP_ERRORS else None
+        if leader is not None:
+            e["current_leader"] = leader
 
     async def acknowledge(self, topic_id: bytes, partition: int, batches) -> ErrorCode:
         e = self.entry(topic_id, partition)

@@ -1,7 +1,10 @@
 """ShareFetch (KIP-932): a share group member's fetch. It opens, continues or closes the member's share session,
 applies the acknowledgements it carries, then acquires available records of the session's partitions for
 the member under the group's lock duration and answers them with their acquired offset ranges and delivery
-counts. With nothing to acquire it waits up to MaxWaitMs for an append or a release (the fetch purgatory).
+counts. With nothing to acquire it waits up to MaxWaitMs for an append, a release or a share partition's state
+to load (the fetch purgatory). A partition whose state is still loading at the answer is left out of it and
+keeps loading for the member's next fetch, as Kafka's: a slow load (its share coordinator moving) does not hold
+up the other partitions' records, nor the member's connection, past the fetch's wait.
 
 Records go out as the log holds them (whole batches); the acquired ranges say which of their records are the
 member's. A final fetch (epoch -1) acquires nothing: it acknowledges, releases what the member still holds
@@ -49,17 +52,18 @@ async def handle(ctx, request):
             for partition in forgotten.partitions:
                 session.partitions.pop((bytes(forgotten.topic_id), partition), None)
     shares = SharePartitions(ctx, group, member)
-    await shares.load([*session.partitions, *((t, p) for t, p, _ in named)])
-    for topic_id, partition, batches in named:
-        if batches:
-            shares.entry(topic_id, partition)["acknowledge_error_code"] = \
-                await shares.acknowledge(topic_id, partition, batches)
+    acknowledged = [(t, p, batches) for t, p, batches in named if batches]
+    await shares.load([(t, p) for t, p, _ in acknowledged])   # (an acknowledgement needs the partition's state)
+    for topic_id, partition, batches in acknowledged:
+        shares.entry(topic_id, partition)["acknowledge_error_code"] = \
+            await shares.acknowledge(topic_id, partition, batches)
     lock_ms = manager.lock_ms(group)
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         await manager.release_session(session)
         return shares.answer(lock_ms)
     if ctx.api_version < 2 or not request.is_renew_ack:
+        shares.begin_loads([*session.partitions, *((t, p) for t, p, _ in named)])
         await _acquire(ctx, request, shares, session)
     return shares.answer(lock_ms)
 
@@ -68,21 +72,23 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
     manager = shares.manager
     mode = RECORD_LIMIT if ctx.api_version >= 2 and request.share_acquire_mode == 1 else BATCH_OPTIMIZED
     read_committed = manager.group_config(shares.group, "share.isolation.level") == "read_committed"
-    keys = [k for k in session.partitions if k in shares.loaded]
-    if keys:   # a different partition first each time, so that one busy partition does not starve the others
-        turn = session.epoch % len(keys)
-        keys = keys[turn:] + keys[:turn]
+    order = list(session.partitions)
+    if order:   # a different partition first each time, so that one busy partition does not starve the others
+        turn = session.epoch % len(order)
+        order = order[turn:] + order[:turn]
 
     def attempt() -> bool:
         budget = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
         room = request.max_bytes
         got = False
-        for topic_id, partition in keys:
+        for topic_id, partition in order:
+            loaded = shares.loaded.get((topic_id, partition))
+            if loaded is None:   # refused, or its state still loading (it may land while the fetch waits)
+                continue
             if budget <= 0 or room <= 0:
                 break
-            data, ranges = manager.acquire(shares.group, shares.names[topic_id], partition,
-                                           shares.loaded[(topic_id, partition)], shares.member, budget, room, mode,
-                                           read_committed)
+            data, ranges = manager.acquire(shares.group, shares.names[topic_id], partition, loaded, shares.member,
+                                           budget, room, mode, read_committed)
             if ranges:
                 e = shares.entry(topic_id, partition)
                 e["records"] = data
@@ -93,8 +99,10 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
                 got = True
         return got
 
-    if not attempt() and request.max_wait_ms > 0 and keys:
+    watched = [(shares.names[t], p) for t, p in order if (t, p) in shares.loaded or (t, p) in shares.pending]
+    if not attempt() and request.max_wait_ms > 0 and watched:
         op = DelayedShareFetch(request.max_wait_ms, attempt)
+        shares.on_loaded = lambda: op.completed or op.try_complete()
         purgatory = ctx.broker.replica_manager.fetch_purgatory
-        if not purgatory.try_complete_else_watch(op, [(shares.names[t], p) for t, p in keys]):
+        if not purgatory.try_complete_else_watch(op, watched):
             await op.future

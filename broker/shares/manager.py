@@ -77,10 +77,11 @@ class SharePartitionManager:
         self._loading: dict[Key, asyncio.Future] = {}
         self._background: set[asyncio.Task] = set()
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     def now_ms(self) -> int:
         return int(self.broker.replica_manager.clock() * 1000)
@@ -92,16 +93,30 @@ class SharePartitionManager:
         return int(self.group_config(group, "share.record.lock.duration.ms"))
 
     # ------------------------------------------------------------------ loading
+    def loaded_now(self, group: str, topic: str, topic_id: bytes, partition: int
+                   ) -> tuple[ErrorCode, Loaded | None] | None:
+        """What ``load`` would answer where that is known without waiting (this broker does not lead the
+        partition, or its share partition is loaded at the current leader epoch); None where it must load."""
+        leader = self.broker.replica_manager.get(topic, partition)
+        if leader is None or not leader.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        loaded = self.partitions.get((group, topic, partition))
+        if loaded is not None and loaded.leader_epoch == leader.leader_epoch and loaded.topic_id == topic_id:
+            return ErrorCode.NONE, loaded
+        return None
+
+    def load_in_background(self, group: str, topic: str, topic_id: bytes, partition: int) -> asyncio.Task:
+        """``load`` as a task the manager keeps until it ends, for a caller that will not wait for it all."""
+        return self._spawn(self.load(group, topic, topic_id, partition))
+
     async def load(self, group: str, topic: str, topic_id: bytes, partition: int
                    ) -> tuple[ErrorCode, Loaded | None]:
         key = (group, topic, partition)
         while True:
+            known = self.loaded_now(group, topic, topic_id, partition)
+            if known is not None:
+                return known
             leader = self.broker.replica_manager.get(topic, partition)
-            if leader is None or not leader.is_leader:
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
-            loaded = self.partitions.get(key)
-            if loaded is not None and loaded.leader_epoch == leader.leader_epoch and loaded.topic_id == topic_id:
-                return ErrorCode.NONE, loaded
             pending = self._loading.get(key)
             if pending is None:
                 break

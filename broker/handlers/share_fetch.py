@@ -1,10 +1,11 @@
 """ShareFetch (KIP-932): a share group member's fetch. It opens, continues or closes the member's share session,
 applies the acknowledgements it carries, then acquires available records of the session's partitions for
 the member under the group's lock duration and answers them with their acquired offset ranges and delivery
-counts. With nothing to acquire it waits up to MaxWaitMs for an append, a release or a share partition's state
-to load (the fetch purgatory). A partition whose state is still loading at the answer is left out of it and
-keeps loading for the member's next fetch, as Kafka's: a slow load (its share coordinator moving) does not hold
-up the other partitions' records, nor the member's connection, past the fetch's wait.
+counts. With less than MinBytes to acquire it waits up to MaxWaitMs for an append, a release or a share
+partition's state to load (the fetch purgatory), then acquires what there is. A partition whose state is still
+loading at the answer is left out of it and keeps loading for the member's next fetch, as Kafka's: a slow load
+(its share coordinator moving) does not hold up the other partitions' records, nor the member's connection,
+past the fetch's wait.
 
 Records go out as the log holds them (whole batches); the acquired ranges say which of their records are the
 member's. A final fetch (epoch -1) acquires nothing: it acknowledges, releases what the member still holds
@@ -22,7 +23,8 @@ DEFAULT_MAX_RECORDS = 500
 
 
 class DelayedShareFetch(DelayedOperation):
-    """Parked until an append or a release lets the member acquire something, or MaxWaitMs passes."""
+    """Parked until an append or a release lets the member acquire MinBytes, or MaxWaitMs passes (then it
+    acquires what there is)."""
 
     def __init__(self, timeout_ms: int, attempt) -> None:
         super().__init__(timeout_ms)
@@ -30,6 +32,9 @@ class DelayedShareFetch(DelayedOperation):
 
     def try_complete(self) -> bool:
         return self.attempt() and self.force_complete()
+
+    def on_expiration(self) -> None:
+        self.attempt(final=True)
 
     def on_complete(self):
         return None
@@ -77,7 +82,10 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
         turn = session.epoch % len(order)
         order = order[turn:] + order[:turn]
 
-    def attempt() -> bool:
+    def attempt(final: bool = False) -> bool:
+        """Acquires what the member may have; until ``final``, nothing while less than MinBytes is there."""
+        if request.min_bytes > 1 and not final and not enough():
+            return False
         budget = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
         room = request.max_bytes
         got = False
@@ -99,8 +107,20 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
                 got = True
         return got
 
+    def enough() -> bool:   # (Kafka's share of max_bytes per partition, and its count of what is there)
+        cap = request.max_bytes // max(len(order), 1)
+        found = 0
+        for topic_id, partition in order:
+            loaded = shares.loaded.get((topic_id, partition))
+            if loaded is not None:
+                found += manager.available_bytes(shares.names[topic_id], partition, loaded, cap, read_committed)
+                if found >= request.min_bytes:
+                    return True
+        return False
+
     watched = [(shares.names[t], p) for t, p in order if (t, p) in shares.loaded or (t, p) in shares.pending]
-    if not attempt() and request.max_wait_ms > 0 and watched:
+    waits = request.max_wait_ms > 0 and bool(watched)
+    if not attempt(final=not waits) and waits:
         op = DelayedShareFetch(request.max_wait_ms, attempt)
         shares.on_loaded = lambda: op.completed or op.try_complete()
         purgatory = ctx.broker.replica_manager.fetch_purgatory

@@ -189,6 +189,21 @@ class SharePartitionManager:
         self._arm_lock((group, topic, partition), loaded, lock, lock_ms)
         return FileRegion(found.segment, found.position, end), ranges
 
+    def available_bytes(self, topic: str, partition: int, loaded: Loaded, cap: int, read_committed: bool) -> int:
+        """About how many bytes a fetch could acquire now, at most ``cap``: the log's bytes from the first
+        acquirable offset to the high watermark (last stable offset), as Kafka's ``isMinBytesSatisfied``
+        counts them (as if no other member held any of them); ``cap`` where they begin in an older segment."""
+        leader = self.broker.replica_manager.get(topic, partition)
+        if leader is None or not leader.is_leader or leader.leader_epoch != loaded.leader_epoch:
+            return 0
+        plog = leader.log
+        bound = plog.last_stable_offset if read_committed else plog.high_watermark
+        offset = loaded.sp.fetch_offset(bound)
+        found = plog.read(offset, max(cap, 1), bound, True) if offset is not None else None
+        if found is None:
+            return 0
+        return cap if found.segment is not plog.segments[-1] else min(found.length, cap)
+
     def _arm_lock(self, key: Key, loaded: Loaded, lock: int, delay_ms: int) -> None:
         asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._lock_ran_out, key, loaded, lock)
 

@@ -1,6 +1,7 @@
 """KIP-932 share groups over raw frames: ShareGroupHeartbeat's refusals, share session epochs, acknowledgements
 of records a member does not hold, and the records and ranges a ShareFetch acquires."""
 
+import time
 import uuid
 
 import pytest
@@ -23,9 +24,9 @@ def heartbeat(group: str, member: str, epoch: int, topics=None, rack=None) -> di
 
 
 def share_fetch(group, member, epoch, topic_id=None, partitions=(), acks=None, max_wait=0, max_records=100,
-                forgotten=()) -> dict:
+                forgotten=(), min_bytes=1) -> dict:
     return {"group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": max_wait,
-            "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records,
+            "min_bytes": min_bytes, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records,
             "share_acquire_mode": 0, "is_renew_ack": False,
             "topics": [{"topic_id": topic_id, "partitions": [
                 {"partition_index": p, "acknowledgement_batches": (acks or {}).get(p, [])} for p in partitions]}]
@@ -276,3 +277,34 @@ async def test_list_config_resources(targets, topic, version):
             seen[name] = (answer.error_code, mine, brokers)
         return seen
     await same(targets, scenario)
+
+
+async def test_a_share_fetch_waits_for_min_bytes_then_acquires_what_there_is(targets, topic):
+    """MinBytes (Kafka's DelayedShareFetch.isMinBytesSatisfied): with less than that to acquire the fetch waits
+    out MaxWaitMs and then acquires what there is; with enough it answers at once."""
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        fill(target, topic, 1, per_partition=3)
+        tid = await topic_id_of(target, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        seen = {}
+        try:
+            began = time.monotonic()
+            answer = await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=1500,
+                                                              min_bytes=1 << 20))
+            waited = time.monotonic() - began
+            seen["less than min bytes"] = (answer.error_code, acquired(answer), waited >= 1.2)
+            fill(target, topic, 1, per_partition=3)
+            began = time.monotonic()
+            answer = await conn.request(FETCH, 1, share_fetch(group, member, 1, tid, [], max_wait=20000,
+                                                              min_bytes=20))
+            seen["enough"] = (answer.error_code, acquired(answer), time.monotonic() - began < 10)
+        finally:
+            await conn.close()
+        return seen
+    await same(targets, scenario)
+
+
+def acquired(answer) -> list:
+    return [(p.partition_index, [(r.first_offset, r.last_offset, r.delivery_count) for r in p.acquired_records])
+            for t in answer.responses for p in t.partitions]

@@ -96,7 +96,7 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
             if budget <= 0 or room <= 0:
                 break
             data, ranges = manager.acquire(shares.group, shares.names[topic_id], partition, loaded, shares.member,
-                                           budget, room, mode, read_committed)
+                                           budget, room, mode, read_committed, request.batch_size)
             if ranges:
                 e = shares.entry(topic_id, partition)
                 e["records"] = data

@@ -165,7 +165,8 @@ class SharePartitionManager:
 
     # ------------------------------------------------------------------ acquiring
     def acquire(self, group: str, topic: str, partition: int, loaded: Loaded, member: str, max_records: int,
-                max_bytes: int, mode: int, read_committed: bool) -> tuple[FileRegion | None, list]:
+                max_bytes: int, mode: int, read_committed: bool, batch_size: int = 0
+                ) -> tuple[FileRegion | None, list]:
         """The log region of the acquired records' batches (sent from the file, as Fetch's) and their ranges."""
         leader = self.broker.replica_manager.get(topic, partition)
         if leader is None or not leader.is_leader or leader.leader_epoch != loaded.leader_epoch:
@@ -183,7 +184,7 @@ class SharePartitionManager:
         aborted = plog.aborted_transactions(offset, bound) if read_committed else []
         end, batches = batch_ranges(region, aborted)
         lock_ms = self.lock_ms(group)
-        lock, ranges = sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode)
+        lock, ranges = sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode, batch_size)
         if not ranges:
             return None, []
         self._arm_lock((group, topic, partition), loaded, lock, lock_ms)

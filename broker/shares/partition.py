@@ -98,14 +98,18 @@ class SharePartition:
             self.end = max(self.end, log_start)
 
     def acquire(self, member: str, batches: list[tuple[int, int, bool]], max_records: int, now_ms: int,
-                lock_ms: int, mode: int = BATCH_OPTIMIZED) -> tuple[int, list[tuple[int, int, int]]]:
+                lock_ms: int, mode: int = BATCH_OPTIMIZED, batch_size: int = 0
+                ) -> tuple[int, list[tuple[int, int, int]]]:
         """Acquire available records of the log batches read (their (base, last) offsets, in order, and whether
         no consumer may see them: transaction markers, aborted records) for ``member``: (lock id,
         [(first, last, delivery count)]). In batch-optimized mode a batch is taken whole once begun; in
-        record-limit mode no more than ``max_records``."""
+        record-limit mode no more than ``max_records``. A range holds contiguous records of one delivery
+        count, and from ``batch_size`` records on (ShareFetch's BatchSize) it ends where a log batch does, as
+        Kafka's acquired records are grouped."""
         self._locks += 1
         lock = self._locks
         taken: list[int] = []
+        starts: set[int] = set()   # the first record taken from each log batch
         previous_last = None
         for base, last, hidden in batches:
             if previous_last is not None and base > previous_last + 1:
@@ -116,6 +120,7 @@ class SharePartition:
                 continue
             if len(taken) >= max_records:
                 break
+            starts.add(len(taken))
             for offset in range(max(base, self.start), last + 1):
                 if mode == RECORD_LIMIT and len(taken) >= max_records:
                     break
@@ -130,7 +135,7 @@ class SharePartition:
                 r.state, r.member, r.lock, r.deadline_ms = ACQUIRED, member, lock, now_ms + lock_ms
                 r.delivery_count += 1
                 taken.append(offset)
-        return lock, self._ranges(taken)
+        return lock, self._ranges(taken, {taken[i] for i in starts if i < len(taken)}, batch_size)
 
     def _archive_gap(self, first: int, last: int) -> None:
         for offset in range(max(first, self.start), last + 1):
@@ -138,11 +143,12 @@ class SharePartition:
                 self.records[offset] = InFlight(ARCHIVED, 0)
         self.end = max(self.end, last + 1)
 
-    def _ranges(self, offsets: list[int]) -> list[tuple[int, int, int]]:
+    def _ranges(self, offsets: list[int], starts=(), batch_size: int = 0) -> list[tuple[int, int, int]]:
         out: list[list[int]] = []
         for offset in offsets:
             count = self.records[offset].delivery_count
-            if out and out[-1][1] == offset - 1 and out[-1][2] == count:
+            if out and out[-1][1] == offset - 1 and out[-1][2] == count and not (
+                    batch_size > 0 and offset in starts and offset - out[-1][0] >= batch_size):
                 out[-1][1] = offset
             else:
                 out.append([offset, offset, count])

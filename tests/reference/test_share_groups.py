@@ -10,7 +10,7 @@ from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.types import uuid_to_str
 from tests.reference.differential import call, same, settled
 from tests.reference.test_groups import coordinator_found, fill, set_group_config
-from tests.reference.test_produce_fetch import create
+from tests.reference.test_produce_fetch import create, produce
 
 pytestmark = pytest.mark.reference
 
@@ -308,3 +308,41 @@ async def test_a_share_fetch_waits_for_min_bytes_then_acquires_what_there_is(tar
 def acquired(answer) -> list:
     return [(p.partition_index, [(r.first_offset, r.last_offset, r.delivery_count) for r in p.acquired_records])
             for t in answer.responses for p in t.partitions]
+
+
+@pytest.mark.parametrize("shape", [[10], [1] * 10, [3, 3, 3, 1]])
+async def test_acquired_records_are_grouped_by_batch_size_at_log_batch_ends(targets, topic, shape):
+    """ShareFetch's BatchSize: acquired records are answered in ranges that end at a log batch's end once
+    they hold BatchSize records (a log batch is never split in the batch-optimized mode); MaxRecords stops
+    at the log batch that reaches it. Ten records in log batches of the shape given, each (BatchSize,
+    MaxRecords) read by a group of its own until all ten were acquired."""
+    from kbroker.protocol.records import build_batch
+
+    async def scenario(target):
+        await create(target, topic)
+        for n in shape:
+            answer = await produce(target, topic, build_batch([(None, b"v", [])] * n))
+            assert answer.error_code == 0, answer
+        tid = await topic_id_of(target, topic)
+        seen = {}
+        for batch_size, max_records in [(2, 100), (4, 100), (2, 3)]:
+            group, member = f"s-{topic}-{batch_size}-{max_records}", uuid.uuid4().hex
+            await coordinator_found(target, group)
+            assert await set_group_config_async(target, group) == 0
+            await assigned_member(target, group, member, topic)
+            conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+            fetches = []
+            try:
+                for epoch in range(6):
+                    request = share_fetch(group, member, epoch, tid, [0] if epoch == 0 else [], max_wait=1500,
+                                          max_records=max_records)
+                    request["batch_size"] = batch_size
+                    fetches.append(acquired(await conn.request(FETCH, 1, request)))
+                    if sum(last - first + 1 for _, ranges in fetches[-1] for first, last, _ in ranges) == 0 \
+                            or fetches[-1] and fetches[-1][0][1][-1][1] == 9:
+                        break
+            finally:
+                await conn.close()
+            seen[(batch_size, max_records)] = fetches
+        return seen
+    await same(targets, scenario)

@@ -23,6 +23,19 @@ def test_records_are_acquired_once_until_released_then_delivered_again_with_a_hi
     assert (sp.start, sp.records) == (5, {})
 
 
+def test_acquired_ranges_end_at_a_log_batch_once_they_hold_batch_size_records():
+    """As Kafka groups them (tests/reference checks it against Kafka): a log batch is never split, and a range
+    ends at the end of the log batch that brought it to BatchSize."""
+    singles = [(o, o, False) for o in range(10)]
+    threes = [(0, 2, False), (3, 5, False), (6, 8, False), (9, 9, False)]
+    assert SharePartition(0).acquire("a", singles, 100, 0, LOCK, batch_size=4)[1] == [
+        (0, 3, 1), (4, 7, 1), (8, 9, 1)]
+    assert SharePartition(0).acquire("a", threes, 100, 0, LOCK, batch_size=4)[1] == [(0, 5, 1), (6, 9, 1)]
+    assert SharePartition(0).acquire("a", [(0, 9, False)], 100, 0, LOCK, batch_size=2)[1] == [(0, 9, 1)]
+    assert SharePartition(0).acquire("a", singles, 3, 0, LOCK, batch_size=2)[1] == [(0, 1, 1), (2, 2, 1)]
+    assert SharePartition(0).acquire("a", singles, 100, 0, LOCK)[1] == [(0, 9, 1)]   # (no BatchSize)
+
+
 def test_only_the_holder_acknowledges_and_an_invalid_batch_changes_nothing():
     sp = SharePartition(0)
     sp.acquire("a", [(0, 2, False)], 100, 0, LOCK)

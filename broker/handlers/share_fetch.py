@@ -17,10 +17,8 @@ from kbroker.broker.handlers.share_common import SharePartitions, answer, named_
 from kbroker.broker.partitions.purgatory import DelayedOperation
 from kbroker.broker.shares.partition import BATCH_OPTIMIZED, RECORD_LIMIT
 from kbroker.broker.shares.sessions import FINAL_EPOCH
+from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.share_fetch import SHARE_FETCH as API  # noqa: F401  (the registry reads API)
-
-DEFAULT_MAX_RECORDS = 500
-
 
 class DelayedShareFetch(DelayedOperation):
     """Parked until an append or a release lets the member acquire MinBytes, or MaxWaitMs passes (then it
@@ -46,10 +44,12 @@ async def handle(ctx, request):
         return answer(*refused)
     manager = ctx.broker.shares
     group, member, epoch = request.group_id, request.member_id, request.share_session_epoch
+    named = named_partitions(request)
+    if epoch == 0 and any(batches for _, _, batches in named):   # (nothing can be held before a session)
+        return answer(ErrorCode.INVALID_REQUEST, "Acknowledge data present in initial fetch request.")
     error, session = manager.begin_session(ctx, group, member, epoch)
     if error:
         return answer(error)
-    named = named_partitions(request)
     if epoch != FINAL_EPOCH:
         for topic_id, partition, _ in named:
             session.partitions.setdefault((topic_id, partition))
@@ -67,7 +67,7 @@ async def handle(ctx, request):
         manager.close_session(session)
         await manager.release_session(session)
         return shares.answer(lock_ms)
-    if ctx.api_version < 2 or not request.is_renew_ack:
+    if (ctx.api_version < 2 or not request.is_renew_ack) and request.max_records > 0:   # (0: acquire nothing)
         shares.begin_loads([*session.partitions, *((t, p) for t, p, _ in named)])
         await _acquire(ctx, request, shares, session)
     return shares.answer(lock_ms)
@@ -86,7 +86,7 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
         """Acquires what the member may have; until ``final``, nothing while less than MinBytes is there."""
         if request.min_bytes > 1 and not final and not enough():
             return False
-        budget = request.max_records if request.max_records > 0 else DEFAULT_MAX_RECORDS
+        budget = request.max_records
         room = request.max_bytes
         got = False
         for topic_id, partition in order:

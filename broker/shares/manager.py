@@ -98,7 +98,9 @@ class SharePartitionManager:
         """What ``load`` would answer where that is known without waiting (this broker does not lead the
         partition, or its share partition is loaded at the current leader epoch); None where it must load."""
         leader = self.broker.replica_manager.get(topic, partition)
-        if leader is None or not leader.is_leader:
+        if leader is None:   # (UNKNOWN_TOPIC_OR_PARTITION where the topic has no such partition, as Kafka's)
+            return self.broker.replica_manager.missing_error(topic, partition), None
+        if not leader.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
         loaded = self.partitions.get((group, topic, partition))
         if loaded is not None and loaded.leader_epoch == leader.leader_epoch and loaded.topic_id == topic_id:

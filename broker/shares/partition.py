@@ -158,10 +158,13 @@ class SharePartition:
     def acknowledge(self, member: str, batches: list[tuple[int, int, list[int]]], now_ms: int = 0,
                     lock_ms: int = 0) -> ErrorCode:
         """Apply (first, last, types) batches, all or nothing: every offset at or after the start must be
-        acquired by ``member`` (INVALID_RECORD_STATE otherwise), every type known (INVALID_REQUEST)."""
+        acquired by ``member`` (INVALID_RECORD_STATE otherwise), every type known and, while records are in
+        flight, no offset past the last of them (INVALID_REQUEST, as Kafka's "past acquired records")."""
         changes = []
         for first, last, types in batches:
             if last < first or (len(types) != 1 and len(types) != last - first + 1):
+                return ErrorCode.INVALID_REQUEST
+            if self.records and last >= self.end:
                 return ErrorCode.INVALID_REQUEST
             for i, offset in enumerate(range(first, last + 1)):
                 kind = types[0] if len(types) == 1 else types[i]

@@ -346,3 +346,51 @@ async def test_acquired_records_are_grouped_by_batch_size_at_log_batch_ends(targ
             seen[(batch_size, max_records)] = fetches
         return seen
     await same(targets, scenario)
+
+
+def one(first, last, kind=1) -> list[dict]:
+    return [{"first_offset": first, "last_offset": last, "acknowledge_types": [kind]}]
+
+
+@pytest.mark.parametrize("case", [
+    "a partition the topic lacks", "acknowledgements in the fetch that opens the session", "MaxRecords 0",
+    "a forgotten partition the session lacks", "acknowledgements for a partition the topic lacks",
+    "acknowledgements past the acquired records", "an unknown acknowledge type", "a closing fetch's acknowledgements",
+    "a gap and an acceptance"])
+async def test_share_fetch_edges(targets, topic, case):
+    """What ShareFetch answers at its edges, partition by partition (error, acknowledgement error, acquired
+    ranges); the member acquired offsets 0-4 first where the case needs it."""
+    def shape(a):
+        return a.error_code, sorted((p.partition_index, p.error_code, p.acknowledge_error_code, len(p.acquired_records))
+                                    for t in a.responses for p in t.partitions)
+
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        fill(target, topic, 1, per_partition=5)
+        tid = await topic_id_of(target, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+
+        async def fetch(epoch, partitions, max_wait=0, **kw):
+            return shape(await conn.request(FETCH, 1, share_fetch(group, member, epoch, tid, partitions,
+                                                                   max_wait=max_wait, **kw)))
+        try:
+            if case == "a partition the topic lacks":
+                return [await fetch(0, [0, 5], 1000)]
+            if case == "acknowledgements in the fetch that opens the session":
+                return [await fetch(0, [0], 1000, acks={0: one(0, 0)})]
+            if case == "MaxRecords 0":
+                return [await fetch(0, [0], 1000, max_records=0)]
+            seen = [await fetch(0, [0], 2000)]
+            seen.append(await {
+                "a forgotten partition the session lacks": lambda: fetch(1, [], forgotten=[7]),
+                "acknowledgements for a partition the topic lacks": lambda: fetch(1, [3], acks={3: one(0, 0)}),
+                "acknowledgements past the acquired records": lambda: fetch(1, [0], acks={0: one(3, 9)}),
+                "an unknown acknowledge type": lambda: fetch(1, [0], acks={0: one(0, 0, 7)}),
+                "a closing fetch's acknowledgements": lambda: fetch(-1, [0], acks={0: one(0, 1)}),
+                "a gap and an acceptance": lambda: fetch(1, [0], acks={0: [
+                    {"first_offset": 0, "last_offset": 1, "acknowledge_types": [0, 1]}]}),
+            }[case]())
+            return seen
+        finally:
+            await conn.close()
+    await same(targets, scenario)

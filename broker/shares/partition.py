@@ -158,12 +158,15 @@ class SharePartition:
     def acknowledge(self, member: str, batches: list[tuple[int, int, list[int]]], now_ms: int = 0,
                     lock_ms: int = 0) -> ErrorCode:
         """Apply (first, last, types) batches, all or nothing: every offset at or after the start must be
-        acquired by ``member`` (INVALID_RECORD_STATE otherwise), every type known and, while records are in
-        flight, no offset past the last of them (INVALID_REQUEST, as Kafka's "past acquired records")."""
+        acquired by ``member`` (INVALID_RECORD_STATE otherwise); the batches in order without overlapping, every
+        type known and, while records are in flight, no offset past the last of them (INVALID_REQUEST, as
+        Kafka's)."""
         changes = []
+        previous_last = -1
         for first, last, types in batches:
-            if last < first or (len(types) != 1 and len(types) != last - first + 1):
-                return ErrorCode.INVALID_REQUEST
+            if last < first or first <= previous_last or (len(types) != 1 and len(types) != last - first + 1):
+                return ErrorCode.INVALID_REQUEST   # (batches in order and apart, one type or one per record)
+            previous_last = last
             if self.records and last >= self.end:
                 return ErrorCode.INVALID_REQUEST
             for i, offset in enumerate(range(first, last + 1)):

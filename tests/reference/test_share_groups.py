@@ -356,7 +356,7 @@ def one(first, last, kind=1) -> list[dict]:
     "a partition the topic lacks", "acknowledgements in the fetch that opens the session", "MaxRecords 0",
     "a forgotten partition the session lacks", "acknowledgements for a partition the topic lacks",
     "acknowledgements past the acquired records", "an unknown acknowledge type", "a closing fetch's acknowledgements",
-    "a gap and an acceptance"])
+    "a gap and an acceptance", "acknowledgement batches that overlap"])
 async def test_share_fetch_edges(targets, topic, case):
     """What ShareFetch answers at its edges, partition by partition (error, acknowledgement error, acquired
     ranges); the member acquired offsets 0-4 first where the case needs it."""
@@ -389,6 +389,47 @@ async def test_share_fetch_edges(targets, topic, case):
                 "a closing fetch's acknowledgements": lambda: fetch(-1, [0], acks={0: one(0, 1)}),
                 "a gap and an acceptance": lambda: fetch(1, [0], acks={0: [
                     {"first_offset": 0, "last_offset": 1, "acknowledge_types": [0, 1]}]}),
+                "acknowledgement batches that overlap": lambda: fetch(1, [0], acks={0: one(0, 2) + one(1, 3)}),
+            }[case]())
+            return seen
+        finally:
+            await conn.close()
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("case", [
+    "a partition the topic lacks", "past the acquired records", "epoch 0 (no session)", "after the closing one",
+    "an unknown topic id", "no partitions", "a wrong epoch", "batches that overlap", "v2 renewal"])
+async def test_share_acknowledge_edges(targets, topic, case):
+    """What ShareAcknowledge answers at its edges (the request's error, each partition's), after the member's
+    first ShareFetch acquired offsets 0-4."""
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        fill(target, topic, 1, per_partition=5)
+        tid = await topic_id_of(target, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+
+        async def ack(epoch, parts, version=1, topic_id=tid, **extra):
+            answer = await conn.request(ACKNOWLEDGE, version, {
+                "group_id": group, "member_id": member, "share_session_epoch": epoch, **extra, "topics": [{
+                    "topic_id": topic_id, "partitions": [{"partition_index": p, "acknowledgement_batches": b}
+                                                         for p, b in parts.items()]}]})
+            return answer.error_code, sorted((p.partition_index, p.error_code)
+                                             for t in answer.responses for p in t.partitions)
+        try:
+            seen = [(await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))).error_code]
+            if case == "after the closing one":
+                seen.append(await ack(-1, {0: one(0, 0)}))
+            seen.append(await {
+                "a partition the topic lacks": lambda: ack(1, {5: one(0, 0)}),
+                "past the acquired records": lambda: ack(1, {0: one(2, 8)}),
+                "epoch 0 (no session)": lambda: ack(0, {0: one(0, 0)}),
+                "after the closing one": lambda: ack(1, {0: one(1, 1)}),
+                "an unknown topic id": lambda: ack(1, {0: one(0, 0)}, topic_id=uuid.uuid4().bytes),
+                "no partitions": lambda: ack(1, {}),
+                "a wrong epoch": lambda: ack(5, {0: one(0, 0)}),
+                "batches that overlap": lambda: ack(1, {0: one(0, 2) + one(1, 3)}),
+                "v2 renewal": lambda: ack(1, {0: one(0, 1, 4)}, version=2, is_renew_ack=True),
             }[case]())
             return seen
         finally:

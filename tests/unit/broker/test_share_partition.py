@@ -42,6 +42,8 @@ def test_only_the_holder_acknowledges_and_an_invalid_batch_changes_nothing():
     assert sp.acknowledge("b", [(0, 0, [ACCEPT])]) == E.INVALID_RECORD_STATE
     assert sp.acknowledge("a", [(0, 0, [ACCEPT]), (5, 5, [ACCEPT])]) == E.INVALID_REQUEST   # past what is in flight
     assert sp.acknowledge("a", [(1, 3, [ACCEPT])]) == E.INVALID_REQUEST
+    assert sp.acknowledge("a", [(0, 1, [ACCEPT]), (1, 2, [ACCEPT])]) == E.INVALID_REQUEST   # overlapping
+    assert sp.acknowledge("a", [(2, 2, [ACCEPT]), (0, 0, [ACCEPT])]) == E.INVALID_REQUEST   # out of order
     assert sp.acknowledge("a", [(0, 1, [ACCEPT, 9])]) == E.INVALID_REQUEST
     assert sp.acknowledge("a", [(0, 2, [ACCEPT, ACCEPT])]) == E.INVALID_REQUEST   # types neither 1 nor per record
     assert [r.state for r in sp.records.values()] == [ACQUIRED] * 3

@@ -100,6 +100,7 @@ def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, Erro
     if epoch == FULL_EPOCH:
         session = cache.create(follower)
         if session is not None:
+            session.uses_topic_ids = by_id
             session.update(request.topics, None, by_id)
         return session, False, ErrorCode.NONE
     if session_id == 0:
@@ -109,8 +110,13 @@ def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, Erro
         return None, False, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     if epoch != session.epoch:
         return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
-    session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
+    if session.uses_topic_ids != by_id:
+        return None, False, ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
     session.update(request.topics, request.forgotten_topics_data, by_id)
+    if not session.partitions:   # (nothing left to fetch: closed, the fetch answered without a session)
+        cache.remove(session_id)
+        return None, False, ErrorCode.NONE
+    session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
     return session, True, ErrorCode.NONE
 
 

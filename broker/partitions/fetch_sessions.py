@@ -8,7 +8,10 @@ A request's ``(session_id, session_epoch)`` says what it is:
 * ``(id, -1)``: close the session, then a full fetch with none; ``(id, 0)``: close it and open a new one;
 * ``(id, n > 0)``: an incremental fetch: ``n`` must be the session's next epoch (else
   INVALID_FETCH_SESSION_EPOCH; an unknown id is FETCH_SESSION_ID_NOT_FOUND). Its partitions are added or
-  updated, ``forgotten_topics_data`` removed, and the fetch covers every partition of the session.
+  updated, ``forgotten_topics_data`` removed, and the fetch covers every partition of the session. One that
+  leaves the session without partitions closes it and is answered as a fetch with none (session id 0), and
+  one whose version names topics otherwise than the request that opened the session (by id from v13) is
+  FETCH_SESSION_TOPIC_ID_ERROR, as Kafka's.
 
 Invariants: a session answers a partition whenever it has records, an error, or a high watermark, last
 stable offset or log start offset other than the one last sent, so that a client never misses a change;
@@ -47,6 +50,7 @@ class FetchSession:
     partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
     epoch: int = 1          # the epoch the next incremental request must carry
     last_used: float = 0.0
+    uses_topic_ids: bool = False   # opened by Fetch v13+: every request in it must name topics by id
 
     def update(self, topics, forgotten, by_id: bool = False) -> None:
         """``by_id`` (Fetch v13+): each topic carries ``topic_id`` beside the name it was resolved to, and a

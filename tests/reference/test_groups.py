@@ -2,6 +2,7 @@
 
 import asyncio
 import time
+import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -355,5 +356,56 @@ async def test_offsets_of_a_classic_group_at_every_version(targets, topic, versi
         if version >= 10:
             seen["unknown id commit"] = await commit(-1, "", 8, topic_key=stranger)
             seen["unknown id fetch"] = await fetch(topic_key=stranger)
+        return seen
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("case", ["by id", "an unknown topic id", "a partition the topic lacks", "every topic",
+                                  "fetch an unknown topic id", "fetch a partition the topic lacks",
+                                  "v9, an unknown topic name"])
+async def test_offsets_by_topic_id(targets, topic, case):
+    """OffsetCommit and OffsetFetch v10 (Kafka 4.1) name topics by id; a simple group's commits (epoch -1)."""
+    group = f"g-{topic}"
+
+    def offsets(*indexes):
+        return [{"partition_index": p, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": "m"}
+                for p in indexes]
+
+    async def scenario(target):
+        await create(target, topic, 2)
+        known = await call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                           "include_topic_authorized_operations": False})
+        tid = bytes(known.topics[0].topic_id)
+
+        async def commit(topics, version=10):
+            answer = await call(target, OFFSET_COMMIT, version, {
+                "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+                "topics": topics})
+            return sorted((bytes(t.topic_id) == tid, [(p.partition_index, p.error_code) for p in t.partitions])
+                          for t in answer.topics)
+
+        async def fetch(topics):
+            answer = await call(target, OFFSET_FETCH, 10, {"groups": [{"group_id": group, "member_id": None,
+                                                                      "member_epoch": -1, "topics": topics}],
+                                                          "require_stable": False})
+            return [(g.error_code, sorted((bytes(t.topic_id) == tid, [
+                (p.partition_index, p.committed_offset, p.metadata, p.error_code) for p in t.partitions])
+                for t in g.topics)) for g in answer.groups]
+
+        await coordinator_found(target, group)
+        # (Kafka's coordinator answers NOT_COORDINATOR until its offsets partition has loaded)
+        seen = [await settled(lambda: commit([{"topic_id": tid, "partitions": offsets(0)}]),
+                              lambda a: a[0][1][0][1] not in (COORDINATOR_LOADING, NOT_COORDINATOR))]
+        seen.append(await {
+            "by id": lambda: commit([{"topic_id": tid, "partitions": offsets(0, 1)}]),
+            "an unknown topic id": lambda: commit([{"topic_id": uuid.uuid4().bytes, "partitions": offsets(0)}]),
+            "a partition the topic lacks": lambda: commit([{"topic_id": tid, "partitions": offsets(7)}]),
+            "every topic": lambda: fetch(None),
+            "fetch an unknown topic id": lambda: fetch([{"topic_id": uuid.uuid4().bytes, "partition_indexes": [0]}]),
+            "fetch a partition the topic lacks": lambda: fetch([{"topic_id": tid, "partition_indexes": [7]}]),
+            "v9, an unknown topic name": lambda: commit([{"name": f"{topic}-none", "partitions": offsets(0)}], 9),
+        }[case]())
+        if case == "by id":
+            seen.append(await fetch([{"topic_id": tid, "partition_indexes": [0, 1]}]))
         return seen
     await same(targets, scenario)

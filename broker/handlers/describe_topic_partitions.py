@@ -23,17 +23,16 @@ def handle(ctx, request):
     cursor = request.cursor
     if request.topics:
         names = sorted({t.name for t in request.topics})
-        if cursor is not None and cursor.topic_name not in names:
-            return {"throttle_time_ms": 0, "topics": [_error(cursor.topic_name, ErrorCode.INVALID_REQUEST)],
-                    "next_cursor": None}
+        if cursor is not None and cursor.topic_name not in names:   # (each requested topic gets the error)
+            return {"throttle_time_ms": 0, "topics": [_error(t.name, ErrorCode.INVALID_REQUEST)
+                                                      for t in request.topics], "next_cursor": None}
     else:
         names = sorted(n for n in broker.metadata.topics
                        if ctx.authorized(acls.DESCRIBE, acls.TOPIC, n, log_denied=False))
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
-    limit = broker.config["max.request.partition.size.limit"]
-    if request.response_partition_limit > 0:
-        limit = min(limit, request.response_partition_limit)
+    # (a limit below one answers one partition, as Kafka's handler does)
+    limit = max(min(broker.config["max.request.partition.size.limit"], request.response_partition_limit), 1)
     topics, next_cursor = [], None
     for i, name in enumerate(names):
         if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, name):

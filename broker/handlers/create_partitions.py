@@ -9,8 +9,11 @@ def handle(ctx, request):
     broker = ctx.broker
     names = [t.name for t in request.topics]
     live = {b[0] for b in broker.live_brokers()}
-    results = []
+    results, answered = [], set()
     for topic in request.topics:
+        if topic.name in answered:
+            continue   # (a duplicated topic is answered once, as Kafka's)
+        answered.add(topic.name)
         meta = broker.metadata.topics.get(topic.name)
         error, message = ErrorCode.NONE, None
         if names.count(topic.name) > 1:
@@ -18,7 +21,7 @@ def handle(ctx, request):
         elif not ctx.authorized(ALTER, TOPIC, topic.name):
             error, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         elif meta is None:
-            error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic.name}' does not exist."
+            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION   # (Kafka's answer carries no message)
         elif topic.count <= meta.partitions:
             error = ErrorCode.INVALID_PARTITIONS
             message = (f"Topic currently has {meta.partitions} partitions, which is higher than the requested "
@@ -45,7 +48,8 @@ def handle(ctx, request):
 
 async def _wait_for_leaders(broker, request, response):
     """Answer once the new partitions have leaders, or REQUEST_TIMED_OUT at the request's timeout."""
-    counts = {r["name"]: t.count for r, t in zip(response["results"], request.topics) if r["error_code"] == 0}
+    counts = {t.name: t.count for t in request.topics}
+    counts = {r["name"]: counts[r["name"]] for r in response["results"] if r["error_code"] == 0}
     for name in await broker.cluster.wait_for_leaders(counts, request.timeout_ms):
         for result in response["results"]:
             if result["name"] == name:

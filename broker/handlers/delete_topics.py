@@ -12,9 +12,25 @@ def handle(ctx, request):
     else:
         wanted = [(name, bytes(16)) for name in request.topic_names]
     by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
-    responses = []
+    named = [n for n, _ in wanted if n is not None]
+    ids = [i for n, i in wanted if n is None]
+    responses, refused = [], set()
     for name, topic_id in wanted:
         error, message = ErrorCode.NONE, None
+        # Refused before anything is deleted, as Kafka's: a topic named twice (answered once), or by both its
+        # name and an id.
+        if name is not None and topic_id != bytes(16):
+            message = "Topic name and topic id can not both be specified."
+        elif name is not None and named.count(name) > 1:
+            message = "Duplicate topic name."
+        elif name is None and ids.count(topic_id) > 1:
+            message = "Duplicate topic id."
+        if message is not None:
+            if (name, topic_id) not in refused:
+                refused.add((name, topic_id))
+                responses.append({"name": name, "topic_id": topic_id, "error_code": ErrorCode.INVALID_REQUEST,
+                                  "error_message": message})
+            continue
         if name is None:
             name = by_id.get(topic_id)
             if name is None:

@@ -16,9 +16,11 @@ async def handle(ctx, request):
                 "replica_election_results": [{"topic": t.topic, "partition_result": [
                     {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
                     for p in t.partitions]} for t in (request.topic_partitions or [])]}
-    if member is None:
-        error = ErrorCode.ELECTION_NOT_NEEDED   # one broker: every partition already has its only replica
-        results = {tp: (error, "single broker") for tp in (wanted or [])}
+    if member is None:   # one broker: every partition already has its only replica
+        if wanted is None:   # (every topic, each without a partition: Kafka leaves out those not needing one)
+            return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
+                {"topic": t, "partition_result": []} for t in ctx.broker.metadata.topics]}
+        results = {tp: _single_broker(ctx.broker, *tp) for tp in wanted}
     elif ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
         results = {tp: (ErrorCode.INVALID_REQUEST, f"unknown election type {request.election_type}")
                    for tp in (wanted or [])}
@@ -34,3 +36,12 @@ async def handle(ctx, request):
         topics.setdefault(topic, []).append({"partition_id": p, "error_code": error, "error_message": message})
     return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
         {"topic": t, "partition_result": ps} for t, ps in topics.items()]}
+
+
+def _single_broker(broker, topic: str, partition: int) -> tuple[ErrorCode, str]:
+    meta = broker.metadata.topics.get(topic)
+    if meta is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+    if not 0 <= partition < meta.partitions:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{partition}"
+    return ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."

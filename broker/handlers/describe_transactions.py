@@ -9,13 +9,14 @@ def handle(ctx, request):
     broker = ctx.broker
     states = []
     for transactional_id in request.transactional_ids:
-        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED \
-            if not ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, transactional_id) \
-            else broker.coordination.transaction_coordinator_error(transactional_id)
+        if not ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, transactional_id):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not transactional_id:
+            error = ErrorCode.INVALID_REQUEST
+        else:
+            error = broker.coordination.transaction_coordinator_error(transactional_id)
         if error:
-            states.append({"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
-                           "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-                           "producer_epoch": -1, "topics": []})
+            states.append(undescribed(transactional_id, error))
         else:
             state = broker.txn_coordinator.describe(transactional_id)
             # (the partitions of topics it may not describe are left out, as Kafka does)
@@ -23,3 +24,10 @@ def handle(ctx, request):
                                                                                   log_denied=False)]
             states.append(state)
     return {"throttle_time_ms": 0, "transaction_states": states}
+
+
+def undescribed(transactional_id: str, error: ErrorCode) -> dict:
+    """A refused id's entry: Kafka leaves every other field at its zero value."""
+    return {"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
+            "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0,
+            "topics": []}

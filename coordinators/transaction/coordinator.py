@@ -389,8 +389,8 @@ class TransactionCoordinator:
         meta = self.transactions.get(transactional_id)
         if meta is None:
             return {"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id,
-                    "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                    "producer_id": -1, "producer_epoch": -1, "topics": []}
+                    "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
+                    "producer_id": 0, "producer_epoch": 0, "topics": []}   # (Kafka's zero values)
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(meta.partitions):
             by_topic.setdefault(topic, []).append(p)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbroker.protocol.records import build_batch
 from tests.reference.differential import call, same, settled
-from tests.reference.test_produce_fetch import create, produce
+from tests.reference.test_produce_fetch import create_written
 
 pytestmark = pytest.mark.reference
 
@@ -57,10 +56,7 @@ async def test_describe_cluster_endpoint_types(targets, endpoint_type):
 @pytest.mark.parametrize("case", ["both partitions", "an unknown topic", "a partition the topic lacks"])
 async def test_describe_log_dirs_by_partition(targets, topic, case):
     async def scenario(target):
-        await create(target, topic, 2)
-        for partition in (0, 1):   # (Kafka's partitions take leadership a moment after creation)
-            await settled(lambda: produce(target, topic, build_batch([(None, b"v", [])]), partition),
-                          lambda a: a.error_code == 0)
+        await create_written(target, topic, [1, 1])
         topics = {"both partitions": [{"topic": topic, "partitions": [0, 1]}],
                   "an unknown topic": [{"topic": f"{topic}-none", "partitions": [0]}],
                   "a partition the topic lacks": [{"topic": topic, "partitions": [9]}]}[case]

@@ -7,10 +7,9 @@ import uuid
 
 import pytest
 
-from kbroker.protocol.records import build_batch
 from tests.reference.differential import call, same, settled
 from tests.reference.test_groups import COORDINATOR_LOADING, NOT_COORDINATOR, coordinator_found
-from tests.reference.test_produce_fetch import create, produce
+from tests.reference.test_produce_fetch import create, create_written
 
 pytestmark = pytest.mark.reference
 
@@ -93,10 +92,7 @@ async def test_elect_leaders_on_one_broker(targets, topic, election_type, case):
 @pytest.mark.parametrize("case", ["an unknown topic", "a partition the topic lacks", "both partitions"])
 async def test_describe_producers(targets, topic, case):
     async def scenario(target):
-        await create(target, topic, 2)
-        for partition in (0, 1):   # (Kafka's partitions take leadership a moment after creation)
-            await settled(lambda: produce(target, topic, build_batch([(None, b"v", [])]), partition),
-                          lambda a: a.error_code == 0)
+        await create_written(target, topic, [1, 1])
         topics = {"an unknown topic": [{"name": f"{topic}-none", "partition_indexes": [0]}],
                   "a partition the topic lacks": [{"name": topic, "partition_indexes": [7]}],
                   "both partitions": [{"name": topic, "partition_indexes": [0, 1]}]}[case]

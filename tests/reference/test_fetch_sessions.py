@@ -10,8 +10,8 @@ import pytest
 
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import call, same, settled
-from tests.reference.test_produce_fetch import create, produce
+from tests.reference.differential import call, same
+from tests.reference.test_produce_fetch import create_written, produce
 
 pytestmark = pytest.mark.reference
 
@@ -40,10 +40,7 @@ def shape(answer):
     "a partition swapped", "every partition forgotten", "another version's topic naming", "an unknown topic id"])
 async def test_a_consumers_fetch_session(targets, topic, case):
     async def scenario(target):
-        await create(target, topic, 2)
-        for partition, count in ((0, 3), (1, 1)):   # (Kafka's partitions take leadership a moment after creation)
-            await settled(lambda: produce(target, topic, build_batch([(None, b"v", [])] * count), partition),
-                          lambda a: a.error_code == 0)
+        await create_written(target, topic, [3, 1])
         known = await call(target, METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
                                                   "include_topic_authorized_operations": False})
         tid = bytes(known.topics[0].topic_id)

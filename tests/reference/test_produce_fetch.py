@@ -28,6 +28,17 @@ async def create(target, topic, partitions=1, **configs):
                   and all(p.leader_id >= 0 for p in a.topics[0].partitions))
 
 
+async def create_written(target, topic, counts: list[int]) -> None:
+    """A topic of ``len(counts)`` partitions with ``counts[i]`` records in partition i, each write retried until
+    accepted: Kafka's partitions take leadership a moment after the topic is in its Metadata."""
+    from kbroker.protocol.records import build_batch
+
+    await create(target, topic, len(counts))
+    for partition, count in enumerate(counts):
+        await settled(lambda: produce(target, topic, build_batch([(None, b"v", [])] * count), partition),
+                      lambda a: a.error_code == 0)
+
+
 async def produce(target, topic, records: bytes, partition=0, acks=-1, transactional_id=None):
     answer = await call(target, PRODUCE, 9, {"transactional_id": transactional_id, "acks": acks, "timeout_ms": 5000,
                                              "topic_data": [{"name": topic, "partition_data": [

@@ -89,7 +89,8 @@ class AclBinding:
         return self.resource_type, self.pattern_type, self.name
 
     def validate(self) -> None:
-        """Raise InvalidAcl unless Kafka would store this binding (AclControlManager / AclApis' checks)."""
+        """Raise InvalidAcl unless Kafka would store this binding (AclControlManager / AclApis' checks). An
+        empty host is stored, as Kafka 4.2 stores it: it matches no caller."""
         if self.resource_type not in RESOURCE_TYPES:
             raise InvalidAcl(f"Invalid resourceType {self.resource_type}")
         if self.pattern_type not in PATTERN_TYPES:
@@ -106,8 +107,6 @@ class AclBinding:
         if not sep or not kind or not who:
             raise InvalidAcl(f"Could not parse principal from `{self.principal}` (no colon is found "
                              "separating principal type from principal name)")
-        if not self.host:
-            raise InvalidAcl("Invalid empty host")
 
     def entry_json(self) -> dict:
         return {"principal": self.principal, "permissionType": PERMISSIONS[self.permission],

@@ -32,7 +32,7 @@ async def handle(ctx, request):
             results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
             continue
         by_resource[acl.resource].add(acl)
-        results.append({"error_code": 0, "error_message": None, "resource": acl.resource})
+        results.append({"error_code": 0, "error_message": "", "resource": acl.resource})   # ("" as Kafka's)
     failed: dict[tuple, str] = {}
     for resource, added in by_resource.items():
         try:

@@ -16,6 +16,7 @@ PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule required
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 PRODUCE, FETCH, METADATA, OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP = 0, 1, 3, 8, 10, 11
 INIT_PRODUCER_ID, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_ACLS, DESCRIBE_ACLS = 22, 19, 20, 32, 30, 29
+DELETE_ACLS = 31
 
 
 def sasl_settings(port: int) -> dict[str, str]:
@@ -164,4 +165,40 @@ async def test_acls_allow_what_they_name(secured, topic):
         return {"created": plain(created.results), "described": (described.error_code, resources),
                 "produce": produced.error_code, "commit": commit.topics[0].partitions[0].error_code,
                 "commit for another group": other_group.topics[0].partitions[0].error_code}
+    await same(secured, scenario)
+
+
+@pytest.mark.parametrize("case", ["a principal without a type", "operation All", "an empty resource name",
+                                  "a cluster not named kafka-cluster", "an empty host", "described by a matching filter",
+                                  "deleted by a filter"])
+async def test_acl_bindings_kafka_stores_or_refuses(secured, topic, case):
+    """CreateAcls' checks of one binding (Kafka 4.2 stores an empty host, and answers "" as the message of a
+    binding it stored), then DescribeAcls or DeleteAcls of it."""
+    binding = {**acl(2, topic, "User:bob", 3), **{
+        "a principal without a type": {"principal": "bob"}, "operation All": {"operation": 2},
+        "an empty resource name": {"resource_name": ""},
+        "a cluster not named kafka-cluster": {"resource_type": 4, "resource_name": "foo"},
+        "an empty host": {"host": ""}}.get(case, {})}
+    match = {"resource_type_filter": 2, "resource_name_filter": topic, "pattern_type_filter": 2,
+             "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
+
+    async def scenario(target):
+        created = await call_as("admin", target, CREATE_ACLS, 3, {"creations": [binding]})
+        seen = [[(r.error_code, r.error_message if r.error_message == "" else r.error_message is not None)
+                 for r in created.results]]
+        try:
+            if case in ("described by a matching filter", "deleted by a filter"):
+                # (Kafka's broker describes ACLs from its metadata image: the new one is there a moment later)
+                described = await settled(lambda: call_as("admin", target, DESCRIBE_ACLS, 3, match),
+                                          lambda d: d.resources)
+                seen.append((described.error_code, [(r.resource_type, r.resource_name == topic, r.pattern_type, [
+                    (a.principal, a.host, a.operation, a.permission_type) for a in r.acls]) for r in described.resources]))
+            if case == "deleted by a filter":
+                deleted = await call_as("admin", target, DELETE_ACLS, 3, {"filters": [
+                    {**match, "pattern_type_filter": 1, "principal_filter": "User:bob"}]})
+                seen.append([(r.error_code, [(m.error_code, m.principal, m.operation) for m in r.matching_acls])
+                             for r in deleted.filter_results])
+        finally:
+            await call_as("admin", target, DELETE_ACLS, 3, {"filters": [{**match, "pattern_type_filter": 1}]})
+        return seen
     await same(secured, scenario)

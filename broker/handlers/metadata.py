@@ -87,9 +87,13 @@ def answer(ctx, request):
     else:
         by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
         allow_create = broker.config["auto.create.topics.enable"] and request.allow_auto_topic_creation
-        topics = []
+        topics, asked = [], set()
         for item in requested:
             name = item.name
+            key = name if name is not None else bytes(item.topic_id)
+            if key in asked:
+                continue   # (a topic asked for twice is answered once, as Kafka's)
+            asked.add(key)
             if name is None:
                 name = by_id.get(item.topic_id)
                 if name is None:

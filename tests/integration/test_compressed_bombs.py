@@ -152,7 +152,11 @@ def test_the_cleaner_leaves_a_bomb_on_disk_and_cleans_the_rest(tmp_path):
         write(1, 300)                                   # offsets 0-299, all superseded below
         bomb = hostile.bomb_batch(4, 1 << 30, True)     # offset 300
         assert asyncio.run(produce(broker.port, "later-compacted", bomb))[0] == ErrorCode.NONE
-        write(2, 3000)                                  # several segments more
+        # Several segments more, in ten flushed writes: one flush of 3,000 records may leave librdkafka one
+        # batch of them all, which fills the active segment, and the cleaner (which stops at the active
+        # segment) would then see round 2 not at all and remove only round 1's own duplicates (290 of 300).
+        for _ in range(10):
+            write(2, 300)
         pid = broker.proc.pid
         before = hostile.settled_rss(pid)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})

@@ -66,9 +66,9 @@ async def test_a_share_fetch_answers_within_its_wait_while_a_share_partitions_st
         tmp_path, topic_name):
     c = Cluster(str(tmp_path), overrides={"zookeeper.session.timeout.ms": "60000",
                                           "share.coordinator.state.topic.num.partitions": str(STATE_PARTITIONS)})
-    await asyncio.to_thread(c.start)   # (it runs event loops of its own)
     conn = paused = None
     try:
+        await asyncio.to_thread(c.start)   # (it runs event loops of its own; a failed start still stops below)
         create(c.bootstrap, topic_name, partitions=6, rf=1)
         any_port = next(iter(c.brokers.values())).port
         probe = await KafkaConnection.open("127.0.0.1", any_port)

@@ -1,5 +1,6 @@
 """DescribeTransactions: state, producer and partitions of transactional ids."""
 
+from kbroker.coordinators.transaction.coordinator import undescribed
 from kbroker.protocol.acls import DESCRIBE, TOPIC, TRANSACTIONAL_ID
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_transactions import DESCRIBE_TRANSACTIONS as API  # noqa: F401
@@ -24,10 +25,3 @@ def handle(ctx, request):
                                                                                   log_denied=False)]
             states.append(state)
     return {"throttle_time_ms": 0, "transaction_states": states}
-
-
-def undescribed(transactional_id: str, error: ErrorCode) -> dict:
-    """A refused id's entry: Kafka leaves every other field at its zero value."""
-    return {"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
-            "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0,
-            "topics": []}

@@ -20,6 +20,7 @@ from kbroker.broker.shares.sessions import FINAL_EPOCH
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.share_fetch import SHARE_FETCH as API  # noqa: F401  (the registry reads API)
 
+
 class DelayedShareFetch(DelayedOperation):
     """Parked until an append or a release lets the member acquire MinBytes, or MaxWaitMs passes (then it
     acquires what there is)."""

@@ -170,23 +170,15 @@ class SharePartitionManager:
                 max_bytes: int, mode: int, read_committed: bool, batch_size: int = 0
                 ) -> tuple[FileRegion | None, list]:
         """The log region of the acquired records' batches (sent from the file, as Fetch's) and their ranges."""
-        leader = self.broker.replica_manager.get(topic, partition)
-        if leader is None or not leader.is_leader or leader.leader_epoch != loaded.leader_epoch:
+        readable = self._readable(topic, partition, loaded, max_bytes, read_committed)
+        if readable is None:
             return None, []
-        plog, sp = leader.log, loaded.sp
-        sp.move_start(plog.log_start_offset)
-        bound = plog.last_stable_offset if read_committed else plog.high_watermark
-        offset = sp.fetch_offset(bound)
-        if offset is None:
-            return None, []
-        found = plog.read(offset, max(max_bytes, 1), bound, True)
-        if found is None:
-            return None, []
+        plog, offset, bound, found = readable
         region = FileRegion(found.segment, found.position, found.length)
         aborted = plog.aborted_transactions(offset, bound) if read_committed else []
         end, batches = batch_ranges(region, aborted)
         lock_ms = self.lock_ms(group)
-        lock, ranges = sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode, batch_size)
+        lock, ranges = loaded.sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode, batch_size)
         if not ranges:
             return None, []
         self._arm_lock((group, topic, partition), loaded, lock, lock_ms)
@@ -196,16 +188,26 @@ class SharePartitionManager:
         """About how many bytes a fetch could acquire now, at most ``cap``: the log's bytes from the first
         acquirable offset to the high watermark (last stable offset), as Kafka's ``isMinBytesSatisfied``
         counts them (as if no other member held any of them); ``cap`` where they begin in an older segment."""
+        readable = self._readable(topic, partition, loaded, cap, read_committed)
+        if readable is None:
+            return 0
+        plog, _, _, found = readable
+        return cap if found.segment is not plog.segments[-1] else min(found.length, cap)
+
+    def _readable(self, topic: str, partition: int, loaded: Loaded, max_bytes: int, read_committed: bool):
+        """(log, first acquirable offset, the bound, the log's slice from there) of a share partition this
+        broker still leads at the epoch it was loaded at, or None where nothing can be acquired."""
         leader = self.broker.replica_manager.get(topic, partition)
         if leader is None or not leader.is_leader or leader.leader_epoch != loaded.leader_epoch:
-            return 0
-        plog = leader.log
+            return None
+        plog, sp = leader.log, loaded.sp
+        sp.move_start(plog.log_start_offset)
         bound = plog.last_stable_offset if read_committed else plog.high_watermark
-        offset = loaded.sp.fetch_offset(bound)
-        found = plog.read(offset, max(cap, 1), bound, True) if offset is not None else None
-        if found is None:
-            return 0
-        return cap if found.segment is not plog.segments[-1] else min(found.length, cap)
+        offset = sp.fetch_offset(bound)
+        if offset is None:
+            return None
+        found = plog.read(offset, max(max_bytes, 1), bound, True)
+        return None if found is None else (plog, offset, bound, found)
 
     def _arm_lock(self, key: Key, loaded: Loaded, lock: int, delay_ms: int) -> None:
         asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._lock_ran_out, key, loaded, lock)

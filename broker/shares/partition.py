@@ -109,7 +109,7 @@ class SharePartition:
         self._locks += 1
         lock = self._locks
         taken: list[int] = []
-        starts: set[int] = set()   # the first record taken from each log batch
+        starts: set[int] = set()   # where in ``taken`` each log batch's records begin
         previous_last = None
         for base, last, hidden in batches:
             if previous_last is not None and base > previous_last + 1:
@@ -135,7 +135,7 @@ class SharePartition:
                 r.state, r.member, r.lock, r.deadline_ms = ACQUIRED, member, lock, now_ms + lock_ms
                 r.delivery_count += 1
                 taken.append(offset)
-        return lock, self._ranges(taken, {taken[i] for i in starts if i < len(taken)}, batch_size)
+        return lock, self._ranges(taken, starts, batch_size)
 
     def _archive_gap(self, first: int, last: int) -> None:
         for offset in range(max(first, self.start), last + 1):
@@ -144,11 +144,13 @@ class SharePartition:
         self.end = max(self.end, last + 1)
 
     def _ranges(self, offsets: list[int], starts=(), batch_size: int = 0) -> list[tuple[int, int, int]]:
+        """Contiguous offsets of one delivery count as ranges; ``starts``: the indexes in ``offsets`` where a
+        log batch begins, at which a range of ``batch_size`` records or more ends."""
         out: list[list[int]] = []
-        for offset in offsets:
+        for i, offset in enumerate(offsets):
             count = self.records[offset].delivery_count
             if out and out[-1][1] == offset - 1 and out[-1][2] == count and not (
-                    batch_size > 0 and offset in starts and offset - out[-1][0] >= batch_size):
+                    batch_size > 0 and i in starts and offset - out[-1][0] >= batch_size):
                 out[-1][1] = offset
             else:
                 out.append([offset, offset, count])

@@ -388,9 +388,7 @@ class TransactionCoordinator:
     def describe(self, transactional_id: str) -> dict:
         meta = self.transactions.get(transactional_id)
         if meta is None:
-            return {"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": transactional_id,
-                    "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
-                    "producer_id": 0, "producer_epoch": 0, "topics": []}   # (Kafka's zero values)
+            return undescribed(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
         by_topic: dict[str, list[int]] = {}
         for topic, p in sorted(meta.partitions):
             by_topic.setdefault(topic, []).append(p)
@@ -468,3 +466,11 @@ class TransactionCoordinator:
         self.scheduler.cancel_all()
         for task in list(self._tasks):
             task.cancel()
+
+
+def undescribed(transactional_id: str, error: ErrorCode) -> dict:
+    """DescribeTransactions' entry for an id refused or not found: Kafka leaves every other field at its zero
+    value."""
+    return {"error_code": error, "transactional_id": transactional_id, "transaction_state": "",
+            "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0,
+            "topics": []}

@@ -71,7 +71,7 @@ class LocalMetadataStore:
         self.topics: dict[str, TopicMetadata] = {}
         self.users: dict[str, dict[str, str]] = {}   # SCRAM credentials: user -> mechanism -> Kafka's text
         self.acls: list[AclBinding] = []
-        self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id) -> quota key -> bound
+        self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id, IP) -> quota key -> bound
         self.broker_configs: dict[str, dict[str, str]] = {}   # "<default>" or broker id -> dynamic configs
         self.group_configs: dict[str, dict[str, str]] = {}    # group id -> its configs (GROUP resource)
         self.client_metrics: dict[str, dict[str, str]] = {}   # subscription -> its configs (CLIENT_METRICS)
@@ -97,7 +97,7 @@ class LocalMetadataStore:
             self.topics = {name: TopicMetadata.from_json(name, t) for name, t in data.get("topics", {}).items()}
             self.users = data.get("users", {})
             self.acls = [binding_from_json(a) for a in data.get("acls", [])]
-            self.quotas = {(q["user"], q["client_id"]): q["quotas"] for q in data.get("quotas", [])}
+            self.quotas = {(q["user"], q["client_id"], q.get("ip")): q["quotas"] for q in data.get("quotas", [])}
             self.broker_configs = data.get("broker_configs", {})
             self.group_configs = data.get("group_configs", {})
             self.client_metrics = data.get("client_metrics", {})
@@ -107,7 +107,8 @@ class LocalMetadataStore:
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
                 "acls": [binding_to_json(a) for a in self.acls],
-                "quotas": [{"user": u, "client_id": c, "quotas": q} for (u, c), q in self.quotas.items()],
+                "quotas": [{"user": u, "client_id": c, "ip": ip, "quotas": q}
+                           for (u, c, ip), q in self.quotas.items()],
                 "broker_configs": self.broker_configs, "group_configs": self.group_configs,
                 "client_metrics": self.client_metrics, "features": self.features,
                 "features_epoch": self.features_epoch}

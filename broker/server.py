@@ -114,6 +114,7 @@ class Broker:
                                                           TXN_TOPIC, partition, config["request.timeout.ms"]))
         self.connections: set = set()
         self.connection_limits = ConnectionLimits(config)
+        self.quotas.on_ip_rates.append(self.connection_limits.set_ip_rates)   # (taken at start: start())
         self.receive_budget: ReceiveBudget | None = None   # queued.max.request.bytes, made with the listeners
         self.send_memory = SendMemory(config["kbroker.fetch.send.memory.bytes"])
         self.servers: list[asyncio.AbstractServer] = []
@@ -177,6 +178,7 @@ class Broker:
     async def start(self) -> None:
         started = time.monotonic()
         self._size_open_files()
+        self.connection_limits.set_ip_rates(self.quotas.ip_rates())   # (a cluster's come with ZooKeeper's, later)
         self.log_manager.load_all(self.topic_config)
         if len(self.log_manager.logs) > OPEN_FILES.capacity:
             log.warning("partitions_beyond_open_files", partitions=len(self.log_manager.logs),
@@ -347,6 +349,7 @@ class Broker:
             await asyncio.wait(tasks, timeout=10)
         for conn in list(self.connections):
             conn.stream.abort()   # its answers did not leave within the wait; the servers close only after it
+        self.connection_limits.close_held()
         for server in self.servers:
             # uvloop waits here for every transport the server made; one closed gracefully whose peer never
             # reads keeps flushing forever, so the wait is bounded (the process exits and the kernel closes it)

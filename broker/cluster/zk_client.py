@@ -38,8 +38,8 @@ from kbroker.broker.configuration.quotas import QUOTA_KEYS
 from kbroker.protocol.types import uuid_from_str, uuid_to_str
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
-                    "/config/brokers", "/config/users", "/config/clients", "/admin/delete_topics", "/isr_change_notification",
-                    "/log_dir_event_notification")
+                    "/config/brokers", "/config/users", "/config/clients", "/config/ips", "/admin/delete_topics",
+                    "/isr_change_notification", "/log_dir_event_notification")
 PRODUCER_ID_BLOCK_SIZE = 1000
 NOTIFICATION_EXPIRY_S = 15 * 60   # Kafka's changeExpirationMs
 
@@ -315,22 +315,29 @@ class KafkaZkClient:
         self._set_entity_config("users", user, {**configs, **credentials}, notify=True)
 
     def quota_entities(self) -> list[tuple[tuple, dict[str, str]]]:
-        """Every (user, client id) entity with configs: ``/config/users/<u>``, ``/config/users/<u>/clients/<c>``
-        and ``/config/clients/<c>`` (``<default>`` names the defaults)."""
-        found = [((user, None), self.user_config(user)) for user in self.user_names()]
+        """Every (user, client id, IP) entity with configs: ``/config/users/<u>``, ``/config/users/<u>/clients/<c>``,
+        ``/config/clients/<c>`` and ``/config/ips/<ip>`` (``<default>`` names the defaults)."""
+        found = [((user, None, None), self.user_config(user)) for user in self.user_names()]
         for user in self.user_names():
             try:
                 clients = self.zk.get_children(self.path(f"/config/users/{user}/clients"))
             except NoNodeError:
                 continue
-            found += [((user, c), self._entity_config("users", f"{user}/clients/{c}")) for c in clients]
-        found += [((None, c), self._entity_config("clients", c))
+            found += [((user, c, None), self._entity_config("users", f"{user}/clients/{c}")) for c in clients]
+        found += [((None, c, None), self._entity_config("clients", c))
                   for c in self.zk.get_children(self.path("/config/clients"))]
+        try:   # (a cluster made before IP quotas has no /config/ips)
+            found += [((None, None, ip), self._entity_config("ips", ip))
+                      for ip in self.zk.get_children(self.path("/config/ips"))]
+        except NoNodeError:
+            pass
         return found
 
     @staticmethod
     def quota_entity_path(entity: tuple) -> tuple[str, str]:
-        user, client = entity
+        user, client, ip = entity
+        if ip is not None:
+            return "ips", ip
         if user is None:
             return "clients", client
         return ("users", user) if client is None else ("users", f"{user}/clients/{client}")

@@ -165,15 +165,17 @@ class ZkTopicStore:
     async def _apply_config_change(self, entity: str) -> None:
         """Reload what ``entity`` (a notification's ``entity_path``) names: a user, a quota entity, a topic."""
         zk = self.member.zk
-        if entity.startswith(("users/", "clients/")):
+        if entity.startswith(("users/", "clients/", "ips/")):
             parts = entity.split("/")
-            if parts[0] == "clients":
-                await self._reload_quota((None, parts[1]))
+            if parts[0] == "ips":
+                await self._reload_quota((None, None, parts[1]))
+            elif parts[0] == "clients":
+                await self._reload_quota((None, parts[1], None))
             elif len(parts) == 4:   # users/<user>/clients/<client>
-                await self._reload_quota((parts[1], parts[3]))
+                await self._reload_quota((parts[1], parts[3], None))
             else:
                 await self._reload_user(parts[1])
-                await self._reload_quota((parts[1], None))
+                await self._reload_quota((parts[1], None, None))
                 log.info("user_credentials_changed", user=parts[1])
             return
         if entity.startswith("brokers/"):   # brokers/<default> or brokers/<id>: dynamic broker configs

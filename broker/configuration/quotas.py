@@ -1,4 +1,5 @@
-"""Client quotas as Kafka enforces them: byte rates for produce and fetch, and request time, per user and client id.
+"""Client quotas as Kafka enforces them: byte rates for produce and fetch, and request time, per user and client
+id; and new connections a second per IP address (KIP-612).
 
 Quota configs belong to entities: a user, a client id, or a user with a
 client id, each of which may be ``<default>``. For a request from user U with
@@ -20,8 +21,13 @@ connection then reads nothing from that client for as long (muting, as
 Kafka does; clients following KIP-219 also wait on their side). The request
 itself is served: a client over its quota is slowed, never refused.
 
-Invariant: with no quota configured anywhere, ``enabled`` is False and the
-request path does nothing more than test it.
+An IP address's quota (``connection_creation_rate``, for one address or the
+default address) is an entity of its own, never combined with a user or client
+id; the acceptor applies it (``broker/network/connection_limits.py``), and it
+does not enable the request path's accounting.
+
+Invariant: with no user or client-id quota configured anywhere, ``enabled`` is
+False and the request path does nothing more than test it.
 """
 
 from __future__ import annotations
@@ -32,16 +38,20 @@ from collections import deque
 
 DEFAULT = "<default>"
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
-QUOTA_KEYS = (PRODUCE, FETCH, REQUEST)
-USER, CLIENT_ID = "user", "client-id"
+CONNECTION_RATE = "connection_creation_rate"
+CLIENT_KEYS = (PRODUCE, FETCH, REQUEST)   # a user's or client id's
+IP_KEYS = (CONNECTION_RATE,)               # an IP address's
+QUOTA_KEYS = CLIENT_KEYS + IP_KEYS
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+SLOTS = {USER: 0, CLIENT_ID: 1, IP: 2}    # where each entity type's name is in an Entity
 MAX_IDLE_CHECK = 1000   # usage entries kept before idle ones are looked for
 
-Entity = tuple  # (user or DEFAULT or None, client id or DEFAULT or None)
+Entity = tuple  # (user, client id, IP address): each a name, DEFAULT or None (not part of the entity)
 
 
 def resolution_order(user: str, client_id: str) -> list[Entity]:
-    return [(user, client_id), (user, DEFAULT), (user, None), (DEFAULT, client_id), (DEFAULT, DEFAULT),
-            (DEFAULT, None), (None, client_id), (None, DEFAULT)]
+    return [(user, client_id, None), (user, DEFAULT, None), (user, None, None), (DEFAULT, client_id, None),
+            (DEFAULT, DEFAULT, None), (DEFAULT, None, None), (None, client_id, None), (None, DEFAULT, None)]
 
 
 def user_name(principal: str | None) -> str:
@@ -86,17 +96,27 @@ class QuotaManager:
         self.configs: dict[Entity, dict[str, float]] = {}
         self.enabled = False
         self._sensors: dict[tuple, Sensor] = {}
+        self.on_ip_rates: list = []   # callbacks given ip_rates() whenever an IP address's quota changes
 
     # ------------------------------------------------------------------ configs
     def replace(self, entity: Entity, values: dict[str, float]) -> None:
-        """The entity's quotas are now ``values`` (only the quota keys are kept)."""
-        kept = {k: float(v) for k, v in values.items() if k in QUOTA_KEYS}
+        """The entity's quotas are now ``values`` (only its kind's quota keys are kept)."""
+        keys = IP_KEYS if entity[2] is not None else CLIENT_KEYS
+        kept = {k: float(v) for k, v in values.items() if k in keys}
         if kept:
             self.configs[entity] = kept
         else:
             self.configs.pop(entity, None)
-        self.enabled = bool(self.configs)
+        if entity[2] is not None:
+            for callback in self.on_ip_rates:
+                callback(self.ip_rates())
+            return
+        self.enabled = any(e[2] is None for e in self.configs)
         self._sensors.clear()   # usage restarts against the new bounds, as Kafka's sensors are re-made
+
+    def ip_rates(self) -> dict[str, int]:
+        """IP address (or host name, or DEFAULT) -> the new connections a second it may make."""
+        return {e[2]: int(v[CONNECTION_RATE]) for e, v in self.configs.items() if e[2] is not None}
 
     def resolve(self, key: str, user: str, client_id: str) -> tuple[tuple, float] | None:
         """(the usage key, the bound) of the quota that applies, or None."""
@@ -169,21 +189,14 @@ def unrecord(ctx, key: str, value: float) -> None:
 
 
 def entity_from_components(components: list[tuple[str, str | None]]) -> Entity:
-    """AlterClientQuotas' entity (``[(type, name or None for the default)]``) -> (user, client id)."""
-    user = client = None
+    """AlterClientQuotas' entity (``[(type, name or None for the default)]``) -> (user, client id, IP)."""
+    entity = [None, None, None]
     for kind, name in components:
-        if kind == USER:
-            user = DEFAULT if name is None else name
-        elif kind == CLIENT_ID:
-            client = DEFAULT if name is None else name
-    return user, client
+        if kind in SLOTS:
+            entity[SLOTS[kind]] = DEFAULT if name is None else name
+    return tuple(entity)
 
 
 def entity_components(entity: Entity) -> list[dict]:
-    user, client = entity
-    found = []
-    if user is not None:
-        found.append({"entity_type": USER, "entity_name": None if user == DEFAULT else user})
-    if client is not None:
-        found.append({"entity_type": CLIENT_ID, "entity_name": None if client == DEFAULT else client})
-    return found
+    return [{"entity_type": kind, "entity_name": None if entity[slot] == DEFAULT else entity[slot]}
+            for kind, slot in SLOTS.items() if entity[slot] is not None]

@@ -1,12 +1,11 @@
-"""DescribeClientQuotas: the quota configs of the (user, client id) entities a filter matches."""
+"""DescribeClientQuotas: the quota configs of the (user, client id, IP) entities a filter matches."""
 
-from kbroker.broker.configuration.quotas import CLIENT_ID, DEFAULT, USER, entity_components
+from kbroker.broker.configuration.quotas import DEFAULT, IP, SLOTS, entity_components
 from kbroker.protocol.acls import DESCRIBE_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_client_quotas import DESCRIBE_CLIENT_QUOTAS as API  # noqa: F401
 
 EXACT, DEFAULT_MATCH, ANY_MATCH = 0, 1, 2
-_SLOT = {USER: 0, CLIENT_ID: 1}
 
 
 def _error(error: ErrorCode, message: str) -> dict:
@@ -17,14 +16,18 @@ def handle(ctx, request):
     if not ctx.cluster_authorized(DESCRIBE_CONFIGS):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
     wanted: dict[int, tuple[int, str | None]] = {}
-    for c in request.components:
-        if c.entity_type not in _SLOT:
-            return _error(ErrorCode.INVALID_REQUEST, f"Unsupported quota entity type {c.entity_type!r}")
-        if _SLOT[c.entity_type] in wanted:
-            return _error(ErrorCode.INVALID_REQUEST, f"Duplicate filter component entity type {c.entity_type}")
-        if c.match_type not in (EXACT, DEFAULT_MATCH, ANY_MATCH) or (c.match_type == EXACT and c.match is None):
+    for c in request.components:   # (checked in Kafka's order, with its errors)
+        if not c.entity_type:
+            return _error(ErrorCode.INVALID_REQUEST, "Invalid empty entity type.")
+        if SLOTS.get(c.entity_type) in wanted:
+            return _error(ErrorCode.INVALID_REQUEST, f"Entity type {c.entity_type} appears more than once")
+        if c.entity_type not in SLOTS:
+            return _error(ErrorCode.UNSUPPORTED_VERSION, f"Unsupported entity type {c.entity_type}")
+        if c.match_type not in (EXACT, DEFAULT_MATCH, ANY_MATCH) or (c.match_type == EXACT) != (c.match is not None):
             return _error(ErrorCode.INVALID_REQUEST, f"Invalid match for entity type {c.entity_type}")
-        wanted[_SLOT[c.entity_type]] = (c.match_type, c.match)
+        wanted[SLOTS[c.entity_type]] = (c.match_type, c.match)
+    if SLOTS[IP] in wanted and len(wanted) > 1:
+        return _error(ErrorCode.INVALID_REQUEST, "An IP filter component is not combined with a user or client id")
     entries = []
     for entity, values in sorted(ctx.broker.quotas.configs.items(), key=lambda kv: str(kv[0])):
         if _matches(entity, wanted, request.strict):
@@ -43,5 +46,5 @@ def _matches(entity: tuple, wanted: dict, strict: bool) -> bool:
         if match_type == DEFAULT_MATCH and name != DEFAULT:
             return False
     if strict:
-        return all(entity[slot] is None for slot in (0, 1) if slot not in wanted)
+        return all(entity[slot] is None for slot in SLOTS.values() if slot not in wanted)
     return True

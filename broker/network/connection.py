@@ -360,8 +360,11 @@ def accept(broker, stream: FrameStream, listener: str = "") -> "Connection":
     refusal = broker.connection_limits.admit(peer[0] if peer else "?", listener)
     if refusal is not None:
         log.warning("connection_refused", peer=f"{peer[0]}:{peer[1]}" if peer else "?", listener=listener,
-                    reason=refusal)
-        stream.abort()
+                    reason=refusal.reason, held_ms=int(refusal.hold_s * 1000))
+        if refusal.hold_s > 0:
+            broker.connection_limits.hold(stream, refusal.hold_s)
+        else:
+            stream.abort()
         return None
     conn = Connection(broker, stream, listener)
     broker.connections.add(conn)

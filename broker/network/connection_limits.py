@@ -13,6 +13,12 @@
   per second beyond it are closed at once (Kafka delays the accept instead;
   again, an asyncio server cannot), the inter-broker listener exempt from the
   broker-wide rate as from the count;
+* ``connection_creation_rate`` quotas per IP address (KIP-612; one address's,
+  else the default address's, set with AlterClientQuotas): a connection from
+  an address over its rate is held unread for as long as the rate needs to
+  come back under it, and then closed (``hold_s``), as Kafka's acceptor delays
+  the close, so a client retrying at once does not spin. Every listener is
+  subject to it, the inter-broker one too, as in Kafka;
 * ``connections.max.idle.ms``: a connection that has read no request and owes
   no response for that long is closed.
 
@@ -21,10 +27,20 @@ Every refusal is counted by listener and by the limit that refused it (``refused
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
+import socket
 import time
 from collections import Counter
+from dataclasses import dataclass
+
+import structlog
 
 from kbroker.broker.configuration.config import ConfigError
+from kbroker.broker.configuration.quotas import DEFAULT
+
+log = structlog.get_logger("broker.network.connection_limits")
+MAX_IDLE_BUCKETS = 1000   # per-address rate buckets kept before full ones are dropped
 
 
 def parse_overrides(text: str) -> dict[str, int]:
@@ -58,8 +74,47 @@ class CreationRate:
             return True
         return False
 
+    def give_back(self) -> None:
+        """A connection this rate admitted was refused by a later limit: it does not count."""
+        self.tokens = min(float(self.rate), self.tokens + 1)
+
+    def wait_s(self) -> float:
+        """How long until the next connection would be admitted (after a refused ``admit``)."""
+        return max(0.0, 1 - self.tokens) / self.rate
+
+    def full(self, now: float) -> bool:
+        return self.tokens + (now - self.at) * self.rate >= self.rate
+
+
+@dataclass(frozen=True)
+class Refusal:
+    limit: str           # the config or quota that refused it
+    reason: str
+    hold_s: float = 0.0  # how long the connection is held unread before it is closed (0: at once)
+
 
 UNLIMITED = 2147483647
+
+
+def _literal(name: str) -> str | None:
+    """The normalized form of an IP address literal, or None for a host name."""
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return None
+
+
+async def resolve(name: str) -> list[str]:
+    """The addresses a host name (or literal) stands for, as Kafka's InetAddress.getByName finds them; [] if
+    none."""
+    literal = _literal(name)
+    if literal is not None:
+        return [literal]
+    try:
+        found = await asyncio.get_running_loop().getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return sorted({str(ipaddress.ip_address(info[4][0])) for info in found})
 
 
 class ConnectionLimits:
@@ -70,6 +125,44 @@ class ConnectionLimits:
         self.by_ip: Counter = Counter()
         self.by_listener: Counter = Counter()
         self.refused: Counter = Counter()   # (listener, limit name) -> connections refused
+        self.ip_rates: dict[str, int] = {}       # address (normalized) or DEFAULT -> connection_creation_rate
+        self.ip_buckets: dict[str, CreationRate] = {}
+        self.window_s = config["quota.window.size.seconds"]   # (a held connection is held at most this long)
+        self._resolving: asyncio.Task | None = None
+        self.held: dict = {}   # stream refused by its IP's rate -> the timer that closes it
+
+    def set_ip_rates(self, rates: dict[str, int]) -> None:
+        """The IP quotas are now ``rates`` (address, host name or DEFAULT -> connections a second). Literal
+        addresses and the default apply at once; a host name once it resolves (in the background, the event
+        loop not waiting on DNS), to the addresses it resolves to, as Kafka applies it."""
+        literal = {}
+        names = {}
+        for name, rate in rates.items():
+            address = name if name == DEFAULT else _literal(name)
+            if address is None:
+                names[name] = rate
+            else:
+                literal[address] = rate
+        self._apply_ip_rates(literal)
+        if self._resolving is not None:
+            self._resolving.cancel()
+            self._resolving = None
+        if names:
+            self._resolving = asyncio.get_running_loop().create_task(self._resolve_names(literal, names))
+
+    async def _resolve_names(self, literal: dict[str, int], names: dict[str, int]) -> None:
+        rates = {}
+        for name, rate in names.items():
+            for address in await resolve(name):
+                rates[address] = rate
+            if not rates:
+                log.warning("ip_quota_host_unresolved", host=name)
+        self._apply_ip_rates({**rates, **literal})   # (an address's own quota wins over a name's)
+
+    def _apply_ip_rates(self, rates: dict[str, int]) -> None:
+        if rates != self.ip_rates:
+            self.ip_rates = rates
+            self.ip_buckets.clear()   # usage restarts against the new bounds, as Kafka's sensors are re-made
 
     def reconfigure(self, config) -> None:
         """Take the limits from ``config`` (at start and on a dynamic change). Connections already open stay,
@@ -86,32 +179,68 @@ class ConnectionLimits:
             if listener_rate < UNLIMITED and listener_rate != rate:
                 self.rate_per_listener[name] = CreationRate(listener_rate)
 
-    def admit(self, ip: str, listener: str) -> str | None:
-        """Count the connection in and return None, or the reason it is refused (nothing counted)."""
+    def admit(self, ip: str, listener: str) -> Refusal | None:
+        """Count the connection in and return None, or why it is refused (nothing counted)."""
         refusal = self._refusal(ip, listener)
         if refusal is not None:
-            self.refused[(listener, refusal[0])] += 1
-            return refusal[1]
+            self.refused[(listener, refusal.limit)] += 1
+            return refusal
         self.by_ip[ip] += 1
         self.by_listener[listener] += 1
         return None
 
-    def _refusal(self, ip: str, listener: str) -> tuple[str, str] | None:
+    def _refusal(self, ip: str, listener: str) -> Refusal | None:
         limit = self.per_ip_overrides.get(ip, self.per_ip)
         if self.by_ip[ip] >= limit:
-            return "max.connections.per.ip", f"{ip} has {self.by_ip[ip]} connections (max.connections.per.ip {limit})"
+            return Refusal("max.connections.per.ip",
+                           f"{ip} has {self.by_ip[ip]} connections (max.connections.per.ip {limit})")
         if self.by_listener[listener] >= self.per_listener.get(listener, self.total):
-            return "max.connections", f"listener {listener} has {self.by_listener[listener]} connections " \
-                                      "(max.connections)"
+            return Refusal("max.connections",
+                           f"listener {listener} has {self.by_listener[listener]} connections (max.connections)")
         client = listener != self.inter_broker_listener
         if client and sum(self.by_listener.values()) >= self.total:
-            return "max.connections", f"the broker has {sum(self.by_listener.values())} connections " \
-                                      "(max.connections)"
+            return Refusal("max.connections",
+                           f"the broker has {sum(self.by_listener.values())} connections (max.connections)")
         rate = self.rate_per_listener.get(listener) or (self.rate if client else None)
         if rate is not None and not rate.admit():
-            return "max.connection.creation.rate", f"listener {listener} is over {rate.rate} new connections " \
-                                                   "a second (max.connection.creation.rate)"
-        return None
+            return Refusal("max.connection.creation.rate",
+                           f"listener {listener} is over {rate.rate} new connections a second "
+                           "(max.connection.creation.rate)")
+        held = self._ip_rate_refusal(ip) if self.ip_rates else None
+        if held is not None and rate is not None:
+            rate.give_back()   # (Kafka likewise takes a throttled connection back from the listener's rate)
+        return held
+
+    def _ip_rate_refusal(self, ip: str) -> Refusal | None:
+        address = _literal(ip) or ip
+        bound = self.ip_rates.get(address, self.ip_rates.get(DEFAULT))
+        if bound is None:
+            return None
+        bucket = self.ip_buckets.get(address)
+        if bucket is None:
+            if len(self.ip_buckets) >= MAX_IDLE_BUCKETS:
+                now = time.monotonic()
+                self.ip_buckets = {a: b for a, b in self.ip_buckets.items() if not b.full(now)}
+            bucket = self.ip_buckets[address] = CreationRate(bound)
+        if bucket.admit():
+            return None
+        return Refusal("connection_creation_rate",
+                       f"{ip} is over its {bound} new connections a second (connection_creation_rate)",
+                       min(bucket.wait_s(), self.window_s))
+
+    def hold(self, stream, seconds: float) -> None:
+        """Keep a refused connection open, unread, for ``seconds``, then close it (``close_held`` at shutdown)."""
+        stream.transport.pause_reading()
+        self.held[stream] = asyncio.get_running_loop().call_later(seconds, self._close_held, stream)
+
+    def _close_held(self, stream) -> None:
+        self.held.pop(stream, None)
+        stream.abort()
+
+    def close_held(self) -> None:
+        for stream, timer in list(self.held.items()):
+            timer.cancel()
+            self._close_held(stream)
 
     def release(self, ip: str, listener: str) -> None:
         for counter, key in ((self.by_ip, ip), (self.by_listener, listener)):

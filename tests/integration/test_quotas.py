@@ -1,11 +1,14 @@
 """Client quotas on a real broker: set and described with AlterClientQuotas / DescribeClientQuotas (over
 kbroker's client: neither kafka-python nor confluent-kafka has these admin calls), kept across a restart, and
 enforced: a producer throttled to 1 MiB/s stays within 10 % of it over 20 s while another producer, without a
-quota, runs at the speed it has alone; a consumer over its fetch quota is slowed, not refused."""
+quota, runs at the speed it has alone; a consumer over its fetch quota is slowed, not refused; an address over
+its connection_creation_rate (KIP-612) has its next connection held unread and then closed, on every broker of
+a cluster."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 
@@ -13,9 +16,11 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kbroker.client.connection import KafkaConnection
+from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
+from tests.cluster import wait_until
+from tests.integration.test_connection_limits import api_versions
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -25,11 +30,15 @@ VALUE = b"x" * 10_000
 
 
 async def _request(broker, api_key: int, body: dict):
-    conn = await KafkaConnection.open("127.0.0.1", broker.port)
-    try:
-        return await conn.request(api_key, 1, body)
-    finally:
-        await conn.close()
+    for attempt in range(10):
+        conn = await KafkaConnection.open("127.0.0.1", broker.port)
+        try:
+            return await conn.request(api_key, 1, body)
+        except ConnectionClosed:   # held by an IP quota and closed: the hold was the back-off, try again
+            if attempt == 9:
+                raise
+        finally:
+            await conn.close()
 
 
 def alter(broker, entity: list[tuple[str, str | None]], key: str, value: float | None):
@@ -134,7 +143,7 @@ def test_quotas_are_described_kept_across_a_restart_and_slow_a_consumer(tmp_path
         assert alter(broker, [("user", None)], "consumer_byte_rate", QUOTA).error_code == 0
         assert alter(broker, [("user", "alice"), ("client-id", "c")], "request_percentage", 50).error_code == 0
         bad = alter(broker, [("client-id", "c")], "producer_byte_rate", -5)
-        assert bad.error_code == ErrorCode.INVALID_REQUEST and "positive" in bad.error_message
+        assert bad.error_code == ErrorCode.INVALID_REQUEST and "greater than 0" in bad.error_message
         broker.stop()
         broker.start()
         found = describe(broker, "user", None)   # the default user's entity
@@ -178,3 +187,79 @@ def test_quotas_are_described_kept_across_a_restart_and_slow_a_consumer(tmp_path
     finally:
         assert broker.stop() == 0
     assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()
+
+
+def burst(port: int, count: int) -> list[tuple[bool, float]]:
+    """Open ``count`` connections at once, then ask ApiVersions on each: (answered, seconds until the answer or
+    the close) per connection, in order."""
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+    found = []
+    try:
+        for sock in socks:
+            began = time.monotonic()
+            found.append((api_versions(sock), time.monotonic() - began))
+    finally:
+        for sock in socks:
+            sock.close()
+    return found
+
+
+def held(port: int, rate: int) -> bool:
+    """Whether a burst of ``rate`` + 1 connections from 127.0.0.1 ends in one held and then closed, the rest
+    served (once a quiet second has refilled the address's allowance)."""
+    found = burst(port, rate + 1)
+    return all(answered for answered, _ in found[:rate]) and not found[rate][0] and 0.05 < found[rate][1] < 2.5
+
+
+def served(port: int, count: int) -> bool:
+    return all(answered for answered, _ in burst(port, count))
+
+
+def test_an_address_over_its_connection_creation_rate_is_held_then_closed(tmp_path):
+    broker = BrokerProcess(str(tmp_path / "data")).start()
+    try:
+        assert served(broker.port, 8)   # no quota: a burst is served
+        assert alter(broker, [("ip", "127.0.0.1")], "connection_creation_rate", 3).error_code == 0
+        # Three new connections a second: the fourth at once is held for about the time the rate needs, then
+        # closed without an answer; the three are served.
+        wait_until(lambda: held(broker.port, 3), timeout=20, interval=1.1, message="the fourth connection held")
+        log = open(broker.log_path, encoding="utf-8").read()
+        assert "connection_creation_rate" in log and "held_ms" in log
+        # The default address's rate applies to an address without its own; a host name's to its addresses.
+        assert alter(broker, [("ip", "127.0.0.1")], "connection_creation_rate", None).error_code == 0
+        assert alter(broker, [("ip", None)], "connection_creation_rate", 2).error_code == 0
+        assert alter(broker, [("ip", "10.1.2.3")], "connection_creation_rate", 100).error_code == 0
+        wait_until(lambda: held(broker.port, 2), timeout=20, interval=1.1, message="the default rate held")
+        assert alter(broker, [("ip", None)], "connection_creation_rate", None).error_code == 0
+        assert alter(broker, [("ip", "localhost")], "connection_creation_rate", 4).error_code == 0
+        wait_until(lambda: held(broker.port, 4), timeout=20, interval=1.1, message="localhost's rate held")
+        bad = alter(broker, [("ip", "no-such-host.invalid")], "connection_creation_rate", 4)
+        assert bad.error_code == ErrorCode.INVALID_REQUEST and "not a valid IP" in bad.error_message
+        mixed = alter(broker, [("ip", "127.0.0.1"), ("user", "alice")], "connection_creation_rate", 4)
+        assert mixed.error_code == ErrorCode.INVALID_REQUEST
+        wrong_key = alter(broker, [("ip", "127.0.0.1")], "producer_byte_rate", 4)
+        assert wrong_key.error_code == ErrorCode.INVALID_REQUEST
+        broker.stop()
+        broker.start()   # kept across a restart
+        assert sorted((e.entity[0].entity_name, e["values"][0].value) for e in describe(broker, "ip", None).entries
+                      + describe(broker, "ip", "localhost").entries + describe(broker, "ip", "10.1.2.3").entries) \
+            == [("10.1.2.3", 100), ("localhost", 4)]
+        wait_until(lambda: held(broker.port, 4), timeout=20, interval=1.1, message="localhost's rate after restart")
+        assert alter(broker, [("ip", "localhost")], "connection_creation_rate", None).error_code == 0
+        wait_until(lambda: served(broker.port, 8), timeout=20, interval=1.1, message="no quota for 127.0.0.1")
+    finally:
+        assert broker.stop() == 0
+    assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()
+
+
+def test_an_address_quota_set_on_one_broker_holds_on_every_broker(cluster):
+    first, *others = cluster.brokers.values()
+    try:
+        assert alter(first, [("ip", "127.0.0.1")], "connection_creation_rate", 3).error_code == 0
+        for broker in others:
+            wait_until(lambda: held(broker.port, 3), timeout=30, interval=1.1,
+                       message=f"broker on port {broker.port} holding the fourth connection")
+    finally:
+        assert alter(first, [("ip", "127.0.0.1")], "connection_creation_rate", None).error_code == 0
+    for broker in cluster.brokers.values():
+        wait_until(lambda: served(broker.port, 8), timeout=30, interval=1.1, message="the quota gone")

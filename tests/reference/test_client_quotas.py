@@ -59,3 +59,70 @@ async def test_client_quotas(targets, topic, case):
             await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [{"entity": entity, "ops": [
                 {**op, "remove": True} for op in ops]}], "validate_only": False})
     await same(targets, scenario)
+
+
+IP_CASES = {   # case -> (entity, ops)
+    "an address": ([component("ip", "10.20.30.40")], [quota("connection_creation_rate", 5)]),
+    "the default address": ([component("ip", None)], [quota("connection_creation_rate", 7)]),
+    "a host name": ([component("ip", "localhost")], [quota("connection_creation_rate", 9)]),
+    "an unresolvable host": ([component("ip", "no-such-host.invalid")], [quota("connection_creation_rate", 5)]),
+    "an address with a user": ([component("ip", "10.20.30.41"), component("user", "u")],
+                               [quota("connection_creation_rate", 5)]),
+    "a byte rate for an address": ([component("ip", "10.20.30.42")], [quota("producer_byte_rate", 1024)]),
+    "a connection rate for a user": ([component("user", "ip-u")], [quota("connection_creation_rate", 5)]),
+    "a fractional connection rate": ([component("ip", "10.20.30.43")], [quota("connection_creation_rate", 2.5)]),
+    "a connection rate beyond an int": ([component("ip", "10.20.30.44")], [quota("connection_creation_rate", 2**31)]),
+    "a connection rate of zero": ([component("ip", "10.20.30.45")], [quota("connection_creation_rate", 0)]),
+    "removing an unknown key": ([component("user", "ip-v")], [{"key": "no_such_quota", "value": 0, "remove": True}]),
+    "one key twice": ([component("user", "ip-w")], [quota("producer_byte_rate", 1024), quota("producer_byte_rate", 2048)]),
+}
+
+
+@pytest.mark.parametrize("case", list(IP_CASES))
+async def test_address_quotas(targets, case):
+    """KIP-612's IP entities beside the user and client-id ones: what is stored, described and refused."""
+    entity, ops = IP_CASES[case]
+    ip = next((c["entity_name"] for c in entity if c["entity_type"] == "ip"), "absent")
+    target_now = []
+
+    async def described():
+        answer = await call(target_now[0], DESCRIBE_CLIENT_QUOTAS, 1, {"components": [
+            {"entity_type": "ip", "match_type": 1 if ip is None else 0, "match": ip}], "strict": True})
+        return answer.error_code, sorted(
+            (sorted((c.entity_type, c.entity_name) for c in e.entity), sorted((v.key, v.value) for v in e["values"]))
+            for e in answer.entries or [])
+
+    async def scenario(target):
+        target_now[:] = [target]
+        try:
+            altered = await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [{"entity": entity, "ops": ops}],
+                                                                  "validate_only": False})
+            stored = altered.entries[0].error_code == 0 and ip != "absent"
+            seen = await settled(described, lambda d: not stored or bool(d[1])) if ip != "absent" else None
+            return [(e.error_code, e.error_message is not None) for e in altered.entries], seen
+        finally:
+            await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [{"entity": entity, "ops": [
+                {**op, "remove": True} for op in ops]}], "validate_only": False})
+    await same(targets, scenario)
+
+
+FILTERS = {   # case -> DescribeClientQuotas components
+    "an address and a user": [{"entity_type": "ip", "match_type": 2, "match": None},
+                              {"entity_type": "user", "match_type": 0, "match": "u"}],
+    "an unknown entity type": [{"entity_type": "group", "match_type": 2, "match": None}],
+    "an empty entity type": [{"entity_type": "", "match_type": 2, "match": None}],
+    "the default with a name": [{"entity_type": "ip", "match_type": 1, "match": "10.0.0.1"}],
+    "any with a name": [{"entity_type": "user", "match_type": 2, "match": "u"}],
+    "exact without a name": [{"entity_type": "client-id", "match_type": 0, "match": None}],
+    "an unknown match type": [{"entity_type": "user", "match_type": 7, "match": None}],
+    "one type twice": [{"entity_type": "ip", "match_type": 2, "match": None},
+                       {"entity_type": "ip", "match_type": 1, "match": None}],
+}
+
+
+@pytest.mark.parametrize("case", list(FILTERS))
+async def test_describe_filters_refused(targets, case):
+    async def scenario(target):
+        answer = await call(target, DESCRIBE_CLIENT_QUOTAS, 1, {"components": FILTERS[case], "strict": False})
+        return answer.error_code, answer.error_message is not None, answer.entries
+    await same(targets, scenario)

@@ -3,14 +3,16 @@ usage it is, and that throttle times pace a client at its quota from its first r
 
 import pytest
 
+from kbroker.broker.configuration.config import BrokerConfig
 from kbroker.broker.configuration.quotas import DEFAULT, FETCH, PRODUCE, REQUEST, QuotaManager, entity_components, entity_from_components
+from kbroker.broker.network.connection_limits import ConnectionLimits
 
 
 def manager(**configs) -> QuotaManager:
     q = QuotaManager()
     for entity, values in configs.items():
         user, _, client = entity.partition("|")
-        q.replace((user or None, client or None), values)
+        q.replace((user or None, client or None, None), values)
     return q
 
 
@@ -52,6 +54,30 @@ def test_request_percentage_is_a_share_of_one_thread_and_unrecord_takes_back():
 
 
 def test_entities_round_trip_through_the_protocol_form():
-    for entity in [("alice", None), (DEFAULT, "app"), (None, DEFAULT), ("alice", "app")]:
+    for entity in [("alice", None, None), (DEFAULT, "app", None), (None, DEFAULT, None), ("alice", "app", None),
+                   (None, None, "10.0.0.1"), (None, None, DEFAULT)]:
         components = [(c["entity_type"], c["entity_name"]) for c in entity_components(entity)]
         assert entity_from_components(components) == entity
+
+
+async def test_an_address_quota_beats_the_default_and_a_refusal_holds_for_the_time_to_the_next_token():
+    limits = ConnectionLimits(BrokerConfig.from_dict({"log.dirs": "/tmp/unused"}))
+    limits.set_ip_rates({"10.0.0.1": 2, DEFAULT: 1, "::0:1": 4})
+    assert [limits.admit("10.0.0.1", "PLAINTEXT") for _ in range(2)] == [None, None]
+    refused = limits.admit("10.0.0.1", "PLAINTEXT")
+    assert refused.limit == "connection_creation_rate" and 0.4 < refused.hold_s <= 0.5
+    assert limits.admit("10.0.0.9", "PLAINTEXT") is None                 # the default: one a second
+    assert limits.admit("10.0.0.9", "PLAINTEXT").hold_s > 0.9
+    assert [limits.admit("::1", "PLAINTEXT") for _ in range(4)] == [None] * 4   # an address's normal form
+    assert limits.by_ip == {"10.0.0.1": 2, "10.0.0.9": 1, "::1": 4}      # the held ones are not counted
+    assert limits.refused[("PLAINTEXT", "connection_creation_rate")] == 2
+
+
+def test_the_quota_manager_tells_address_quotas_apart_and_they_enable_no_request_accounting():
+    q = QuotaManager()
+    told = []
+    q.on_ip_rates.append(told.append)
+    q.replace((None, None, "10.0.0.1"), {"connection_creation_rate": 3, "producer_byte_rate": 5})
+    assert told == [{"10.0.0.1": 3}] and not q.enabled
+    q.replace((None, "app", None), {PRODUCE: 5, "connection_creation_rate": 3})
+    assert q.enabled and q.configs[(None, "app", None)] == {PRODUCE: 5}

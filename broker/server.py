@@ -82,7 +82,8 @@ class Broker:
         self.topic_ids = TopicIds(self)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
         self.metrics_server = None   # a MetricsServer once started with metrics.port
-        self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"])
+        self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"],
+                                   config["controller.quota.window.num"] * config["controller.quota.window.size.seconds"])
         if not config["zookeeper.connect"]:   # (a cluster's come from ZooKeeper: ClusterMember.start)
             for entity, values in self.metadata.quotas.items():
                 self.quotas.replace(entity, values)

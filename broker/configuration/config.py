@@ -135,6 +135,8 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "replication.quota.window.size.seconds": (int, 1),
     "quota.window.num": (int, 11),
     "quota.window.size.seconds": (int, 1),
+    "controller.quota.window.num": (int, 11),            # controller_mutation_rate's bucket holds this many
+    "controller.quota.window.size.seconds": (int, 1),    # windows of this many seconds (KIP-599)
     # ACLs (broker/security/authorizer.py): any authorizer.class.name turns kbroker's one authorizer on
     "authorizer.class.name": (str, ""),
     "super.users": (str, ""),

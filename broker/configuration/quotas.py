@@ -1,5 +1,5 @@
-"""Client quotas as Kafka enforces them: byte rates for produce and fetch, and request time, per user and client
-id; and new connections a second per IP address (KIP-612).
+"""Client quotas as Kafka enforces them: byte rates for produce and fetch, request time and topic mutations, per
+user and client id; and new connections a second per IP address (KIP-612).
 
 Quota configs belong to entities: a user, a client id, or a user with a
 client id, each of which may be ``<default>``. For a request from user U with
@@ -21,6 +21,16 @@ connection then reads nothing from that client for as long (muting, as
 Kafka does; clients following KIP-219 also wait on their side). The request
 itself is served: a client over its quota is slowed, never refused.
 
+``controller_mutation_rate`` (KIP-599) bounds the partitions a user or client
+id creates or deletes a second (CreateTopics, CreatePartitions, DeleteTopics)
+with a token bucket holding ``controller.quota.window.num`` x
+``controller.quota.window.size.seconds`` seconds' worth, full at first, as
+Kafka's ``TokenBucket``. A request at a version that knows
+THROTTLING_QUOTA_EXCEEDED is strict: a topic asked for while the bucket is
+below zero is refused with it, and a topic that fits is taken whole even if it
+empties the bucket past zero. An older request is permissive: everything is
+done and the answer's ``throttle_time_ms`` is the time to refill to zero.
+
 An IP address's quota (``connection_creation_rate``, for one address or the
 default address) is an entity of its own, never combined with a user or client
 id; the acceptor applies it (``broker/network/connection_limits.py``), and it
@@ -38,8 +48,8 @@ from collections import deque
 
 DEFAULT = "<default>"
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
-CONNECTION_RATE = "connection_creation_rate"
-CLIENT_KEYS = (PRODUCE, FETCH, REQUEST)   # a user's or client id's
+MUTATION, CONNECTION_RATE = "controller_mutation_rate", "connection_creation_rate"
+CLIENT_KEYS = (PRODUCE, FETCH, REQUEST, MUTATION)   # a user's or client id's
 IP_KEYS = (CONNECTION_RATE,)               # an IP address's
 QUOTA_KEYS = CLIENT_KEYS + IP_KEYS
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
@@ -90,9 +100,11 @@ class Sensor:
 class QuotaManager:
     """The quota configs of every entity and the usage of every (user, client id) they apply to."""
 
-    def __init__(self, samples: int = 11, window_s: float = 1.0) -> None:
+    def __init__(self, samples: int = 11, window_s: float = 1.0, mutation_burst_s: float = 11.0) -> None:
         self.samples = samples
         self.window_s = window_s
+        self.mutation_burst_s = mutation_burst_s   # seconds of controller_mutation_rate a bucket holds
+        self._buckets: dict[tuple, TokenBucket] = {}
         self.configs: dict[Entity, dict[str, float]] = {}
         self.enabled = False
         self._sensors: dict[tuple, Sensor] = {}
@@ -113,6 +125,7 @@ class QuotaManager:
             return
         self.enabled = any(e[2] is None for e in self.configs)
         self._sensors.clear()   # usage restarts against the new bounds, as Kafka's sensors are re-made
+        self._buckets.clear()
 
     def ip_rates(self) -> dict[str, int]:
         """IP address (or host name, or DEFAULT) -> the new connections a second it may make."""
@@ -158,12 +171,93 @@ class QuotaManager:
             if not sensor.buckets:
                 del self._sensors[key]
 
+    def mutation_quota(self, user: str, client_id: str, strict: bool) -> "MutationQuota":
+        """The controller mutation quota of one request from (user, client id)."""
+        found = self.resolve(MUTATION, user, client_id)
+        if found is None:
+            return UNBOUNDED
+        usage_key, rate = found
+        bucket = self._buckets.get(usage_key)
+        if bucket is None:
+            if len(self._buckets) >= MAX_IDLE_CHECK:
+                now = time.monotonic()
+                self._buckets = {k: b for k, b in self._buckets.items() if not b.full(now)}
+            bucket = self._buckets[usage_key] = TokenBucket(rate, rate * self.mutation_burst_s)
+        return MutationQuota(bucket, strict)
+
     def unrecord(self, key: str, user: str, client_id: str, value: float, now: float) -> None:
         """Take back a recorded value (a throttled fetch whose data is not sent)."""
         found = self.resolve(key, user, client_id)
         sensor = self._sensors.get(found[0]) if found else None
         if sensor is not None:
             sensor.record(-value, now)
+
+
+class TokenBucket:
+    """Kafka's TokenBucket: refilled at ``rate`` a second up to ``burst``, full at first; a take may leave it below
+    zero, and it is then owed for the time the refill takes."""
+
+    __slots__ = ("rate", "burst", "tokens", "at")
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.at = time.monotonic()
+
+    def refill(self, now: float) -> float:
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        return self.tokens
+
+    def full(self, now: float) -> bool:
+        return self.tokens + (now - self.at) * self.rate >= self.burst
+
+    def owed_ms(self) -> int:
+        return round(-self.tokens / self.rate * 1000) if self.tokens < 0 else 0
+
+
+class MutationQuota:
+    """One request's controller mutation quota (KIP-599): ``admit`` each topic's partitions in turn;
+    ``throttle_ms`` is then the answer's throttle time."""
+
+    def __init__(self, bucket: TokenBucket | None, strict: bool) -> None:
+        self.bucket = bucket
+        self.strict = strict
+        self.throttle_ms = 0
+
+    def admit(self, partitions: int) -> bool:
+        """Take ``partitions`` mutations; False (nothing taken) when a strict quota is already exhausted."""
+        bucket = self.bucket
+        if bucket is None:
+            return True
+        bucket.refill(time.monotonic())
+        if self.strict and bucket.tokens < 0:
+            self.throttle_ms = bucket.owed_ms()
+            return False
+        bucket.tokens = min(bucket.burst, bucket.tokens - partitions)
+        if not self.strict:
+            self.throttle_ms = bucket.owed_ms()
+        return True
+
+
+UNBOUNDED = MutationQuota(None, False)
+
+
+def mutation_quota(ctx, strict_since: int) -> MutationQuota:
+    """The controller mutation quota of this request (CreateTopics, CreatePartitions, DeleteTopics), strict from
+    the request's ``strict_since`` version on."""
+    quotas, conn = ctx.broker.quotas, ctx.connection
+    if not quotas.enabled or conn is None:
+        return UNBOUNDED
+    return quotas.mutation_quota(user_name(conn.principal), ctx.client_id or "", ctx.api_version >= strict_since)
+
+
+def mutation_throttle(ctx, quota: MutationQuota) -> int:
+    """The answer's throttle time; the connection reads nothing more for as long, as for the other quotas."""
+    if quota.throttle_ms and ctx.connection is not None:
+        ctx.connection.throttle(quota.throttle_ms)
+    return quota.throttle_ms
 
 
 # Not counted against request quotas: the brokers' own requests, and what a client needs to connect at all.

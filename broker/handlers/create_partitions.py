@@ -1,5 +1,6 @@
 """CreatePartitions: grow a topic's partition count (never shrink it)."""
 
+from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.protocol.acls import ALTER, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
@@ -10,6 +11,7 @@ def handle(ctx, request):
     names = [t.name for t in request.topics]
     live = {b[0] for b in broker.live_brokers()}
     results, answered = [], set()
+    quota = mutation_quota(ctx, strict_since=3)
     for topic in request.topics:
         if topic.name in answered:
             continue   # (a duplicated topic is answered once, as Kafka's)
@@ -36,11 +38,13 @@ def handle(ctx, request):
         elif meta.replication_factor > len(live):
             error = ErrorCode.INVALID_REPLICATION_FACTOR
             message = f"Replication factor: {meta.replication_factor} larger than available brokers: {len(live)}."
+        elif not quota.admit(topic.count - meta.partitions):   # (validate_only counts too, as in Kafka)
+            error, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
         elif not request.validate_only:
             assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
             broker.admin.add_partitions(topic.name, topic.count, assignment)
         results.append({"name": topic.name, "error_code": error, "error_message": message})
-    response = {"throttle_time_ms": 0, "results": results}
+    response = {"throttle_time_ms": mutation_throttle(ctx, quota), "results": results}
     if broker.cluster is None or request.validate_only:
         return response
     return _wait_for_leaders(broker, request, response)

@@ -1,5 +1,6 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
+from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.describe_configs import topic_config_entries
 from kbroker.broker.metadata import TopicNotCreated, topic_name_error
 from kbroker.protocol.acls import CREATE, TOPIC
@@ -86,9 +87,12 @@ def _create(ctx, request):
     results = []
     seen: set = set()
     names = [t.name for t in request.topics]
+    quota = mutation_quota(ctx, strict_since=6)
     for topic in request.topics:
         error, message, partitions, replication = _validate(ctx, topic, seen if names.count(topic.name) > 1 else set())
         seen.add(topic.name)
+        if error == ErrorCode.NONE and not quota.admit(partitions):   # (validate_only counts too, as in Kafka)
+            error, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
         if error != ErrorCode.NONE:
             ctx.log.info("create_topic_rejected", topic=topic.name, error=error.name, reason=message)
             results.append({"name": topic.name, "error_code": error, "error_message": message,
@@ -112,4 +116,4 @@ def _create(ctx, request):
                         "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
                                      "config_source": e["config_source"], "is_sensitive": False}
                                     for e in entries]})
-    return {"throttle_time_ms": 0, "topics": results}
+    return {"throttle_time_ms": mutation_throttle(ctx, quota), "topics": results}

@@ -1,5 +1,6 @@
 """DeleteTopics: by name (v1-v5) or by name or id (v6)."""
 
+from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.protocol.acls import DELETE, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.delete_topics import DELETE_TOPICS as API  # noqa: F401  (the registry reads API)
@@ -15,6 +16,7 @@ def handle(ctx, request):
     named = [n for n, _ in wanted if n is not None]
     ids = [i for n, i in wanted if n is None]
     responses, refused = [], set()
+    quota = mutation_quota(ctx, strict_since=5)
     for name, topic_id in wanted:
         error, message = ErrorCode.NONE, None
         # Refused before anything is deleted, as Kafka's: a topic named twice (answered once), or by both its
@@ -43,8 +45,10 @@ def handle(ctx, request):
             error, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
         elif meta is None:
             error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        elif not quota.admit(meta.partitions):
+            error, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
         else:
             topic_id = meta.topic_id
             broker.admin.delete_topic(name)
         responses.append({"name": name, "topic_id": topic_id, "error_code": error, "error_message": message})
-    return {"throttle_time_ms": 0, "responses": responses}
+    return {"throttle_time_ms": mutation_throttle(ctx, quota), "responses": responses}

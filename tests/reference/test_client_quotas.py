@@ -74,7 +74,8 @@ IP_CASES = {   # case -> (entity, ops)
     "a connection rate beyond an int": ([component("ip", "10.20.30.44")], [quota("connection_creation_rate", 2**31)]),
     "a connection rate of zero": ([component("ip", "10.20.30.45")], [quota("connection_creation_rate", 0)]),
     "removing an unknown key": ([component("user", "ip-v")], [{"key": "no_such_quota", "value": 0, "remove": True}]),
-    "one key twice": ([component("user", "ip-w")], [quota("producer_byte_rate", 1024), quota("producer_byte_rate", 2048)]),
+    "one key twice": ([component("user", "ip-w")],
+                      [quota("producer_byte_rate", 1024), quota("producer_byte_rate", 2048)]),
 }
 
 
@@ -125,4 +126,60 @@ async def test_describe_filters_refused(targets, case):
     async def scenario(target):
         answer = await call(target, DESCRIBE_CLIENT_QUOTAS, 1, {"components": FILTERS[case], "strict": False})
         return answer.error_code, answer.error_message is not None, answer.entries
+    await same(targets, scenario)
+
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+
+
+def new_topics(*specs: tuple[str, int]) -> list[dict]:
+    return [{"name": name, "num_partitions": count, "replication_factor": 1, "assignments": [], "configs": []}
+            for name, count in specs]
+
+
+async def test_a_client_over_its_controller_mutation_rate(targets, topic):
+    """KIP-599: a client id allowed 1 partition mutation a second (a bucket of 11, full at first) creates a topic of
+    50 partitions, which empties the bucket past zero; what it asks next is refused THROTTLING_QUOTA_EXCEEDED
+    at the versions that know the error (CreateTopics 6+, DeleteTopics 5+, CreatePartitions 3+) and done but
+    throttled below them. Validate-only creation counts, as in Kafka."""
+    from tests.reference.test_produce_fetch import create
+
+    client = f"mut-{topic}"[:60]
+
+    async def as_client(target, api, version, body):
+        return await call(target, api, version, body, client_id=client)
+
+    async def scenario(target):
+        await create(target, f"{topic}-old", 2)   # (made before the quota, by another client id)
+        entity = [component("client-id", client)]
+        altered = await call(target, ALTER_CLIENT_QUOTAS, 1, {
+            "entries": [{"entity": entity, "ops": [quota("controller_mutation_rate", 1)]}], "validate_only": False})
+        assert altered.entries[0].error_code == 0
+        try:
+            # Kafka's controller applies the quota a moment after the answer: validate-only creations until it does
+            first = await settled(lambda: as_client(target, CREATE_TOPICS, 7, {
+                "topics": new_topics((f"{topic}-a", 50), (f"{topic}-b", 1)), "timeout_ms": 10000,
+                "validate_only": True}), lambda a: a.topics[1].error_code != 0)
+            seen = [("validate", [(t.error_code, t.error_message) for t in first.topics], first.throttle_time_ms > 0)]
+            for api, version, body in [
+                    (CREATE_TOPICS, 7, {"topics": new_topics((f"{topic}-c", 1)), "timeout_ms": 10000,
+                                        "validate_only": False}),
+                    (CREATE_PARTITIONS, 3, {"topics": [{"name": f"{topic}-old", "count": 3, "assignments": None}],
+                                            "timeout_ms": 10000, "validate_only": False}),
+                    (DELETE_TOPICS, 6, {"topics": [{"name": f"{topic}-old", "topic_id": bytes(16)},
+                                                   {"name": f"{topic}-none", "topic_id": bytes(16)}],
+                                        "timeout_ms": 10000}),
+                    (CREATE_TOPICS, 5, {"topics": new_topics((f"{topic}-d", 1)), "timeout_ms": 10000,
+                                        "validate_only": False}),
+                    (CREATE_PARTITIONS, 2, {"topics": [{"name": f"{topic}-old", "count": 3, "assignments": None}],
+                                            "timeout_ms": 10000, "validate_only": False})]:
+                answer = await as_client(target, api, version, body)
+                entries = answer.topics if api == CREATE_TOPICS else (
+                    answer.results if api == CREATE_PARTITIONS else answer.responses)
+                seen.append((api, version, sorted((e.name, e.error_code, e.error_message) for e in entries),
+                             answer.throttle_time_ms > 10_000))
+            return seen
+        finally:
+            await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [{"entity": entity, "ops": [
+                {"key": "controller_mutation_rate", "value": 0, "remove": True}]}], "validate_only": False})
     await same(targets, scenario)

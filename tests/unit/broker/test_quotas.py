@@ -4,7 +4,8 @@ usage it is, and that throttle times pace a client at its quota from its first r
 import pytest
 
 from kbroker.broker.configuration.config import BrokerConfig
-from kbroker.broker.configuration.quotas import DEFAULT, FETCH, PRODUCE, REQUEST, QuotaManager, entity_components, entity_from_components
+from kbroker.broker.configuration.quotas import (DEFAULT, FETCH, MUTATION, PRODUCE, REQUEST, QuotaManager,
+                                                 entity_components, entity_from_components)
 from kbroker.broker.network.connection_limits import ConnectionLimits
 
 
@@ -81,3 +82,14 @@ def test_the_quota_manager_tells_address_quotas_apart_and_they_enable_no_request
     assert told == [{"10.0.0.1": 3}] and not q.enabled
     q.replace((None, "app", None), {PRODUCE: 5, "connection_creation_rate": 3})
     assert q.enabled and q.configs[(None, "app", None)] == {PRODUCE: 5}
+
+
+def test_a_strict_mutation_quota_takes_what_fits_then_refuses_until_the_bucket_refills():
+    q = QuotaManager(mutation_burst_s=11)
+    q.replace((None, "admin", None), {MUTATION: 2})   # a bucket of 22, full at first
+    strict = q.mutation_quota("u", "admin", strict=True)
+    assert strict.admit(30)                            # it fits while the bucket is not below zero: 22 - 30 = -8
+    assert not strict.admit(1) and 3900 <= strict.throttle_ms <= 4000   # 8 owed at 2 a second
+    permissive = q.mutation_quota("u", "admin", strict=False)
+    assert permissive.admit(2) and 4900 <= permissive.throttle_ms <= 5000   # done, and the answer throttled
+    assert q.mutation_quota("u", "other", strict=True).admit(10**6)          # no quota for that client id

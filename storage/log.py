@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -208,7 +209,11 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
             return segment
         too_big = segment.size + incoming > self.config.segment_bytes
         first = segment.first_batch_timestamp if segment.first_batch_timestamp is not None else segment.created_ms
-        too_old = now_ms - segment.created_ms > self.config.segment_ms and now_ms - first > self.config.segment_ms
+        if segment.roll_jitter_ms is None:   # (Kafka's randomSegmentJitter: once per segment, below segment.ms)
+            jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
+            segment.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
+        roll_ms = self.config.segment_ms - segment.roll_jitter_ms
+        too_old = now_ms - segment.created_ms > roll_ms and now_ms - first > roll_ms
         index_full = len(segment.offset_index) * 8 >= self.config.segment_index_bytes
         if too_big or too_old or index_full:
             return self.roll(now_ms)

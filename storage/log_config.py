@@ -26,6 +26,16 @@ TOPIC_CONFIGS = {
     "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float),
     "file.delete.delay.ms": ("file_delete_delay_ms", int),
     "compression.type": ("compression_type", str),
+    # KIP-390: the level a batch is recompressed at when compression.type names a codec other than its own
+    "compression.gzip.level": ("compression_gzip_level", int),
+    "compression.lz4.level": ("compression_lz4_level", int),
+    "compression.zstd.level": ("compression_zstd_level", int),
+    # segment.ms less a random part of this, drawn per segment, so that partitions made together do not
+    # all roll at once
+    "segment.jitter.ms": ("segment_jitter_ms", int),
+    # Kafka's hint to preallocate segment files; accepted and described, without effect here
+    # (docs/COMPATIBILITY.md)
+    "preallocate": ("preallocate", lambda v: str(v).lower() == "true"),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", lambda v: str(v).lower() == "true"),
     "min.compaction.lag.ms": ("min_compaction_lag_ms", int),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", int),
@@ -49,9 +59,12 @@ _AT_LEAST = {"segment.bytes": 1 << 20, "segment.ms": 1, "segment.index.bytes": 4
              "flush.ms": 0, "retention.ms": -1, "max.message.bytes": 0, "index.interval.bytes": 0,
              "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1,
              "file.delete.delay.ms": 0, "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
-             "message.timestamp.after.max.ms": 0}
+             "message.timestamp.after.max.ms": 0, "segment.jitter.ms": 0, "compression.gzip.level": 1,
+             "compression.lz4.level": 1, "compression.zstd.level": -131072}
+_AT_MOST = {"compression.gzip.level": 9, "compression.lz4.level": 17, "compression.zstd.level": 22}
 _INT_CONFIGS = frozenset({"segment.bytes", "segment.index.bytes", "max.message.bytes", "index.interval.bytes",
-                          "min.insync.replicas", "internal.segment.bytes"})
+                          "min.insync.replicas", "internal.segment.bytes", "compression.gzip.level",
+                          "compression.lz4.level", "compression.zstd.level"})
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 # topic config name -> broker config name that supplies its default
@@ -74,6 +87,11 @@ BROKER_SYNONYMS = {
     "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "compression.type": "compression.type",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "preallocate": "log.preallocate",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
@@ -82,6 +100,7 @@ BROKER_SYNONYMS = {
 }
 
 LONG_MAX = (1 << 63) - 1
+CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}   # compression.type -> batch codec
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,11 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5
     file_delete_delay_ms: int = 60000
     compression_type: str = "producer"
+    compression_gzip_level: int = -1     # (zlib's default, 6)
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+    segment_jitter_ms: int = 0
+    preallocate: bool = False
     unclean_leader_election_enable: bool = False
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
@@ -120,6 +144,17 @@ class LogConfig:
         """What one batch of this topic may decompress to: past it the batch is refused (produce) or left as
         it is (the cleaner), never inflated further."""
         return self.max_message_bytes * self.compression_max_ratio
+
+    @property
+    def target_codec(self) -> int | None:
+        """The codec every batch is stored with (compression.type), or None to keep the producer's."""
+        return CODECS.get(self.compression_type)
+
+    def compression_level(self, codec: int) -> int | None:
+        """The level ``codec`` compresses at for this topic (None: the codec's own default)."""
+        levels = {1: self.compression_gzip_level, 3: self.compression_lz4_level, 4: self.compression_zstd_level}
+        level = levels.get(codec)
+        return None if level == -1 else level
 
     @property
     def compact(self) -> bool:
@@ -177,8 +212,12 @@ def _number_problem(name: str, text: str, parse) -> str | None:
         number, bits = int(text), 31 if name in _INT_CONFIGS else 63
         if not -(1 << bits) <= number < (1 << bits):
             return f"Not a number of type {'INT' if bits == 31 else 'LONG'}"
+        if name == "compression.gzip.level" and number == -1:
+            return None   # (zlib's default level, beside 1 to 9)
         if number < _AT_LEAST.get(name, number):
             return f"Value must be at least {_AT_LEAST[name]}"
+        if number > _AT_MOST.get(name, number):
+            return f"Value must be no more than {_AT_MOST[name]}"
     elif parse is float:
         try:
             number = float(text)

@@ -50,6 +50,7 @@ class LogSegment(CachedFile):
         self.offset_of_max_timestamp = self.time_index.values[-1] if self.time_index.values else base_offset
         self.created_ms = created_ms if created_ms is not None else int(time.time() * 1000)
         self.first_batch_timestamp: int | None = None
+        self.roll_jitter_ms: int | None = None   # drawn by the log at the first roll check (segment.jitter.ms)
 
     def open_file(self) -> int:
         flags = os.O_RDWR | os.O_APPEND | (0 if self._created else os.O_CREAT)

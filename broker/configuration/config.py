@@ -58,6 +58,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "log.segment.bytes": (int, 1073741824),
     "log.roll.ms": (_opt_int, None),
     "log.roll.hours": (int, 168),
+    "log.roll.jitter.ms": (_opt_int, None),
+    "log.roll.jitter.hours": (int, 0),
+    "log.preallocate": (_bool, False),
     "log.retention.ms": (_opt_int, None),
     "log.retention.minutes": (_opt_int, None),
     "log.retention.hours": (int, 168),
@@ -81,6 +84,9 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "message.max.bytes": (int, 1048588),
     "min.insync.replicas": (int, 1),
     "compression.type": (str, "producer"),
+    "compression.gzip.level": (int, -1),   # (KIP-390: the levels a batch is recompressed at)
+    "compression.lz4.level": (int, 9),
+    "compression.zstd.level": (int, 3),
     "unclean.leader.election.enable": (_bool, False),
     "socket.request.max.bytes": (int, 104857600),
     "queued.max.requests": (int, 500),
@@ -332,6 +338,12 @@ class BrokerConfig:
         return self.get("log.roll.hours") * 3600000
 
     @property
+    def roll_jitter_ms(self) -> int:
+        if self.is_set("log.roll.jitter.ms"):
+            return self.get("log.roll.jitter.ms")
+        return self.get("log.roll.jitter.hours") * 3600000
+
+    @property
     def flush_ms(self) -> int:
         if self.is_set("log.flush.interval.ms"):
             return self.get("log.flush.interval.ms")
@@ -343,6 +355,8 @@ class BrokerConfig:
             return self.retention_ms
         if broker_key == "log.roll.ms":
             return self.roll_ms
+        if broker_key == "log.roll.jitter.ms":
+            return self.roll_jitter_ms
         if broker_key == "log.flush.interval.ms":
             return self.flush_ms
         return self.get(broker_key)

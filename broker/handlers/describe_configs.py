@@ -16,13 +16,14 @@ UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 0, 1, 2, 3,
 # Kafka's type where the parser alone does not tell it (an int parser reads INT, SHORT and LONG alike;
 # a list or a password is a string here): as Kafka 4.2 describes them, checked by tests/reference.
 _TYPES = {
-    LONG: {"segment.ms", "retention.ms", "retention.bytes", "flush.messages", "flush.ms", "delete.retention.ms",
+    LONG: {"segment.ms", "segment.jitter.ms", "retention.ms", "retention.bytes", "flush.messages", "flush.ms", "delete.retention.ms",
            "file.delete.delay.ms", "min.compaction.lag.ms", "max.compaction.lag.ms", "connections.max.idle.ms",
            "connections.max.reauth.ms", "leader.imbalance.check.interval.seconds", "log.cleaner.backoff.ms",
            "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms",
            "log.cleaner.min.compaction.lag.ms", "log.flush.interval.messages", "log.flush.interval.ms",
            "log.flush.scheduler.interval.ms", "log.retention.bytes", "log.retention.check.interval.ms",
-           "log.retention.ms", "log.roll.ms", "log.segment.delete.delay.ms", "offsets.retention.check.interval.ms",
+           "log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.segment.delete.delay.ms",
+           "offsets.retention.check.interval.ms",
            "queued.max.request.bytes", "replica.high.watermark.checkpoint.interval.ms", "replica.lag.time.max.ms",
            "follower.replication.throttled.rate", "leader.replication.throttled.rate",
            "replica.alter.log.dirs.io.max.bytes.per.second", "message.timestamp.before.max.ms",
@@ -41,7 +42,7 @@ _TYPES = {
 _TYPE_OF = {name: kind for kind, names in _TYPES.items() for name in names}
 # Broker configs whose Kafka default is no value (the effective one derives from another: log.retention.ms
 # from log.retention.hours): described without a value until set, as Kafka does.
-_UNSET_BY_DEFAULT = {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms"}
+_UNSET_BY_DEFAULT = {"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"}
 
 
 def _type_of(name: str, parser) -> int:

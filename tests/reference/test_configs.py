@@ -11,12 +11,10 @@ pytestmark = pytest.mark.reference
 CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 33, 44
 TOPIC, BROKER = 2, 4
 
-# Topic configs kbroker does not have, each for a reason docs/COMPATIBILITY.md gives: tiered storage,
-# and what Kafka 4 added that kbroker does not implement yet.
+# Topic configs kbroker does not have, for the reason docs/COMPATIBILITY.md gives: tiered storage.
 TOPIC_CONFIGS_NOT_IN_KBROKER = {
     "remote.storage.enable", "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable",
-    "remote.log.delete.on.disable", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-    "preallocate", "segment.jitter.ms",
+    "remote.log.delete.on.disable",
 }
 # What Kafka 4 removed and kbroker still accepts and describes, without effect (3.x clients set them).
 KBROKER_ONLY_TOPIC_CONFIGS = {"message.format.version", "message.downconversion.enable"}
@@ -123,7 +121,7 @@ def _kbroker_topic_configs() -> list[str]:
 async def test_topic_config_values_kafka_refuses_kbroker_refuses(targets, topic, name):
     """Every topic config kbroker has, at the edges of Kafka's validators, by CreateTopics validate_only."""
     values = ["-2", "-1", "0", "1", "1023", "1048576", "abc", "1.5", "", "true", "compact", "delete,compact",
-              "producer", "LogAppendTime", "0:1,1:1", "*"]
+              "producer", "LogAppendTime", "0:1,1:1", "*", "9", "10", "17", "18", "22", "23", "-131072", "-131073"]
 
     async def scenario(target):
         answers = {}

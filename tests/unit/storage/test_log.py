@@ -198,6 +198,32 @@ def test_segments_roll_by_age_on_the_injected_clock(tmp_path):
     assert [s.base_offset for s in log.segments] == [0, 2]
 
 
+def test_segment_jitter_rolls_each_segment_a_random_part_of_it_earlier(tmp_path):
+    """segment.jitter.ms: each segment rolls at segment.ms less its own draw below the jitter (Kafka's
+    randomSegmentJitter), so partitions made together spread their rolls."""
+    now = [1000.0]
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_ms=60_000, segment_jitter_ms=50_000),
+              clock=lambda: now[0])
+    append(log, [b"a"], timestamp_ms=1_000_000)
+    append(log, [b"b"], timestamp_ms=1_000_000)   # (the first roll check draws the segment's jitter)
+    jitter = log.active_segment.roll_jitter_ms
+    assert 0 <= jitter < 50_000
+    now[0] += (60_000 - jitter) / 1000 - 0.5   # just before its roll time: still one segment
+    append(log, [b"c"], timestamp_ms=int(now[0] * 1000))
+    assert len(log.segments) == 1
+    now[0] += 1.5
+    append(log, [b"d"], timestamp_ms=int(now[0] * 1000))
+    assert [s.base_offset for s in log.segments] == [0, 3]
+    drawn = set()
+    for i in range(20):   # draws differ from segment to segment
+        other = Log(str(tmp_path / f"u-{i}"), "u", i, LogConfig(segment_ms=60_000, segment_jitter_ms=50_000))
+        append(other, [b"a"])
+        append(other, [b"b"])
+        drawn.add(other.active_segment.roll_jitter_ms)
+        other.close()
+    assert len(drawn) > 1
+
+
 def test_sparse_time_index_still_finds_every_timestamp_and_survives_a_restart(tmp_path):
     """Time entries come every index.interval.bytes, as Kafka's: lookups scan from the entry before."""
     directory = str(tmp_path / "t-0")

@@ -192,11 +192,22 @@ class Record:
 
 
 def _compressors() -> dict:
-    """codec id -> compress, over cramjam (imported on first use); decompression is ``inflate``'s."""
+    """codec id -> compress(data, level), over cramjam (imported on first use); decompression is ``inflate``'s.
+    A level of None is the codec's default (Kafka's: 6 for gzip, 9 for lz4, 3 for zstd); snappy has none."""
     import cramjam
 
-    return {1: cramjam.gzip.compress, 2: cramjam.snappy.compress_raw, 3: cramjam.lz4.compress,
-            4: cramjam.zstd.compress}
+    def lz4(data, level):
+        # An LZ4 frame of independent blocks: Kafka's Java clients and brokers read no other kind ("Dependent
+        # block stream is unsupported"), and cramjam.lz4.compress links its blocks.
+        frame = cramjam.lz4.Compressor(level=9 if level is None else level, content_checksum=False,
+                                       block_linked=False)
+        frame.compress(data)
+        return frame.finish()
+
+    return {1: lambda data, level: cramjam.gzip.compress(data, level=6 if level is None else level),
+            2: lambda data, level: cramjam.snappy.compress_raw(data),
+            3: lz4,
+            4: lambda data, level: cramjam.zstd.compress(data, level=3 if level is None else level)}
 
 
 _COMPRESSORS: dict = {}
@@ -207,14 +218,35 @@ def decompress(codec: int, data: bytes, max_inflated: int = DEFAULT_MAX_INFLATED
     return data if codec == 0 else inflate(codec, data, max_inflated)
 
 
-def compress(codec: int, data: bytes) -> bytes:
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     if codec == 0:
         return data
     if not _COMPRESSORS:
         _COMPRESSORS.update(_compressors())
     if codec not in _COMPRESSORS:
         raise ValueError(f"unknown compression codec {codec}")
-    return bytes(_COMPRESSORS[codec](data))
+    return bytes(_COMPRESSORS[codec](data, level))
+
+
+def recompress(records, header: BatchHeader, codec: int, level: int | None, max_inflated: int) -> bytes:
+    """The batch at the start of ``records`` with its records compressed with ``codec`` instead (a topic's
+    compression.type naming another codec than the producer's, as Kafka's broker recompresses). The records'
+    bytes are kept as they are, and every header field but the codec, the length and the CRC: offsets,
+    timestamps, producer id, epoch and sequence, the transactional bit. A body that does not decompress
+    within ``max_inflated`` bytes is ``InvalidBatch("INVALID_RECORD")``."""
+    body = bytes(records[HEADER_SIZE:header.size])
+    try:
+        body = compress(codec, decompress(header.compression, body, max_inflated), level)
+    except (InflateLimit, CorruptBody) as exc:
+        raise InvalidBatch("INVALID_RECORD", str(exc)) from None
+    out = bytearray(_HEADER.pack(header.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body),
+                                 header.partition_leader_epoch, 2, 0, (header.attributes & ~COMPRESSION_MASK) | codec,
+                                 header.last_offset_delta, header.base_timestamp, header.max_timestamp,
+                                 header.producer_id, header.producer_epoch, header.base_sequence,
+                                 header.records_count))
+    out += body
+    struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
+    return bytes(out)
 
 
 def iter_records(data, position: int = 0, max_inflated: int = DEFAULT_MAX_INFLATED) -> Iterator[Record]:

@@ -10,10 +10,14 @@ transaction itself instead, and appends once the coordinator has that on its
 state partition's ISR.
 
 A compressed batch for a compacted topic has its records read on a worker
-thread before anything is appended (``_check_then_handle``): a batch of a few
-kilobytes may decompress to its bound (``kbroker.compression.max.ratio``),
-which must not hold the event loop. Requests on one connection still take
-effect in order, since the connection awaits each before it reads the next.
+thread before anything is appended (``_prepare_then_handle``): a batch of a
+few kilobytes may decompress to its bound (``kbroker.compression.max.ratio``),
+which must not hold the event loop. So is a batch whose topic's
+``compression.type`` names another codec than the batch's: it is recompressed
+to that codec, at the topic's ``compression.<codec>.level``, as Kafka's broker
+recompresses, and appended in place of what was sent (the producer's quota
+counts what it sent). Requests on one connection still take effect in order,
+since the connection awaits each before it reads the next.
 
 Produce v13 names topics by id (KIP-516, broker/partitions/topic_ids.py): an id no topic has is UNKNOWN_TOPIC_ID, and
 the id is checked again at the append, after any wait, so a write never lands in a topic recreated under
@@ -30,7 +34,7 @@ from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from kbroker.protocol.record_check import check_keyed_batch
-from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, validate_produce_records
+from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, recompress, validate_produce_records
 
 
 def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, BatchHeader] | None:
@@ -72,9 +76,10 @@ def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
     return refused
 
 
-def _compressed_for_compaction(rm, request, refused) -> dict:
-    """(topic, partition) -> (records, header, bound) of each compressed batch bound for a compacted topic:
-    its records must be read (keys), and reading a compressed batch can take long."""
+def _off_the_loop(rm, request, refused) -> dict:
+    """(topic, partition) -> (records, config, codec) of each batch whose records must be read before the append,
+    which can take long: a compressed batch bound for a compacted topic (its keys), and a batch whose topic's
+    compression.type names another codec than the batch's (recompressed to it; ``codec``, else None)."""
     found = {}
     for topic in request.topic_data:
         for pdata in topic.partition_data:
@@ -83,35 +88,60 @@ def _compressed_for_compaction(rm, request, refused) -> dict:
             if tp in refused or records is None or len(records) < HEADER_SIZE:
                 continue
             partition = rm.get(*tp)
-            if partition is None or not partition.log.config.compact:
+            if partition is None:
+                continue
+            config = partition.log.config
+            target = config.target_codec
+            if not config.compact and target is None:
                 continue
             header = BatchHeader.parse(records)
-            if header.compression and not header.is_control:
-                found[tp] = (records, partition.log.config)
+            if header.is_control:
+                continue
+            codec = target if target is not None and target != header.compression else None
+            if codec is not None or (config.compact and header.compression):
+                found[tp] = (records, config, codec)
     return found
 
 
-def _check_keyed(records, config) -> InvalidBatch | None:
-    """On a worker thread: why the batch cannot go to its compacted topic, or None. A batch whose framing or
-    CRC is wrong is left to the append, which answers it as for any topic."""
+def _prepare(records, config, codec: int | None) -> tuple[bytes | None, InvalidBatch | None]:
+    """On a worker thread: (the batch recompressed to ``codec``, or None to keep it; why it cannot go to its
+    topic, or None). A compacted topic's batch has its keys read first. A batch whose framing or CRC is wrong
+    is left to the append, which answers it as for any topic."""
     try:
         header = validate_produce_records(records, config.max_message_bytes)
     except InvalidBatch:
-        return None
+        return None, None
     try:
-        check_keyed_batch(records, 0, header, config.max_inflated_bytes)
+        if config.compact:
+            check_keyed_batch(records, 0, header, config.max_inflated_bytes)
+        if codec is None:
+            return None, None
+        return recompress(records, header, codec, config.compression_level(codec), config.max_inflated_bytes), None
     except InvalidBatch as exc:
-        return exc
-    return None
+        return None, exc
 
 
-async def _check_then_handle(ctx, request, refused, batches: dict):
-    """Read the records of compressed batches for compacted topics on worker threads (a batch may take up to
-    its decompression bound: the event loop serves everyone else meanwhile), then produce as usual."""
+async def _prepare_then_handle(ctx, request, refused, batches: dict):
+    """Read the records of the batches that need it on worker threads (a batch may take up to its decompression
+    bound: the event loop serves everyone else meanwhile), then produce as usual, the recompressed batches in
+    place of what was sent."""
     loop = asyncio.get_running_loop()
-    checks = {tp: loop.run_in_executor(None, _check_keyed, records, config)
-              for tp, (records, config) in batches.items()}
-    checked = {tp: await check for tp, check in checks.items()}
+    work = {tp: loop.run_in_executor(None, _prepare, records, config, codec)
+            for tp, (records, config, codec) in batches.items()}
+    checked = {}
+    recompressed = {}
+    for tp, done in work.items():
+        records, refusal = await done
+        if records is not None:
+            recompressed[tp] = records
+        if batches[tp][1].compact or refusal is not None:
+            checked[tp] = refusal
+    for topic in request.topic_data:
+        for pdata in topic.partition_data:
+            records = recompressed.get((topic.name, pdata.index))
+            if records is not None:
+                pdata["sent_bytes"] = len(pdata.records)   # (what the client's quota counts)
+                pdata.records = records
     result = _handle(ctx, request, refused, checked)
     return await result if asyncio.iscoroutine(result) else result
 
@@ -135,9 +165,9 @@ def handle(ctx, request):
     if ctx.api_version >= 13:
         _resolve_ids(ctx, request)
     refused = _unauthorized(ctx, request)
-    batches = _compressed_for_compaction(ctx.broker.replica_manager, request, refused)
+    batches = _off_the_loop(ctx.broker.replica_manager, request, refused)
     if batches:
-        return _check_then_handle(ctx, request, refused, batches)
+        return _prepare_then_handle(ctx, request, refused, batches)
     return _handle(ctx, request, refused, None)
 
 
@@ -260,8 +290,9 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
     if acks == 0:
         # No response is expected; as Kafka does, a failure closes the connection so the client notices.
         return CLOSE_CONNECTION if failed else NO_RESPONSE
-    throttle = throttle_for(ctx, PRODUCE, sum(len(p.records) for t in request.topic_data for p in t.partition_data
-                                              if p.records is not None)) if ctx.broker.quotas.enabled else 0
+    throttle = throttle_for(ctx, PRODUCE, sum(p.get("sent_bytes") or len(p.records) for t in request.topic_data
+                                              for p in t.partition_data if p.records is not None)) \
+        if ctx.broker.quotas.enabled else 0
     response = {"responses": responses, "throttle_time_ms": throttle}
     if discovery is not None and discovery.leaders:
         response["node_endpoints"] = discovery.node_endpoints()

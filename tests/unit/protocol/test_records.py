@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from kbroker.protocol.records import (CONTROL_ABORT, CONTROL_COMMIT, HEADER_SIZE, BatchHeader, InvalidBatch,
                                       build_batch, build_marker_batch, control_type, iter_records,
-                                      patch_base_offset, validate_produce_records, verify_crc)
+                                      compress, patch_base_offset, recompress, validate_produce_records,
+                                      verify_crc)
 
 
 def test_patching_the_base_offset_keeps_the_crc_valid():
@@ -22,6 +23,32 @@ def test_patching_the_base_offset_keeps_the_crc_valid():
 def test_compressed_batches_decode(codec):
     batch = build_batch([(None, b"value-%d" % i, []) for i in range(100)], compression=codec)
     assert [r.value for r in iter_records(batch)] == [b"value-%d" % i for i in range(100)]
+
+
+def test_lz4_frames_have_independent_blocks_as_kafkas_java_reader_requires():
+    frame = compress(3, b"abc" * 100_000)   # several 64 KiB blocks
+    assert frame[:4] == b"\x04\x22\x4d\x18"   # the LZ4 frame magic
+    flags = frame[4]
+    assert flags >> 6 == 1 and flags & 0x20 and not flags & 0x03   # version 1, independent blocks, no reserved bits
+
+
+@pytest.mark.parametrize("source, target", [(0, 4), (1, 0), (2, 3), (3, 1), (4, 2)])
+def test_recompressing_changes_the_codec_and_keeps_everything_else(source, target):
+    batch = build_batch([(b"k%d" % i, b"v" * i, [("h", b"%d" % i)]) for i in range(50)], compression=source,
+                        producer_id=7, producer_epoch=2, base_sequence=40, transactional=True, base_offset=0,
+                        timestamp_ms=1_700_000_000_000)
+    before = BatchHeader.parse(batch)
+    again = recompress(batch, before, target, None, 1 << 20)
+    after = BatchHeader.parse(again)
+    assert after.compression == target and after.size == len(again) and verify_crc(again, 0, after)
+    keep = ("base_offset", "partition_leader_epoch", "last_offset_delta", "base_timestamp", "max_timestamp",
+            "producer_id", "producer_epoch", "base_sequence", "records_count", "is_transactional")
+    assert [getattr(after, f) for f in keep] == [getattr(before, f) for f in keep]
+    assert [(r.key, r.value, r.headers) for r in iter_records(again)] == \
+        [(r.key, r.value, r.headers) for r in iter_records(batch)]
+    if source:
+        with pytest.raises(InvalidBatch):   # past what the batch may decompress to
+            recompress(batch, before, target, None, 100)
 
 
 @pytest.mark.parametrize("mutate,error", [

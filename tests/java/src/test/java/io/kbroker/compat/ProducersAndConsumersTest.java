@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -108,6 +109,34 @@ class ProducersAndConsumersTest {
             List<String> got = consumeAll(List.of(a, b), 200);
             assertEquals(200, got.size());
             assertEquals(new HashSet<>(sent), new HashSet<>(got));
+        }
+    }
+
+    @Test
+    void aTopicsOwnCodecIsWhatItsConsumerReads() throws Exception {
+        // The producer sends with another codec than the topic's: the broker recompresses, and the Java consumer
+        // reads what kbroker wrote (its LZ4 frames too, which must have independent blocks).
+        for (String codec : List.of("lz4", "zstd", "gzip", "snappy", "uncompressed")) {
+            String topic = name("codec-" + codec);
+            try (Admin admin = Clients.admin(broker)) {
+                admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1)
+                    .configs(Map.of("compression.type", codec)))).all().get();
+            }
+            List<String> sent = new ArrayList<>();
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(props(broker, "compression.type",
+                    codec.equals("gzip") ? "lz4" : "gzip", "linger.ms", "20"), new StringSerializer(),
+                    new StringSerializer())) {
+                for (int i = 0; i < 200; i++) {
+                    String value = "value " + i + " " + "z".repeat(200);
+                    producer.send(new ProducerRecord<>(topic, String.valueOf(i), value));
+                    sent.add(value);
+                }
+                producer.flush();
+            }
+            try (KafkaConsumer<String, String> c = consumer(name("g"))) {
+                c.subscribe(List.of(topic));
+                assertEquals(sent, consumeAll(List.of(c), 200), codec);
+            }
         }
     }
 

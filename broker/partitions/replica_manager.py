@@ -102,6 +102,15 @@ class ReplicaManager:
         except KafkaStorageError as exc:
             log.error("partition_offline", topic=topic, partition=index, reason=str(exc))
             return None
+        cache = partition_log.leader_epoch_cache
+        if cache.latest_epoch < 0 and partition_log.log_end_offset == partition_log.log_start_offset:
+            # Leading starts epoch 0 here, as Kafka's leader records its epoch when it takes the partition
+            # (a cluster's does so in become_leader_or_follower): OffsetForLeaderEpoch on an empty partition
+            # then answers where epoch 0 ends. Kept in memory only, so that making thousands of partitions
+            # costs no fsync each: an empty log gets it again at the next start, and one written meanwhile,
+            # whose checkpoint its first append then leaves unwritten (epoch 0 is known), is rebuilt from its
+            # batches at the next start (ReplicaLogMixin._load_epoch_cache).
+            cache.assign(0, partition_log.log_end_offset, save=False)
         partition = Partition(topic, index, partition_log, self.broker_id, 0, [self.broker_id], [self.broker_id],
                               broker_id=self.broker_id)
         partition.maybe_increment_high_watermark()

@@ -99,3 +99,40 @@ def verify(broker, topic, acked) -> None:
             assert by_offset.get(offset) == value, f"acknowledged record lost at {p}:{offset}"
         values = [v for _, v in stored]
         assert values == sorted(values), f"partition {p} out of order"
+
+
+def test_where_epoch_0_ends_is_known_written_or_empty_across_kill_9(fresh_broker):
+    """A single broker's partitions start leader epoch 0 when it takes them, as Kafka's leader does: a
+    consumer validating its position (OffsetForLeaderEpoch) learns where the epoch ends on an empty
+    partition as on a written one, and so it does after kill -9 (the written log's epochs come back from its
+    batches, the empty one's from leading it again); ListOffsets names the epoch of the earliest record."""
+    import asyncio
+
+    from kbroker.client.connection import KafkaConnection
+
+    async def ends(port: int) -> list[tuple]:
+        conn = await KafkaConnection.open("127.0.0.1", port)
+        try:
+            epochs = await conn.request(23, 4, {"replica_id": -1, "topics": [{"topic": "epochs", "partitions": [
+                {"partition": p, "current_leader_epoch": -1, "leader_epoch": 0} for p in (0, 1)]}]})
+            earliest = await conn.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{
+                "name": "epochs", "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                                  "timestamp": -2}]}]})
+            return [(p.error_code, p.leader_epoch, p.end_offset) for p in epochs.topics[0].partitions] + \
+                [earliest.topics[0].partitions[0].leader_epoch]
+        finally:
+            await conn.close()
+
+    broker = fresh_broker.start()
+    make_topic(broker.bootstrap, "epochs", 2)
+    assert asyncio.run(ends(broker.port))[:2] == [(0, 0, 0), (0, 0, 0)]
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce("epochs", value=b"%d" % i, partition=0)
+    assert producer.flush(10) == 0
+    written = [(0, 0, 10), (0, 0, 0), 0]
+    assert asyncio.run(ends(broker.port)) == written
+    fresh_broker.kill()
+    broker = fresh_broker.start()
+    assert asyncio.run(ends(broker.port)) == written
+    assert broker.stop() == 0

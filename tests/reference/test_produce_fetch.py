@@ -245,8 +245,9 @@ async def test_list_offsets_special_timestamps_at_every_version(targets, topic, 
     makes of a newer timestamp."""
     async def scenario(target):
         await create(target, topic)
-        for n in (2, 3):
-            await produce(target, topic, build_batch(records(n)))
+        now_ms = int(time.time() * 1000)
+        for n, ago_ms in ((2, 2000), (3, 1000)):   # (a later timestamp each: no tie for the max, whatever the pace)
+            await produce(target, topic, build_batch(records(n), timestamp_ms=now_ms - ago_ms))
         await call(target, 21, 2, {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 1}]}],
                                    "timeout_ms": 5000})
         answers = {}

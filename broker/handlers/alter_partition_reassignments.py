@@ -21,8 +21,11 @@ def _single_broker(ctx, request) -> dict:
         results = []
         for p in t.partitions:
             meta = ctx.broker.metadata.topics.get(t.name)
-            if meta is None or not 0 <= p.partition_index < meta.partitions:
-                error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+            if meta is None:
+                error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {t.name}."
+            elif not 0 <= p.partition_index < meta.partitions:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                message = f"Unable to find partition {t.name}:{p.partition_index}."
             elif p.replicas is None:
                 error, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
             elif list(p.replicas) == [ctx.broker.broker_id]:

@@ -1,9 +1,13 @@
 """TxnOffsetCommit: a transactional producer's consumed offsets, pending in the group until its marker.
 
-From v5 (transactions V2, KIP-890 part 2) the client sends no AddOffsetsToTxn: the group's
-``__consumer_offsets`` partition joins the transaction here, at the transaction's coordinator, before the
-offsets are appended under the producer's id (a transaction that does not know the partition would never
-send it a marker, and the offsets would hold its last stable offset for ever).
+Before anything is appended, the transaction's coordinator is asked whether the group's
+``__consumer_offsets`` partition is in the producer's open transaction, under this producer id and epoch
+(KIP-890 part 1, as Kafka's group coordinator asks): offsets of a transaction that does not know the
+partition would never get a marker, and would hold the group's partitions unstable for ever. Before v5
+the client added the partition with AddOffsetsToTxn, and one it did not add is INVALID_TXN_STATE; from
+v5 (transactions V2, KIP-890 part 2) the client sends no AddOffsetsToTxn and the partition joins the
+transaction here. A failed check is answered in TxnOffsetCommit's words, as Kafka's group coordinator
+answers it (``_VERIFICATION_ERRORS``).
 """
 
 from kbroker.broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
@@ -12,20 +16,35 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
 
+# A failed verification, as Kafka's group coordinator answers it: a fenced producer is INVALID_PRODUCER_EPOCH,
+# and what a client retries without looking its coordinator up again COORDINATOR_NOT_AVAILABLE (a lost
+# request to the transaction coordinator COORDINATOR_LOAD_IN_PROGRESS).
+_VERIFICATION_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+                        ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                        **{e: ErrorCode.COORDINATOR_NOT_AVAILABLE for e in (
+                            ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                            ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_ENOUGH_REPLICAS,
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.REQUEST_TIMED_OUT)}}
+
+
 def handle(ctx, request):
-    if ctx.api_version < 5 or not request.topics:
+    if not request.topics:
         return _commit(ctx, request)
-    return _add_then_commit(ctx, request)
+    return _verify_then_commit(ctx, request)
 
 
-async def _add_then_commit(ctx, request):
+async def _verify_then_commit(ctx, request):
     broker = ctx.broker
     error = _refused(ctx, request) or broker.coordination.ensure_offsets_topic()
     if not error:
         partition = ("__consumer_offsets", broker.group_coordinator.partition_for(request.group_id))
         found = await broker.inter_broker.verify_partitions(request.transactional_id, request.producer_id,
-                                                            request.producer_epoch, [partition], add=True)
+                                                            request.producer_epoch, [partition],
+                                                            add=ctx.api_version >= 5)
         error = found.get(partition, ErrorCode.UNKNOWN_SERVER_ERROR)
+        error = _VERIFICATION_ERRORS.get(error, error)
+        if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 5:
+            error = ErrorCode.INVALID_TXN_STATE   # (the client predates KIP-890's abortable error)
     if error:
         return _response(request, {(t.name, p.partition_index): error for t in request.topics for p in t.partitions})
     # (_commit checks the coordinator again: the group's shard may have moved while the add was out)

@@ -113,6 +113,8 @@ class OffsetManager:
         def all_(error: ErrorCode) -> dict:
             return {tp: error for tp in offsets}
 
+        if generation_id >= 0 and group_id and group_id not in self.groups:
+            return all_(ErrorCode.ILLEGAL_GENERATION)   # (Kafka's: no group, so no generation of it; none is made)
         group, error = self._commit_target(group_id, create=True)
         if error:
             return all_(error)

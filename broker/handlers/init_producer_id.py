@@ -15,10 +15,15 @@ def handle(ctx, request):
             ctx.log.info("idempotent_producer_refused", principal=ctx.connection.principal)
             return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "producer_id": -1,
                     "producer_epoch": -1}
+        if _half_given(request):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "producer_id": -1,
+                    "producer_epoch": -1}
         producer_id = broker.producer_ids.generate()
         ctx.log.info("producer_id_allocated", producer_id=producer_id)
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
     error = transaction_error(ctx, request.transactional_id)
+    if error != ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and _half_given(request):
+        error = ErrorCode.INVALID_REQUEST
     producer_id = epoch = -1
     if not error:
         error, producer_id, epoch = broker.txn_coordinator.init_producer_id(
@@ -26,3 +31,8 @@ def handle(ctx, request):
             ctx.api_version)
     response = {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}
     return response if error else when_replicated(ctx, *txn_shard(ctx, request.transactional_id), response)
+
+
+def _half_given(request) -> bool:
+    """A producer id without its epoch or an epoch without its id (v3+, KIP-360): Kafka refuses either."""
+    return (request.producer_id == -1) != (request.producer_epoch == -1)

@@ -1,0 +1,93 @@
+"""The transactional APIs' answers to a client out of turn, as raw frames side by side: InitProducerId with a
+timeout beyond the broker's bound or an empty id, AddPartitionsToTxn of a missing topic or partition or under a
+stale epoch, AddOffsetsToTxn and EndTxn out of order."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.reference.differential import call, same, settled
+from tests.reference.test_produce_fetch import create
+from tests.reference.test_transactional_offsets import coordinators_ready, init
+
+pytestmark = pytest.mark.reference
+
+INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
+
+
+@pytest.mark.parametrize("case", ["a timeout beyond the bound", "a timeout of zero", "a negative timeout",
+                                  "an empty transactional id", "a producer id with no epoch",
+                                  "an epoch with no producer id", "idempotent: a producer id with no epoch"])
+async def test_init_producer_id(targets, topic, case):
+    async def scenario(target):
+        txn = f"txn-{topic}"
+        await coordinators_ready(target, txn, f"g-{topic}")
+        body = {"transactional_id": "" if case == "an empty transactional id" else
+                None if case.startswith("idempotent") else txn,
+                "transaction_timeout_ms": {"a timeout beyond the bound": 900_001, "a timeout of zero": 0,
+                                           "a negative timeout": -5}.get(case, 60000),
+                "producer_id": 5 if case.endswith("a producer id with no epoch") else -1,
+                "producer_epoch": 3 if case == "an epoch with no producer id" else -1}
+        answer = await call(target, INIT_PRODUCER_ID, 4, body)
+        return answer.error_code, answer.producer_id >= 0
+    await same(targets, scenario)
+
+
+CASES = ["a missing topic", "a missing partition", "a stale epoch", "an unknown producer id",
+         "AddOffsetsToTxn under a stale epoch", "EndTxn abort of an empty transaction",
+         "EndTxn under a stale epoch", "EndTxn twice", "EndTxn commit then abort"]
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_a_transaction_out_of_turn(targets, topic, case):
+    async def scenario(target):
+        txn, group = f"txn-{topic}", f"g-{topic}"
+        await create(target, topic, 1)
+        await coordinators_ready(target, txn, group)
+        pid, epoch = await init(target, txn)
+        seen = {}
+
+        async def add(name=topic, partition=0, producer_id=pid, producer_epoch=epoch):
+            answer = await settled(lambda: call(target, ADD_PARTITIONS_TO_TXN, 3, {
+                "v3_and_below_transactional_id": txn, "v3_and_below_producer_id": producer_id,
+                "v3_and_below_producer_epoch": producer_epoch,
+                "v3_and_below_topics": [{"name": name, "partitions": [partition]}]}),
+                lambda a: all(p.partition_error_code != 51 for t in a.results_by_topic_v3_and_below
+                              for p in t.results_by_partition))   # (CONCURRENT_TRANSACTIONS: retried)
+            return [(p.partition_index, p.partition_error_code) for t in answer.results_by_topic_v3_and_below
+                    for p in t.results_by_partition]
+
+        async def end(committed=True, producer_epoch=epoch):
+            answer = await settled(lambda: call(target, END_TXN, 3, {
+                "transactional_id": txn, "producer_id": pid, "producer_epoch": producer_epoch,
+                "committed": committed}), lambda a: a.error_code != 51)
+            return answer.error_code
+
+        if case == "a missing topic":
+            seen["add"] = await add(name=f"{topic}-none")
+        elif case == "a missing partition":
+            seen["add"] = await add(partition=9)
+        elif case == "a stale epoch":
+            seen["add"] = await add(producer_epoch=epoch - 1)
+        elif case == "an unknown producer id":
+            seen["add"] = await add(producer_id=pid + 999)
+        elif case == "AddOffsetsToTxn under a stale epoch":
+            answer = await call(target, ADD_OFFSETS_TO_TXN, 3, {"transactional_id": txn, "producer_id": pid,
+                                                                "producer_epoch": epoch - 1, "group_id": group})
+            seen["add offsets"] = answer.error_code
+        elif case == "EndTxn abort of an empty transaction":
+            seen["end"] = await end(committed=False)
+        elif case == "EndTxn under a stale epoch":
+            seen["add"] = await add()
+            seen["end"] = await end(producer_epoch=epoch - 1)
+        elif case == "EndTxn twice":
+            seen["add"] = await add()
+            seen["end"] = await end()
+            seen["again"] = await end()
+        elif case == "EndTxn commit then abort":
+            seen["add"] = await add()
+            seen["end"] = await end()
+            seen["abort after"] = await end(committed=False)
+        seen["end at last"] = await end(committed=False)
+        return seen
+    await same(targets, scenario)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.reference.differential import call, same, settled
-from tests.reference.test_produce_fetch import create
-from tests.reference.test_transactional_offsets import coordinators_ready, init
+from tests.reference.test_transactional_offsets import begin, coordinators_ready
 
 pytestmark = pytest.mark.reference
 
@@ -41,10 +40,7 @@ CASES = ["a missing topic", "a missing partition", "a stale epoch", "an unknown 
 @pytest.mark.parametrize("case", CASES)
 async def test_a_transaction_out_of_turn(targets, topic, case):
     async def scenario(target):
-        txn, group = f"txn-{topic}", f"g-{topic}"
-        await create(target, topic, 1)
-        await coordinators_ready(target, txn, group)
-        pid, epoch = await init(target, txn)
+        txn, group, pid, epoch = await begin(target, topic, 1)
         seen = {}
 
         async def add(name=topic, partition=0, producer_id=pid, producer_epoch=epoch):

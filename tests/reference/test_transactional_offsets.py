@@ -26,6 +26,15 @@ async def init(target, txn: str):
     return answer.producer_id, answer.producer_epoch
 
 
+async def begin(target, topic: str, partitions: int) -> tuple[str, str, int, int]:
+    """A topic of ``partitions``, and a transactional id and group of the test's own with their coordinators
+    ready: (transactional id, group, producer id, epoch) after InitProducerId."""
+    txn, group = f"txn-{topic}", f"g-{topic}"
+    await create(target, topic, partitions)
+    await coordinators_ready(target, txn, group)
+    return (txn, group, *await init(target, txn))
+
+
 async def committed(target, group: str, topic: str):
     answer = await call(target, OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": [
         {"name": topic, "partition_indexes": [0, 1]}]}], "require_stable": True})
@@ -43,10 +52,7 @@ CASES = ["commit", "abort", "without AddOffsetsToTxn", "an old producer epoch", 
 async def test_offsets_in_a_transaction(targets, topic, case, version):
     """v3 (the client adds the group with AddOffsetsToTxn) and v5 (transactions V2: the commit adds it)."""
     async def scenario(target):
-        txn, group = f"txn-{topic}", f"g-{topic}"
-        await create(target, topic, 2)
-        await coordinators_ready(target, txn, group)
-        pid, epoch = await init(target, txn)
+        txn, group, pid, epoch = await begin(target, topic, 2)
         seen = {}
         if case != "without AddOffsetsToTxn":
             added = await call(target, ADD_OFFSETS_TO_TXN, 3, {"transactional_id": txn, "producer_id": pid,

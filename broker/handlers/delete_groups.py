@@ -1,5 +1,6 @@
 """DeleteGroups: remove empty groups and their offsets (NON_EMPTY_GROUP while members remain); an empty share
-group's share partitions lose their state at the share coordinator first, as Kafka deletes it."""
+group's share partitions lose their state at the share coordinator first, as Kafka deletes it. A group named
+twice is answered once, and an empty id is a group that is not there (GROUP_ID_NOT_FOUND), as in Kafka."""
 
 import asyncio
 
@@ -13,7 +14,8 @@ async def handle(ctx, request):
     results = {}
     local = []
     coordinator = ctx.broker.group_coordinator
-    for group_id in request.groups_names:
+    names = list(dict.fromkeys(request.groups_names))   # (a group named twice is deleted and answered once)
+    for group_id in names:
         error = coordinator_error(ctx, group_id, DELETE)
         group = coordinator.groups.get(group_id)
         if not error and isinstance(group, ShareGroup) and group.is_empty:
@@ -24,7 +26,7 @@ async def handle(ctx, request):
             local.append(group_id)
     results.update(ctx.broker.group_coordinator.delete_groups(local))
     response = {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": results[g]}
-                                                   for g in request.groups_names]}
+                                                   for g in names]}
     partitions = [ctx.broker.group_coordinator.partition_for(g) for g in local if not results[g]]
     answer = when_replicated(ctx, "__consumer_offsets", partitions, response)
     return await answer if isinstance(answer, asyncio.Future) else answer

@@ -27,9 +27,7 @@ class GroupAdmin:
         results = {}
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if not group_id:
-                results[group_id] = ErrorCode.INVALID_GROUP_ID
-            elif group is None or group.is_(S.DEAD):
+            if group is None or group.is_(S.DEAD):   # (an empty id too, as Kafka answers it)
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif not group.is_(S.EMPTY):
                 results[group_id] = ErrorCode.NON_EMPTY_GROUP

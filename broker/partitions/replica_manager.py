@@ -339,6 +339,9 @@ class ReplicaManager:
             found = plog.read(request.fetch_offset, request.max_bytes, bound, min_one_batch)
         except OffsetOutOfRange:
             result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+            if replica_id < 0:   # (a consumer is told no offsets with it, as Kafka tells it; it looks them up)
+                result.high_watermark = result.last_stable_offset = result.log_start_offset = -1
+            # (a follower keeps them: kbroker's fetcher truncates or starts over from them at once)
             return result
         except OSError as exc:
             self.log_manager.report(plog.parent_dir, exc)

@@ -34,7 +34,11 @@ from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from kbroker.protocol.record_check import check_keyed_batch
-from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, recompress, validate_produce_records
+from kbroker.protocol.records import (ATTRIBUTES_OFFSET, HEADER_SIZE, TRANSACTIONAL_BIT, BatchHeader, InvalidBatch,
+                                      recompress, validate_produce_records)
+
+
+_TRANSACTIONAL_BYTE = ATTRIBUTES_OFFSET + 1   # (the low byte of a batch's attributes, where its flags are)
 
 
 def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, BatchHeader] | None:
@@ -62,7 +66,16 @@ def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, 
 
 
 def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
-    """The partitions this principal may not write (Write on the transactional id, then on each topic)."""
+    """The partitions this principal may not write (Write on the transactional id, then on each topic). A
+    request naming no transactional id may carry no transactional batch, whatever the authorizer: Kafka
+    refuses every partition of it TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no coordinator could end the
+    transaction such a batch opens, which would hold its partition's last stable offset for ever)."""
+    if request.transactional_id is None and any(
+            p.records is not None and len(p.records) > _TRANSACTIONAL_BYTE
+            and p.records[_TRANSACTIONAL_BYTE] & TRANSACTIONAL_BIT
+            for t in request.topic_data for p in t.partition_data):
+        return {(t.name, p.index): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                for t in request.topic_data for p in t.partition_data}
     if ctx.broker.authorizer is None:
         return {}
     txn_denied = request.transactional_id is not None and \

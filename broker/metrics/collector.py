@@ -81,7 +81,7 @@ class BrokerCollector(Collector):
         partitions = list(broker.replica_manager.partitions.values())
         leaders = [p for p in partitions if p.is_leader]
         under = [p for p in leaders if len(p.isr) < len(p.replicas)]
-        under_min = [p for p in leaders if len(p.isr) < p.log.config.min_insync_replicas]
+        under_min = [p for p in leaders if len(p.isr) < p.min_isr]
         for name, value, doc in (
                 ("partitioncount", len(partitions), "Replicas on this broker"),
                 ("leadercount", len(leaders), "Partitions this broker leads"),

@@ -54,6 +54,12 @@ class Partition:
         return self.leader_id == self.broker_id
 
     @property
+    def min_isr(self) -> int:
+        """min.insync.replicas as Kafka 4 applies it: never more than the partition has replicas, so an acks=all
+        write to a topic of fewer replicas than the broker's default is taken while all of them are in sync."""
+        return min(self.log.config.min_insync_replicas, max(len(self.replicas), 1))
+
+    @property
     def maximal_isr(self) -> list[int]:
         if self.pending_isr is None:
             return self.isr

@@ -228,9 +228,9 @@ class ReplicaManager:
         if records is None:
             return PartitionResult(ErrorCode.CORRUPT_MESSAGE, message="null records")
         config = partition.log.config
-        if required_acks == -1 and len(partition.isr) < config.min_insync_replicas:
+        if required_acks == -1 and len(partition.isr) < partition.min_isr:
             return PartitionResult(ErrorCode.NOT_ENOUGH_REPLICAS,
-                                   message=f"ISR {len(partition.isr)} < min.insync.replicas {config.min_insync_replicas}")
+                                   message=f"ISR {len(partition.isr)} < min.insync.replicas {partition.min_isr}")
         try:
             header = validated if validated is not None else validate_produce_records(
                 records, config.max_message_bytes, allow_control=from_coordinator)

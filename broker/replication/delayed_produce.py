@@ -36,7 +36,7 @@ class DelayedProduce(DelayedOperation):
             elif not partition.is_leader:
                 self._fail(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             elif partition.log.high_watermark >= required:
-                if len(partition.isr) < partition.log.config.min_insync_replicas:
+                if len(partition.isr) < partition.min_isr:
                     self._fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
             else:
                 continue

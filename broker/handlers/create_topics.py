@@ -18,13 +18,37 @@ def _collides(name: str, existing) -> str | None:
     return None
 
 
-def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
+def _assignment_problem(assignments, live: set[int]) -> str | None:
+    """Why manual replica assignments cannot make a topic, in Kafka's controller's order, or None: each partition
+    once, each with replicas, each broker registered and named once, as many replicas as the partitions
+    before, and the partitions numbered 0 up without a gap."""
+    seen: set[int] = set()
+    replicas = None
+    for a in assignments:
+        if a.partition_index in seen:
+            return f"Found multiple manual partition assignments for partition {a.partition_index}"
+        seen.add(a.partition_index)
+        if not a.broker_ids:
+            return "The manual partition assignment includes an empty replica list."
+        for broker_id in sorted(a.broker_ids):
+            if broker_id not in live:
+                return f"The manual partition assignment includes broker {broker_id}, but no such broker is registered."
+        if len(set(a.broker_ids)) != len(a.broker_ids):
+            return "The manual partition assignment includes a broker more than once."
+        if replicas is not None and len(a.broker_ids) != replicas:
+            return (f"The manual partition assignment includes a partition with {len(a.broker_ids)} replica(s), but "
+                    f"the partitions before it have {replicas}.")
+        replicas = len(a.broker_ids)
+    if seen != set(range(len(seen))):
+        return "partitions should be a consecutive 0-based integer sequence"
+    return None
+
+
+def _validate(ctx, topic) -> tuple[ErrorCode, str | None, int, int]:
     broker = ctx.broker
     name = topic.name
     partitions = topic.num_partitions
     replication = topic.replication_factor
-    if name in seen:
-        return ErrorCode.INVALID_REQUEST, f"Create topics request from client contains a duplicate topic {name}", 0, 0
     if not ctx.cluster_authorized(CREATE, log_denied=False) and not ctx.authorized(CREATE, TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", 0, 0
     invalid = topic_name_error(name)
@@ -39,10 +63,9 @@ def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
         if partitions != -1 or replication != -1:
             return (ErrorCode.INVALID_REQUEST,
                     "Both numPartitions or replicationFactor and replicasAssignments were set.", 0, 0)
-        live = {b[0] for b in broker.live_brokers()}
-        for a in topic.assignments:
-            if any(b not in live for b in a.broker_ids) or not a.broker_ids:
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker in assignment {a.broker_ids}", 0, 0
+        problem = _assignment_problem(topic.assignments, {b[0] for b in broker.live_brokers()})
+        if problem:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem, 0, 0
         partitions = len(topic.assignments)
         replication = len(topic.assignments[0].broker_ids)
     if partitions == -1:
@@ -58,6 +81,8 @@ def _validate(ctx, topic, seen: set) -> tuple[ErrorCode, str | None, int, int]:
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Replication factor: {replication} larger than available brokers: {live_count}.", 0, 0)
     for c in topic.configs:
+        if c.value is None:
+            return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}", 0, 0
         problem = validate_topic_config(c.name, c.value)
         if problem:
             return ErrorCode.INVALID_CONFIG, problem, 0, 0
@@ -89,8 +114,15 @@ def _create(ctx, request):
     names = [t.name for t in request.topics]
     quota = mutation_quota(ctx, strict_since=6)
     for topic in request.topics:
-        error, message, partitions, replication = _validate(ctx, topic, seen if names.count(topic.name) > 1 else set())
+        if topic.name in seen:
+            continue   # (a topic named twice is answered once, and made neither time, as Kafka does)
         seen.add(topic.name)
+        if names.count(topic.name) > 1:
+            message = f"Create topics request from client contains a duplicate topic {topic.name}"
+            results.append({"name": topic.name, "error_code": ErrorCode.INVALID_REQUEST, "error_message": message,
+                            "num_partitions": -1, "replication_factor": -1, "configs": None})
+            continue
+        error, message, partitions, replication = _validate(ctx, topic)
         if error == ErrorCode.NONE and not quota.admit(partitions):   # (validate_only counts too, as in Kafka)
             error, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
         if error != ErrorCode.NONE:

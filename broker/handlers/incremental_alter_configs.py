@@ -17,6 +17,9 @@ from kbroker.protocol.messages.incremental_alter_configs import INCREMENTAL_ALTE
 from kbroker.storage.log_config import TOPIC_CONFIGS
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# The topic configs Kafka types LIST, which APPEND and SUBTRACT apply to
+TOPIC_LIST_KEYS = frozenset({"cleanup.policy", "leader.replication.throttled.replicas",
+                             "follower.replication.throttled.replicas"})
 
 
 def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str) -> tuple[dict[str, str], str | None]:
@@ -114,11 +117,28 @@ async def _alter_client_metrics(ctx, name: str, ops, validate_only: bool) -> tup
     return ErrorCode.NONE, None
 
 
+def _duplicated(request, resource) -> str | None:
+    """Kafka's first check, before any other: a resource named twice in the request, or a config twice in a
+    resource, is INVALID_REQUEST and changes nothing."""
+    key = (resource.resource_type, resource.resource_name)
+    if sum((r.resource_type, r.resource_name) == key for r in request.resources) > 1:
+        return "Error due to duplicate resources"
+    names = [op.name for op in resource.configs]
+    if len(set(names)) != len(names):
+        return "Error due to duplicate config keys"
+    return None
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     responses = []
     for resource in request.resources:
         name = resource.resource_name
+        duplicated = _duplicated(request, resource)
+        if duplicated:
+            responses.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": duplicated,
+                              "resource_type": resource.resource_type, "resource_name": name})
+            continue
         unset = null_value(resource.configs, lambda op: op.config_operation == DELETE)
         if unset and not refusal(ctx, resource.resource_type, name, ALTER_CONFIGS):
             responses.append({"error_code": unset[0], "error_message": unset[1],
@@ -140,7 +160,7 @@ async def handle(ctx, request):
             if meta is None:
                 problem = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             else:
-                updated, message = _apply(meta.configs, resource.configs, TOPIC_CONFIGS, {"cleanup.policy"},
+                updated, message = _apply(meta.configs, resource.configs, TOPIC_CONFIGS, TOPIC_LIST_KEYS,
                                           broker.default_log_config.value_of, "topic")
                 problem = ((ErrorCode.INVALID_CONFIG, message) if message else
                            apply_topic_configs(ctx, meta.name, updated, request.validate_only))

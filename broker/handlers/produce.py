@@ -34,8 +34,8 @@ from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from kbroker.protocol.record_check import check_keyed_batch
-from kbroker.protocol.records import (ATTRIBUTES_OFFSET, HEADER_SIZE, TRANSACTIONAL_BIT, BatchHeader, InvalidBatch,
-                                      recompress, validate_produce_records)
+from kbroker.protocol.records import (ATTRIBUTES_OFFSET, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_BIT, BatchHeader,
+                                      InvalidBatch, recompress, validate_produce_records)
 
 
 _TRANSACTIONAL_BYTE = ATTRIBUTES_OFFSET + 1   # (the low byte of a batch's attributes, where its flags are)
@@ -71,8 +71,8 @@ def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
     refuses every partition of it TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no coordinator could end the
     transaction such a batch opens, which would hold its partition's last stable offset for ever)."""
     if request.transactional_id is None and any(
-            p.records is not None and len(p.records) > _TRANSACTIONAL_BYTE
-            and p.records[_TRANSACTIONAL_BYTE] & TRANSACTIONAL_BIT
+            p.records is not None and len(p.records) > _TRANSACTIONAL_BYTE and p.records[MAGIC_OFFSET] == 2
+            and p.records[_TRANSACTIONAL_BYTE] & TRANSACTIONAL_BIT   # (a v0/v1 message set has no such flag)
             for t in request.topic_data for p in t.partition_data):
         return {(t.name, p.index): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                 for t in request.topic_data for p in t.partition_data}

@@ -239,14 +239,7 @@ def recompress(records, header: BatchHeader, codec: int, level: int | None, max_
         body = compress(codec, decompress(header.compression, body, max_inflated), level)
     except (InflateLimit, CorruptBody) as exc:
         raise InvalidBatch("INVALID_RECORD", str(exc)) from None
-    out = bytearray(_HEADER.pack(header.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body),
-                                 header.partition_leader_epoch, 2, 0, (header.attributes & ~COMPRESSION_MASK) | codec,
-                                 header.last_offset_delta, header.base_timestamp, header.max_timestamp,
-                                 header.producer_id, header.producer_epoch, header.base_sequence,
-                                 header.records_count))
-    out += body
-    struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
-    return bytes(out)
+    return _around(header, body, (header.attributes & ~COMPRESSION_MASK) | codec, header.records_count)
 
 
 def iter_records(data, position: int = 0, max_inflated: int = DEFAULT_MAX_INFLATED) -> Iterator[Record]:
@@ -361,11 +354,16 @@ def rebuild_batch(header: BatchHeader, kept: list[Record]) -> bytes:
                                   r.key, r.value, r.headers) for r in kept)
     if kept:
         body = compress(header.compression, body)
-    length = HEADER_SIZE - LOG_OVERHEAD + len(body)
-    out = bytearray(_HEADER.pack(header.base_offset, length, header.partition_leader_epoch, 2, 0,
-                                 header.attributes, header.last_offset_delta, header.base_timestamp,
-                                 header.max_timestamp, header.producer_id, header.producer_epoch,
-                                 header.base_sequence, len(kept)))
+    return _around(header, body, header.attributes, len(kept))
+
+
+def _around(header: BatchHeader, body: bytes, attributes: int, records_count: int) -> bytes:
+    """A v2 batch of ``header``'s offsets, timestamps and producer fields around ``body`` (its records, compressed
+    as ``attributes`` say), with its length and CRC made anew."""
+    out = bytearray(_HEADER.pack(header.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body),
+                                 header.partition_leader_epoch, 2, 0, attributes, header.last_offset_delta,
+                                 header.base_timestamp, header.max_timestamp, header.producer_id,
+                                 header.producer_epoch, header.base_sequence, records_count))
     out += body
     struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
     return bytes(out)

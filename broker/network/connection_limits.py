@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import structlog
 
 from kbroker.broker.configuration.config import ConfigError
-from kbroker.broker.configuration.quotas import DEFAULT
+from kbroker.broker.configuration.quotas import DEFAULT, TokenBucket
 
 log = structlog.get_logger("broker.network.connection_limits")
 MAX_IDLE_BUCKETS = 1000   # per-address rate buckets kept before full ones are dropped
@@ -56,34 +56,29 @@ def parse_overrides(text: str) -> dict[str, int]:
     return result
 
 
-class CreationRate:
-    """At most ``rate`` new connections a second: a token bucket that holds one second's worth, so a burst of
-    up to ``rate`` after a quiet second is let through, as Kafka's one-second rate windows let it through."""
+class CreationRate(TokenBucket):
+    """At most ``rate`` new connections a second: a token bucket (the client quotas' ``TokenBucket``) that holds
+    one second's worth and never goes below zero, so a burst of up to ``rate`` after a quiet second is let
+    through, as Kafka's one-second rate windows let it through."""
+
+    __slots__ = ()
 
     def __init__(self, rate: int) -> None:
-        self.rate = rate
-        self.tokens = float(rate)
-        self.at = time.monotonic()
+        super().__init__(rate, float(rate))
 
     def admit(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(float(self.rate), self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1:
+        if self.refill(time.monotonic()) >= 1:
             self.tokens -= 1
             return True
         return False
 
     def give_back(self) -> None:
         """A connection this rate admitted was refused by a later limit: it does not count."""
-        self.tokens = min(float(self.rate), self.tokens + 1)
+        self.tokens = min(self.burst, self.tokens + 1)
 
     def wait_s(self) -> float:
         """How long until the next connection would be admitted (after a refused ``admit``)."""
         return max(0.0, 1 - self.tokens) / self.rate
-
-    def full(self, now: float) -> bool:
-        return self.tokens + (now - self.at) * self.rate >= self.rate
 
 
 @dataclass(frozen=True)
@@ -153,10 +148,10 @@ class ConnectionLimits:
     async def _resolve_names(self, literal: dict[str, int], names: dict[str, int]) -> None:
         rates = {}
         for name, rate in names.items():
-            for address in await resolve(name):
-                rates[address] = rate
-            if not rates:
+            addresses = await resolve(name)
+            if not addresses:
                 log.warning("ip_quota_host_unresolved", host=name)
+            rates.update(dict.fromkeys(addresses, rate))
         self._apply_ip_rates({**rates, **literal})   # (an address's own quota wins over a name's)
 
     def _apply_ip_rates(self, rates: dict[str, int]) -> None:

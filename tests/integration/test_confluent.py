@@ -67,6 +67,15 @@ def test_acks_levels(broker, topic_name, acks):
     check_received(sent, consume_all(broker, topic_name, 3, len(sent)))
 
 
+def test_acks_all_to_a_topic_of_fewer_replicas_than_its_min_insync_replicas(broker, topic_name):
+    """Kafka 4 bounds min.insync.replicas by a partition's replicas: a one-replica topic asking for two in sync
+    takes acks=all writes while its one replica is in sync (librdkafka would see NOT_ENOUGH_REPLICAS before)."""
+    create(broker, topic_name, partitions=2, configs={"min.insync.replicas": "2"})
+    sent = records(200)
+    produce(broker, topic_name, sent, acks="all", **{"enable.idempotence": True, "message.timeout.ms": 10000})
+    check_received(sent, consume_all(broker, topic_name, 2, len(sent)))
+
+
 def test_offsets_for_times_and_watermarks(broker, topic_name):
     create(broker, topic_name, partitions=1)
     base = int(time.time() * 1000) - 100_000

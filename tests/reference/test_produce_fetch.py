@@ -15,8 +15,9 @@ PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = 
 
 
 async def create(target, topic, partitions=1, **configs):
-    """CreateTopics, then Metadata until the broker knows every partition's leader: Kafka's broker learns of
-    a topic from its controller a moment after CreateTopics answered (a client retries in between)."""
+    """CreateTopics, then Metadata until the broker knows every partition's leader, then ListOffsets until the
+    leader serves each one: Kafka's broker learns of a topic from its controller a moment after CreateTopics
+    answered, and takes leadership a moment after its metadata names it (a client retries in between)."""
     answer = await call(target, CREATE_TOPICS, 7, {"topics": [{
         "name": topic, "num_partitions": partitions, "replication_factor": 1,
         "configs": [{"name": k.replace("_", "."), "value": str(v)} for k, v in configs.items()]}],
@@ -26,6 +27,8 @@ async def create(target, topic, partitions=1, **configs):
                                                "include_topic_authorized_operations": False}),
                   lambda a: a.topics[0].error_code == 0 and len(a.topics[0].partitions) == partitions
                   and all(p.leader_id >= 0 for p in a.topics[0].partitions))
+    for partition in range(partitions):
+        await settled(lambda: list_offset(target, topic, -1, partition), lambda found: found[0] == 0)
 
 
 async def create_written(target, topic, counts: list[int]) -> None:

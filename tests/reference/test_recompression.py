@@ -7,16 +7,10 @@ from __future__ import annotations
 import pytest
 
 from kbroker.protocol.records import BatchHeader, build_batch, iter_records, split_batches
-from tests.reference.differential import same, settled
+from tests.reference.differential import same
 from tests.reference.test_produce_fetch import create, fetch, init_producer_id, produce
 
 pytestmark = pytest.mark.reference
-
-async def led(target, topic: str, batch: bytes):
-    """The first Produce to a new topic, retried while Kafka's broker does not lead the partition yet (its
-    metadata image names the leader a moment before the broker takes leadership)."""
-    return await settled(lambda: produce(target, topic, batch), lambda a: a.error_code != 6)
-
 
 CASES = {   # case -> (topic configs, codec sent)
     "gzip to a zstd topic": ({"compression_type": "zstd", "compression_zstd_level": 7}, 1),
@@ -41,7 +35,7 @@ async def test_a_batch_is_stored_in_its_topics_codec(targets, topic, case):
                                  producer_epoch=init.producer_epoch, base_sequence=0,
                                  timestamp_ms=1_700_000_000_000)
         answers = [(p.error_code, p.base_offset) for p in
-                   [await led(target, topic, sent), await produce(target, topic, idempotent)]]
+                   [await produce(target, topic, sent), await produce(target, topic, idempotent)]]
         error, partition = await fetch(target, topic, 0)
         stored = []
         for position, header in split_batches(partition.records):
@@ -71,7 +65,7 @@ async def test_a_batch_too_large_once_recompressed_is_refused(targets, topic):
 
     async def scenario(target):
         await create(target, topic, compression_type="uncompressed", max_message_bytes=20000)
-        answer = await led(target, topic, sent)
+        answer = await produce(target, topic, sent)
         error, partition = await fetch(target, topic, 0)
         return len(sent) < 20000, answer.error_code, error, partition.high_watermark
     await same(targets, scenario)

@@ -74,9 +74,8 @@ class OffsetManager:
         return results
 
     def _commit_target(self, group_id: str, *, create: bool) -> tuple[GroupMetadata | None, ErrorCode]:
-        """The group a commit goes to (made if ``create``); GROUP_ID_NOT_FOUND when it is missing."""
-        if not group_id:
-            return None, ErrorCode.INVALID_GROUP_ID
+        """The group a commit goes to (made if ``create``); GROUP_ID_NOT_FOUND when it is missing. The empty
+        group id is a group like any other here: Kafka takes commits to it, for clients from before groups."""
         group = self.groups.get(group_id)
         if group is None:
             if not create:
@@ -113,7 +112,9 @@ class OffsetManager:
         def all_(error: ErrorCode) -> dict:
             return {tp: error for tp in offsets}
 
-        if generation_id >= 0 and group_id and group_id not in self.groups:
+        if not group_id:   # (OffsetCommit takes the empty group id, for old clients; a transaction does not)
+            return all_(ErrorCode.INVALID_GROUP_ID)
+        if generation_id >= 0 and group_id not in self.groups:
             return all_(ErrorCode.ILLEGAL_GENERATION)   # (Kafka's: no group, so no generation of it; none is made)
         group, error = self._commit_target(group_id, create=True)
         if error:
@@ -163,11 +164,12 @@ class OffsetManager:
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], CommittedOffset | None]:
-        """Committed offsets of the partitions asked for (None: all the group has); None where none is."""
+        """Committed offsets of the partitions asked for (None: all the group has, by topic and partition, as
+        Kafka lists a topic's partitions in order whatever order they were committed in); None where none is."""
         group = self.groups.get(group_id)
         committed = group.offsets if group is not None and not group.is_(S.DEAD) else {}
         if partitions is None:
-            return dict(committed)
+            return dict(sorted(committed.items()))
         return {tp: committed.get(tp) for tp in partitions}
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]

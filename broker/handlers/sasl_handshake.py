@@ -13,4 +13,6 @@ def handle(ctx, request):
     if error:
         ctx.log.warning("sasl_handshake_refused", mechanism=request.mechanism, error=error.name,
                         enabled=session.mechanisms)
-    return {"error_code": error, "mechanisms": list(session.mechanisms)}
+    # (refused out of turn, the answer names no mechanism, as Kafka's error response does)
+    return {"error_code": error,
+            "mechanisms": [] if error == ErrorCode.ILLEGAL_SASL_STATE else list(session.mechanisms)}

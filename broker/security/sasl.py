@@ -5,14 +5,16 @@ A connection on a SASL_PLAINTEXT or SASL_SSL listener owns one ``SaslSession``:
 * before authentication it admits ApiVersions and SaslHandshake, then only
   SaslAuthenticate (or, after a v0 handshake, bare size-prefixed tokens, the
   framing of clients older than SaslAuthenticate); anything else closes the
-  connection, as Kafka's authenticator does;
+  connection, as Kafka's authenticator does, but a second SaslHandshake during
+  the exchange is first answered ILLEGAL_SASL_STATE (Kafka's answer to it);
 * a failed exchange is answered (SASL_AUTHENTICATION_FAILED and a message)
   and then the connection closes; it never becomes authenticated;
 * once authenticated the principal is ``User:<name>``. With
   ``connections.max.reauth.ms`` set the session expires after that long
   (KIP-368): a SaslHandshake v1 on the open connection re-authenticates it,
   with the same mechanism and as the same principal; any other request after
-  expiry closes the connection.
+  expiry closes the connection. Without it a SaslHandshake on the authenticated
+  connection is refused ILLEGAL_SASL_STATE and the connection goes on as it was.
 """
 
 from __future__ import annotations
@@ -162,13 +164,15 @@ class SaslSession:
             return api_key == SASL_HANDSHAKE.key or not self.expired()
         if self.state is State.HANDSHAKE:
             return api_key in (API_VERSIONS_KEY, SASL_HANDSHAKE.key)
-        return self.state is State.AUTHENTICATE and api_key == SASL_AUTHENTICATE.key
+        return self.state is State.AUTHENTICATE and api_key in (SASL_AUTHENTICATE.key, SASL_HANDSHAKE.key)
 
     def expired(self) -> bool:
         return self.expires_at is not None and self.clock() >= self.expires_at
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
         if self.state is State.AUTHENTICATED:
+            if self.reauth_ms <= 0:
+                return ErrorCode.ILLEGAL_SASL_STATE   # no session lifetime: nothing to re-authenticate
             if version == 0 or mechanism != self.mechanism:
                 self.state = State.FAILED   # re-authentication needs v1 and the mechanism of the session
                 return ErrorCode.ILLEGAL_SASL_STATE

@@ -10,6 +10,7 @@ pytest.register_assert_rewrite("tests.reference.differential")   # (its diffs sh
 from tests.brokerproc import BrokerProcess  # noqa: E402
 from tests.reference.apache_kafka import SINGLE_NODE, KafkaNode  # noqa: E402
 from tests.reference.differential import Target  # noqa: E402
+from tests.reference.secured import secured_pair  # noqa: E402
 
 # Set on both brokers alike, beside SINGLE_NODE: retention is checked, and timed-out transactions
 # aborted, every second rather than every five minutes and ten seconds, so those scenarios wait seconds.
@@ -39,6 +40,12 @@ def kbroker(tmp_path_factory):
 def targets(kafka, kbroker) -> list[Target]:
     """Apache Kafka first: a diff reads ``kafka`` as what is expected."""
     return [Target("kafka", kafka.port), Target("kbroker", kbroker.port)]
+
+
+@pytest.fixture(scope="session")
+def secured(tmp_path_factory):
+    """Kafka and kbroker with SASL/PLAIN listeners and ACLs on (tests.reference.secured), Kafka first."""
+    yield from secured_pair(tmp_path_factory)
 
 
 _counter = itertools.count()

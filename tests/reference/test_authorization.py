@@ -6,48 +6,14 @@ import pytest
 from kbroker.client.connection import KafkaConnection
 from kbroker.client.sasl import SaslCredentials
 from kbroker.protocol.records import build_batch
-from tests.brokerproc import BrokerProcess
-from tests.reference.apache_kafka import SINGLE_NODE, KafkaNode
 from tests.reference.differential import Target, plain, same, settled
+from tests.reference.secured import USERS
 
 pytestmark = pytest.mark.reference
 
-PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule required"
-USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 PRODUCE, FETCH, METADATA, OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP = 0, 1, 3, 8, 10, 11
 INIT_PRODUCER_ID, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_ACLS, DESCRIBE_ACLS = 22, 19, 20, 32, 30, 29
 DELETE_ACLS = 31
-
-
-def sasl_settings(port: int) -> dict[str, str]:
-    users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
-    return {"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-                f'{PLAIN_MODULE} username="admin" password="admin-secret" {users};',
-            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}"}
-
-
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory, kafka, kbroker):
-    """Kafka and kbroker with SASL/PLAIN listeners and ACLs on; admin is a super user."""
-    admin = SaslCredentials("PLAIN", "admin", USERS["admin"])
-    node = KafkaNode(str(tmp_path_factory.mktemp("secured-kafka")), sasl=admin)
-    node.overrides = {
-        **SINGLE_NODE, **sasl_settings(node.port),
-        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port}",
-        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        # (the controller listener is PLAINTEXT inside the one process: its principal is ANONYMOUS)
-        "super.users": "User:admin;User:ANONYMOUS"}
-    node.start()
-    broker = BrokerProcess(str(tmp_path_factory.mktemp("secured-kbroker") / "data"), {
-        **SINGLE_NODE, **sasl_settings(0), "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin"}, test_overrides=False).start()
-    yield [Target("kafka", node.port), Target("kbroker", broker.port)]
-    node.stop()
-    broker.stop()
 
 
 async def call_as(user: str, target: Target, api_key: int, version: int, body: dict):

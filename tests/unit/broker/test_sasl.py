@@ -40,6 +40,15 @@ def test_only_api_versions_and_the_exchange_are_admitted_before_authentication()
     assert s.authenticate(b"\0admin\0admin-secret") == b""
     assert s.state is State.AUTHENTICATED and s.principal == "User:admin" and s.admits(METADATA)
     assert s.session_lifetime_ms == 0
+    # No session lifetime: a handshake on the authenticated connection is refused and changes nothing.
+    assert s.handshake("PLAIN", 1) == ErrorCode.ILLEGAL_SASL_STATE and s.state is State.AUTHENTICATED
+
+
+def test_a_second_handshake_during_the_exchange_is_refused_and_fails_the_session():
+    s = session()
+    s.handshake("PLAIN", 1)
+    assert s.admits(HANDSHAKE)   # (answered, then the connection closes)
+    assert s.handshake("PLAIN", 1) == ErrorCode.ILLEGAL_SASL_STATE and s.state is State.FAILED
 
 
 @pytest.mark.parametrize("token, message", [

@@ -52,12 +52,15 @@ DEFAULT_MAX_INFLATED = 128 << 20
 class InvalidBatch(Exception):
     """A batch that cannot be appended; ``error`` names the Kafka error code to answer. ``record_errors``:
     (index in the batch, why) of each record that alone is invalid (KIP-467), which a client fails while it
-    retries the batch's other records."""
+    retries the batch's other records. ``in_request``: the records are not one v2 batch at all, which Kafka
+    refuses while it reads the request, before it looks at the partition."""
 
-    def __init__(self, error: str, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
+    def __init__(self, error: str, message: str, record_errors: tuple[tuple[int, str], ...] = (),
+                 in_request: bool = False) -> None:
         super().__init__(message)
         self.error = error
         self.record_errors = record_errors
+        self.in_request = in_request
 
 
 @dataclass(slots=True)
@@ -145,24 +148,29 @@ def validate_produce_records(records, max_message_bytes: int, allow_control: boo
 
     Raises InvalidBatch with the Kafka error to answer. The batch bytes are
     not copied; the header is returned for the append path. Control batches
-    (transaction markers) are only accepted from the broker itself
-    (``allow_control``).
+    (transaction markers), and batches whose base offset is not 0, are only
+    accepted from the broker itself (``allow_control``), as Kafka checks a
+    client's batch.
     """
     size = len(records)
     if size == 0:   # (Kafka: a Produce v3+ partition holds exactly one batch; none is an invalid record)
-        raise InvalidBatch("INVALID_RECORD", "records of 0 bytes hold no batch")
+        raise InvalidBatch("INVALID_RECORD", "records of 0 bytes hold no batch", in_request=True)
     if size < LOG_OVERHEAD + 5:
         raise InvalidBatch("CORRUPT_MESSAGE", f"records of {size} bytes hold no batch")
     magic = records[MAGIC_OFFSET]
     if magic != 2:   # (INVALID_RECORD, as Kafka answers Produce v3+ carrying magic 0 or 1)
-        raise InvalidBatch("INVALID_RECORD", f"record batch magic {magic}: only magic 2 is accepted")
+        raise InvalidBatch("INVALID_RECORD", f"record batch magic {magic}: only magic 2 is accepted", in_request=True)
     if size < HEADER_SIZE:
         raise InvalidBatch("CORRUPT_MESSAGE", "batch shorter than its header")
     header = BatchHeader.parse(records, 0)
     if header.size != size:
         if header.size < HEADER_SIZE or header.size > size:
             raise InvalidBatch("CORRUPT_MESSAGE", f"batch length {header.batch_length} does not fit {size} bytes")
-        raise InvalidBatch("INVALID_RECORD", "a produce request carries exactly one batch per partition")
+        raise InvalidBatch("INVALID_RECORD", "a produce request carries exactly one batch per partition",
+                           in_request=True)
+    if header.base_offset != 0 and not allow_control:   # (the broker assigns offsets; a client's batch starts at 0)
+        raise InvalidBatch("INVALID_RECORD", f"the baseOffset of the record batch should be 0, but it is "
+                                             f"{header.base_offset}")
     if size > max_message_bytes:
         raise InvalidBatch("MESSAGE_TOO_LARGE", f"batch of {size} bytes exceeds message.max.bytes {max_message_bytes}")
     if crc_of(records, 0, size) != header.crc:

@@ -29,6 +29,7 @@ import asyncio
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
 from kbroker.broker.handlers.common import LeaderDiscovery, resolve_topic_ids
+from kbroker.broker.partitions.replica_manager import refused_append
 from kbroker.broker.configuration.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
@@ -174,9 +175,26 @@ def _unknown_ids(request) -> list[dict]:
         for p in t.partition_data]} for t in request.get("unknown_topics", ())]
 
 
+def _merge_repeats(request) -> None:
+    """A topic or partition the request names twice is answered once, with the records it was named with last,
+    and a topic named with no partition is not answered: Kafka reads a Produce into a map by partition."""
+    data = request.topic_data
+    if len(data) == 1 and len(data[0].partition_data) == 1:
+        return   # (the common request: nothing to merge, and nothing is copied)
+    topics: dict[str, tuple] = {}
+    for topic in data:
+        partitions = topics.setdefault(topic.name, (topic, {}))[1]
+        for pdata in topic.partition_data:
+            partitions[pdata.index] = pdata
+    for topic, partitions in topics.values():
+        topic["partition_data"] = list(partitions.values())
+    request["topic_data"] = [topic for topic, partitions in topics.values() if partitions]
+
+
 def handle(ctx, request):
     if ctx.api_version >= 13:
         _resolve_ids(ctx, request)
+    _merge_repeats(request)
     refused = _unauthorized(ctx, request)
     batches = _off_the_loop(ctx.broker.replica_manager, request, refused)
     if batches:
@@ -252,7 +270,7 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
         # (v13: the id may name another topic, or none, since it was resolved: a wait came in between)
         stale = asked is not None and ctx.broker.topic_ids.id_of(topic.name) != asked[topic.name]
         for pdata in topic.partition_data:
-            record_errors = ()
+            record_errors, start = (), -1
             if acks not in (-1, 0, 1):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
             elif stale:
@@ -262,15 +280,15 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                 result_error, info = error, None
                 message = _REFUSALS.get(error, "the partition is not in the producer's transaction")
             elif checked and checked.get((topic.name, pdata.index)) is not None:
-                refusal = checked[(topic.name, pdata.index)]
-                result_error, info, message = ErrorCode[refusal.error], None, str(refusal)
-                record_errors = refusal.record_errors
+                result = refused_append(rm.get(topic.name, pdata.index), checked[(topic.name, pdata.index)])
+                result_error, info, message = result.error, None, result.message
+                record_errors, start = result.record_errors, result.log_start_offset
             else:
                 result = rm.append_records(topic.name, pdata.index, pdata.records, acks, wake_fetches=False,
                                            validated=validated.get((topic.name, pdata.index)) if validated else None,
                                            keys_checked=bool(checked) and (topic.name, pdata.index) in checked)
                 result_error, info, message = result.error, result.info, result.message
-                record_errors = result.record_errors
+                record_errors, start = result.record_errors, result.log_start_offset
             failed = failed or result_error != ErrorCode.NONE
             counted = topics_counted[topic.name]
             counted.produce_requests += 1
@@ -288,7 +306,7 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                 ctx.log.debug("produce_refused", topic=topic.name, partition=pdata.index,
                               error=ErrorCode(result_error).name, reason=message)
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
-                                   "log_append_time_ms": -1, "log_start_offset": -1, "error_message": message,
+                                   "log_append_time_ms": -1, "log_start_offset": start, "error_message": message,
                                    "record_errors": [{"batch_index": n, "batch_index_error_message": why}
                                                      for n, why in record_errors]})
                 if result_error == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:

@@ -40,6 +40,22 @@ class PartitionResult:
     info: AppendInfo | None = None
     message: str | None = None
     record_errors: tuple[tuple[int, str], ...] = ()
+    log_start_offset: int = -1   # (a refused append: the partition's, where Kafka's answer carries it)
+
+
+# Refusals Kafka answers with no log start offset; any other refusal of an append (a record that fails
+# validation, a sequence out of order, too few in-sync replicas...) carries the partition's.
+_WITHOUT_LOG_START = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+
+
+def refused_append(partition, exc: InvalidBatch) -> PartitionResult:
+    """What a batch refused on its way into ``partition`` is answered (with Kafka's log start offset rule)."""
+    error = ErrorCode[exc.error]
+    start = -1 if exc.in_request or error in _WITHOUT_LOG_START or partition is None \
+        else partition.log.log_start_offset
+    return PartitionResult(error, message=str(exc), record_errors=exc.record_errors, log_start_offset=start)
 
 
 @dataclass(slots=True)
@@ -230,7 +246,8 @@ class ReplicaManager:
         config = partition.log.config
         if required_acks == -1 and len(partition.isr) < partition.min_isr:
             return PartitionResult(ErrorCode.NOT_ENOUGH_REPLICAS,
-                                   message=f"ISR {len(partition.isr)} < min.insync.replicas {partition.min_isr}")
+                                   message=f"ISR {len(partition.isr)} < min.insync.replicas {partition.min_isr}",
+                                   log_start_offset=partition.log.log_start_offset)
         try:
             header = validated if validated is not None else validate_produce_records(
                 records, config.max_message_bytes, allow_control=from_coordinator)
@@ -242,7 +259,7 @@ class ReplicaManager:
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))
-            return PartitionResult(ErrorCode[exc.error], message=str(exc), record_errors=exc.record_errors)
+            return refused_append(partition, exc)
         except OSError as exc:
             self.log_manager.report(partition.log.parent_dir, exc)
             return PartitionResult(ErrorCode.KAFKA_STORAGE_ERROR, message=f"log dir failed: {exc}")

@@ -1,0 +1,99 @@
+"""Produce at its edges, as raw frames side by side: two batches for one partition, a partition or topic named
+twice, odd base offsets and timestamps, an idempotent producer retrying an older batch and wrapping its
+sequence, and what each leaves in the log."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from kbroker.protocol.records import build_batch
+from tests.reference.differential import call, same
+from tests.reference.test_produce_fetch import create, init_producer_id, list_offset, produced, records
+
+pytestmark = pytest.mark.reference
+
+PRODUCE = 0
+INT_MAX = 0x7FFFFFFF
+
+
+def _partition(records_, index=0) -> dict:
+    return {"index": index, "records": records_}
+
+
+async def _produce(target, topic_data, acks=-1):
+    answer = await call(target, PRODUCE, 9, {"transactional_id": None, "acks": acks, "timeout_ms": 5000,
+                                             "topic_data": topic_data})
+    return sorted(((t.name, [(p.index, _without_numbers(produced(p))) for p in t.partition_responses])
+                   for t in answer.responses), key=lambda t: t[0])
+
+
+def _without_numbers(answer: dict) -> dict:
+    """A record error's message names timestamps of the moment: its words are compared, not its numbers."""
+    for error in answer["record_errors"]:
+        message = error.get("batch_index_error_message")
+        if message:
+            error["batch_index_error_message"] = re.sub(r"-?[0-9]+", "N", message)
+    return answer
+
+
+SHAPES = {
+    "two batches for one partition": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(1)) + build_batch(records(1)))]}],
+    "a partition named twice": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(1))), _partition(build_batch(records(2)))]}],
+    "a topic named twice": lambda topic: [{"name": topic, "partition_data": [_partition(build_batch(records(1)))]},
+                                          {"name": topic, "partition_data": [_partition(build_batch(records(2)))]}],
+    "a base offset other than 0": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(2), base_offset=1000))]}],
+    "a timestamp an hour ahead": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(1), timestamp_ms=int(time.time() * 1000) + 7_200_000))]}],
+    "timestamp -1": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(1), timestamp_ms=-1))]}],
+    "a negative partition": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(1)), index=-1)]}],
+    "no partitions": lambda topic: [{"name": topic, "partition_data": []}],
+    "a leader epoch in the batch": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch(records(1), partition_leader_epoch=77))]}],
+}
+
+
+@pytest.mark.parametrize("case", list(SHAPES))
+async def test_a_produce_of_an_odd_shape(targets, topic, case):
+    async def scenario(target):
+        await create(target, topic)
+        answered = await _produce(target, SHAPES[case](topic))
+        return {"answered": answered, "log end": await list_offset(target, topic, -1)}
+    await same(targets, scenario)
+
+
+async def test_an_idempotent_retry_of_an_older_batch_and_a_wrapping_sequence(targets, topic):
+    async def scenario(target):
+        await create(target, topic)
+        init = await init_producer_id(target)
+
+        async def send(seq, n=1):
+            batch = build_batch(records(n), producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+                                base_sequence=seq)
+            p = (await _produce(target, [{"name": topic, "partition_data": [_partition(batch)]}]))[0][1][0][1]
+            return p["error_code"], p["base_offset"]
+        seen = {"batches": [await send(seq) for seq in range(7)]}
+        seen["retry of the last"] = await send(6)
+        seen["retry of the fourth from last"] = await send(3)
+        seen["retry of the sixth from last"] = await send(1)
+        seen["next"] = await send(7)
+        wrap = await init_producer_id(target)
+
+        async def wrapped(seq, n):
+            batch = build_batch(records(n), producer_id=wrap.producer_id, producer_epoch=wrap.producer_epoch,
+                                base_sequence=seq)
+            p = (await _produce(target, [{"name": topic, "partition_data": [_partition(batch)]}]))[0][1][0][1]
+            return p["error_code"]
+        seen["a new producer starting near the top"] = await wrapped(INT_MAX - 1, 1)
+        seen["at int max, two records (wrap within the batch)"] = await wrapped(INT_MAX, 2)
+        seen["after the wrap"] = await wrapped(1, 1)
+        seen["log end"] = await list_offset(target, topic, -1)
+        return seen
+    await same(targets, scenario)

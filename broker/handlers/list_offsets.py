@@ -51,21 +51,38 @@ def _lookup(partition, timestamp: int, isolation_level: int) -> dict:
     return {"timestamp": found[1], "offset": found[0]}
 
 
+def _merged(asked) -> list[tuple[str, list, set]]:
+    """(topic, its partitions asked for, those asked for more than once) per topic named, a topic named twice
+    once and one named with no partition not at all, as Kafka reads the request into a map by partition."""
+    topics: dict[str, tuple[dict, set]] = {}
+    for topic in asked:
+        partitions, twice = topics.setdefault(topic.name, ({}, set()))
+        for p in topic.partitions:
+            if p.partition_index in partitions:
+                twice.add(p.partition_index)
+            partitions[p.partition_index] = p
+    return [(name, list(partitions.values()), twice) for name, (partitions, twice) in topics.items() if partitions]
+
+
 def handle(ctx, request):
     rm = ctx.broker.replica_manager
     topics = []
-    for topic in request.topics:
+    for name, asked, twice in _merged(request.topics):
         partitions = []
-        if not ctx.authorized(DESCRIBE, TOPIC, topic.name):
-            topics.append({"name": topic.name, "partitions": [
+        if not ctx.authorized(DESCRIBE, TOPIC, name):
+            topics.append({"name": name, "partitions": [
                 {"partition_index": p.partition_index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                 "timestamp": -1, "offset": -1} for p in topic.partitions]})
+                 "timestamp": -1, "offset": -1} for p in asked]})
             continue
-        for p in topic.partitions:
-            partition = rm.get(topic.name, p.partition_index)
+        for p in asked:
+            if p.partition_index in twice:   # (which of its timestamps to answer is not for the broker to pick)
+                partitions.append({"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST,
+                                   "timestamp": -1, "offset": -1})
+                continue
+            partition = rm.get(name, p.partition_index)
             if partition is None:
                 partitions.append({"partition_index": p.partition_index,
-                                   "error_code": rm.missing_error(topic.name, p.partition_index)})
+                                   "error_code": rm.missing_error(name, p.partition_index)})
                 continue
             refused = _refusal(partition, p, request.replica_id, ctx.api_version)
             if refused is not None:
@@ -75,5 +92,5 @@ def handle(ctx, request):
             answer = _lookup(partition, p.timestamp, request.isolation_level)
             partitions.append({"partition_index": p.partition_index, "error_code": 0,
                                "leader_epoch": partition.leader_epoch, **answer})   # (NO_OFFSET: epoch -1)
-        topics.append({"name": topic.name, "partitions": partitions})
+        topics.append({"name": name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -2,6 +2,7 @@
 OFFSET_OUT_OF_RANGE). Offset -1 means the high watermark; only the leader takes it, and its followers follow
 its log start offset from their fetch responses."""
 
+from kbroker.broker.handlers.common import last_of_each
 from kbroker.protocol.acls import DELETE, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.delete_records import DELETE_RECORDS as API  # noqa: F401  (the registry reads API)
@@ -30,7 +31,7 @@ def _delete(ctx, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
 
 def handle(ctx, request):
     results, changed = [], False
-    for topic in request.topics:
+    for topic in last_of_each(request.topics):
         allowed = ctx.authorized(DELETE, TOPIC, topic.name)
         partitions = []
         for p in topic.partitions:

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 
 from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
-from kbroker.broker.handlers.common import LeaderDiscovery, resolve_topic_ids
+from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, resolve_topic_ids
 from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
 from kbroker.broker.partitions.delayed_fetch import DelayedFetch, at_rest
 from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult
@@ -127,6 +127,7 @@ def handle(ctx, request):
         request["replica_id"] = state.replica_id if state is not None else -1
     by_id = ctx.api_version >= 13
     shape = _Shape(ctx, unknown=_resolve_ids(ctx, request) if by_id else [])
+    request["topics"] = last_of_each(request.topics, index="partition", name="topic")
     session, incremental, error = _session(ctx, request, by_id)
     if error:
         return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}

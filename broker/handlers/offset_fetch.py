@@ -31,19 +31,21 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member=(None,
         if require_stable:
             # KIP-447: a partition whose offset is pending in an open transaction is not answered yet.
             unstable = ctx.broker.group_coordinator.unstable_offsets(group_id, list(found))
-    by_topic: dict[str, list[dict]] = defaultdict(list)
-    for (topic, partition), committed in found.items():
+    def entry(topic: str, partition: int) -> dict:
         if topic in refused:
-            by_topic[topic].append({"partition_index": partition, "committed_offset": -1,
-                                    "committed_leader_epoch": -1, "metadata": "",
-                                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED})
-            continue
-        by_topic[topic].append({
-            "partition_index": partition,
-            "committed_offset": committed.offset if committed else -1,
-            "committed_leader_epoch": committed.leader_epoch if committed else -1,
-            "metadata": committed.metadata if committed else "",
-            "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, partition) in unstable else error})
+            return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
+                    "metadata": "", "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        committed = found[(topic, partition)]
+        return {"partition_index": partition, "committed_offset": committed.offset if committed else -1,
+                "committed_leader_epoch": committed.leader_epoch if committed else -1,
+                "metadata": committed.metadata if committed else "",
+                "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, partition) in unstable else error}
+    if requested is not None:   # answered as asked, entry by entry (a repeat too, as Kafka answers it)
+        return error, [{"name": t.name, "partitions": [entry(t.name, p) for p in t.partition_indexes]}
+                       for t in topics]
+    by_topic: dict[str, list[dict]] = defaultdict(list)
+    for topic, partition in found:
+        by_topic[topic].append(entry(topic, partition))
     return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 

@@ -28,7 +28,7 @@ answer that leader's endpoint (KIP-951).
 import asyncio
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
-from kbroker.broker.handlers.common import LeaderDiscovery, resolve_topic_ids
+from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, resolve_topic_ids
 from kbroker.broker.partitions.replica_manager import refused_append
 from kbroker.broker.configuration.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
@@ -175,26 +175,10 @@ def _unknown_ids(request) -> list[dict]:
         for p in t.partition_data]} for t in request.get("unknown_topics", ())]
 
 
-def _merge_repeats(request) -> None:
-    """A topic or partition the request names twice is answered once, with the records it was named with last,
-    and a topic named with no partition is not answered: Kafka reads a Produce into a map by partition."""
-    data = request.topic_data
-    if len(data) == 1 and len(data[0].partition_data) == 1:
-        return   # (the common request: nothing to merge, and nothing is copied)
-    topics: dict[str, tuple] = {}
-    for topic in data:
-        partitions = topics.setdefault(topic.name, (topic, {}))[1]
-        for pdata in topic.partition_data:
-            partitions[pdata.index] = pdata
-    for topic, partitions in topics.values():
-        topic["partition_data"] = list(partitions.values())
-    request["topic_data"] = [topic for topic, partitions in topics.values() if partitions]
-
-
 def handle(ctx, request):
     if ctx.api_version >= 13:
         _resolve_ids(ctx, request)
-    _merge_repeats(request)
+    request["topic_data"] = last_of_each(request.topic_data, "partition_data", "index")
     refused = _unauthorized(ctx, request)
     batches = _off_the_loop(ctx.broker.replica_manager, request, refused)
     if batches:

@@ -17,18 +17,30 @@ DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS, OFFSET_DELETE, DESCRIBE_PRODUCE
 NO_ID = bytes(16)
 
 
-@pytest.mark.parametrize("case", ["to the same count", "to fewer", "to more", "an unknown topic", "a topic twice",
-                                  "validate only", "assignments of the wrong length"])
-async def test_create_partitions(targets, topic, case):
-    def grow(count, name=topic, assignments=None):
-        return {"name": name, "count": count, "assignments": assignments}
-    topics = {"to the same count": [grow(2)], "to fewer": [grow(1)], "to more": [grow(3)],
-              "an unknown topic": [grow(3, f"{topic}-none")], "a topic twice": [grow(3), grow(4)],
-              "validate only": [grow(3)], "assignments of the wrong length": [grow(4, assignments=[{"broker_ids": [1]}])]}
+GROWTH = {   # case -> the topics of a CreatePartitions of a 2-partition topic, a function of (topic, broker id)
+    "to the same count": lambda t, me: [_grow(t, 2)], "to fewer": lambda t, me: [_grow(t, 1)],
+    "to more": lambda t, me: [_grow(t, 3)], "an unknown topic": lambda t, me: [_grow(f"{t}-none", 3)],
+    "a topic twice": lambda t, me: [_grow(t, 3), _grow(t, 4)], "validate only": lambda t, me: [_grow(t, 3)],
+    "assignments of the wrong length": lambda t, me: [_grow(t, 4, [[1]])],
+    "assigned": lambda t, me: [_grow(t, 4, [[me], [me]])],
+    "assigned a broker not there": lambda t, me: [_grow(t, 3, [[me + 100]])],
+    "assigned a broker twice": lambda t, me: [_grow(t, 3, [[me, me]])],
+    "assigned no broker": lambda t, me: [_grow(t, 3, [[]])],
+    "assigned more replicas than the topic has": lambda t, me: [_grow(t, 3, [[me, me + 100]])],
+}
 
+
+def _grow(name, count, assignments=None):
+    return {"name": name, "count": count,
+            "assignments": None if assignments is None else [{"broker_ids": b} for b in assignments]}
+
+
+@pytest.mark.parametrize("case", list(GROWTH))
+async def test_create_partitions(targets, topic, case):
     async def scenario(target):
         await create(target, topic, 2)
-        answer = await call(target, CREATE_PARTITIONS, 3, {"topics": topics[case], "timeout_ms": 10000,
+        me = 1 if target.name == "kafka" else 0
+        answer = await call(target, CREATE_PARTITIONS, 3, {"topics": GROWTH[case](topic, me), "timeout_ms": 10000,
                                                            "validate_only": case == "validate only"})
         return [(r.name == topic, r.error_code, r.error_message is not None) for r in answer.results]
     await same(targets, scenario)

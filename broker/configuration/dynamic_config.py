@@ -188,7 +188,7 @@ class DynamicBrokerConfig:
             out.append({"name": key, "value": self.default[key], "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
         if config.static.get(key) is not None:
             out.append({"name": key, "value": text_of(config.static[key]), "source": STATIC_BROKER_CONFIG})
-        if key in DEFINITIONS:   # (a custom config has no default)
+        if key in DEFINITIONS and DEFINITIONS[key][1] is not None:   # (Kafka lists no default that is null)
             out.append({"name": key, "value": text_of(DEFINITIONS[key][1]), "source": DEFAULT_CONFIG})
         if is_sensitive(key):
             for s in out:

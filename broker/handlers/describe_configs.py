@@ -2,6 +2,7 @@
 
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.log_levels import LEVELS
+from kbroker.broker.metadata import topic_name_error
 from kbroker.broker.configuration.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
                                    is_custom, is_sensitive, is_sensitive_topic_config, text_of)
 from kbroker.protocol import acls
@@ -61,8 +62,9 @@ def _type_of(name: str, parser) -> int:
 
 def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], parser,
            topic: bool = False) -> dict:
-    """A DescribeConfigs entry; its source is that of its first (most specific) synonym."""
-    source = synonyms[0]["source"]
+    """A DescribeConfigs entry; its source is that of its first (most specific) synonym (none: a config set
+    nowhere whose default is null)."""
+    source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
     if source == DEFAULT_CONFIG and name in _UNSET_BY_DEFAULT:
         value = None
     sensitive = is_sensitive_topic_config(name) if topic else is_sensitive(name)
@@ -81,8 +83,9 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
         if name in INTERNAL_CONFIGS:
             continue
         broker_key = BROKER_SYNONYMS.get(name)
+        default = None if broker_key else LogConfig().value_of(name)
         synonyms = broker.dynamic.synonyms(broker_key) if broker_key else [
-            {"name": name, "value": LogConfig().value_of(name), "source": DEFAULT_CONFIG}]
+            {"name": name, "value": default, "source": DEFAULT_CONFIG}] if default is not None else []
         if name in overrides:
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         entries.append(_entry(name, config.value_of(name), False, synonyms, parser, topic=True))
@@ -159,14 +162,18 @@ def handle(ctx, request):
     broker = ctx.broker
     results = []
     for resource in request.resources:
-        result = {"error_code": 0, "error_message": None, "resource_type": resource.resource_type,
+        # (Kafka's answer carries "" as the message of a resource described without error)
+        result = {"error_code": 0, "error_message": "", "resource_type": resource.resource_type,
                   "resource_name": resource.resource_name, "configs": []}
         refused = refusal(ctx, resource.resource_type, resource.resource_name, acls.DESCRIBE_CONFIGS)
         if refused:
             result.update(error_code=refused[0], error_message=refused[1])
         elif resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(resource.resource_name)
-            if meta is None:
+            invalid = topic_name_error(resource.resource_name) if meta is None else None
+            if invalid is not None:
+                result.update(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=invalid)
+            elif meta is None:
                 result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"Topic {resource.resource_name} does not exist")
             else:
@@ -189,7 +196,7 @@ def handle(ctx, request):
             result.update(error_code=ErrorCode.INVALID_REQUEST,
                           error_message=f"Unsupported resource type {resource.resource_type}")
         keys = resource.configuration_keys
-        if keys is not None:
+        if keys:   # (none named, or an empty list: every config, as Kafka reads both)
             result["configs"] = [c for c in result["configs"] if c["name"] in keys]
         if not request.include_synonyms:
             for c in result["configs"]:

@@ -42,7 +42,10 @@ def _lookup(ctx, key: str, key_type: int) -> dict:
         return _error(key, error)
     _, host, port = next((e for e in broker.endpoints if e[0] == ctx.listener), broker.endpoints[0])
     return {"key": key, "node_id": broker.broker_id, "host": host, "port": port, "error_code": 0,
-            "error_message": None}
+            "error_message": _FOUND}
+
+
+_FOUND = ""   # (the message of a coordinator found, as Kafka's: "" per key from v4, "NONE" before)
 
 
 def _error(key: str, error: ErrorCode) -> dict:
@@ -64,7 +67,7 @@ def _leader_elsewhere(ctx, key: str, key_type: int):
     for node_id, host, port, _ in broker.live_brokers(ctx.listener):
         if node_id == found[0]:
             return ErrorCode.NONE, {"key": key, "node_id": node_id, "host": host, "port": port, "error_code": 0,
-                                    "error_message": None}
+                                    "error_message": _FOUND}
     return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
 
 
@@ -74,5 +77,6 @@ def handle(ctx, request):
         return {"throttle_time_ms": 0, "coordinators": [_lookup(ctx, key, key_type)
                                                         for key in request.coordinator_keys]}
     found = _lookup(ctx, request.key, key_type)
-    return {"throttle_time_ms": 0, "error_code": found["error_code"], "error_message": found["error_message"],
+    message = found["error_message"] if found["error_code"] else "NONE"
+    return {"throttle_time_ms": 0, "error_code": found["error_code"], "error_message": message,
             "node_id": found["node_id"], "host": found["host"], "port": found["port"]}

@@ -61,7 +61,7 @@ class ReplicaAlterLogDirs:
             if lm.dir_of_offline(tp) is not None:
                 return ErrorCode.KAFKA_STORAGE_ERROR
             lm.preferred_dirs[tp] = log_dir   # created there when the controller assigns it here
-            return ErrorCode.REPLICA_NOT_AVAILABLE
+            return self.replica_manager.missing_error(*tp)
         if current.parent_dir == log_dir or tp in self.futures:
             return ErrorCode.NONE
         self.futures[tp] = lm.create_future(tp, log_dir)

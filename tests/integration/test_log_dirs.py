@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import KafkaStorageError, LogDirNotFoundError, NoError, ReplicaNotAvailableError
+from kafka.errors import KafkaStorageError, LogDirNotFoundError, NoError, UnknownTopicOrPartitionError
 from kafka.structs import TopicPartitionReplica
 
 from tests.brokerproc import BrokerProcess
@@ -242,8 +242,9 @@ def test_a_followers_move_cut_short_by_kill_9_goes_on_after_its_leader_and_isr(t
 
 
 def test_alter_replica_log_dirs_answers(tmp_path, topic_name):
-    """Kafka's answers: NONE for the dir a replica is in, LOG_DIR_NOT_FOUND for a path not in log.dirs,
-    REPLICA_NOT_AVAILABLE for a replica not here yet, which is then created in the dir asked for."""
+    """Kafka 4's answers: NONE for the dir a replica is in, LOG_DIR_NOT_FOUND for a path not in log.dirs,
+    UNKNOWN_TOPIC_OR_PARTITION for a replica of a topic not made yet, which is then created in the dir asked
+    for."""
     dirs = _two_dirs(tmp_path)
     proc = BrokerProcess(dirs[0], {"log.dirs": ",".join(dirs)}).start()
     try:
@@ -257,7 +258,7 @@ def test_alter_replica_log_dirs_answers(tmp_path, topic_name):
             assert admin.alter_replica_log_dirs({same: str(tmp_path / "elsewhere")}) == {same: LogDirNotFoundError}
             for index, wanted in enumerate(dirs):
                 replica = TopicPartitionReplica(later, index, 0)
-                assert admin.alter_replica_log_dirs({replica: wanted}) == {replica: ReplicaNotAvailableError}
+                assert admin.alter_replica_log_dirs({replica: wanted}) == {replica: UnknownTopicOrPartitionError}
         finally:
             admin.close()
         make_topic(proc.bootstrap, later, partitions=2)

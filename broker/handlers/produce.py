@@ -35,11 +35,12 @@ from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from kbroker.protocol.record_check import check_keyed_batch
-from kbroker.protocol.records import (ATTRIBUTES_OFFSET, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_BIT, BatchHeader,
-                                      InvalidBatch, recompress, validate_produce_records)
+from kbroker.protocol.records import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_BIT,
+                                      BatchHeader, InvalidBatch, recompress, validate_produce_records)
 
 
 _TRANSACTIONAL_BYTE = ATTRIBUTES_OFFSET + 1   # (the low byte of a batch's attributes, where its flags are)
+ZSTD = 4   # (the codec id in those attributes)
 
 
 def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, BatchHeader] | None:
@@ -180,10 +181,23 @@ def handle(ctx, request):
         _resolve_ids(ctx, request)
     request["topic_data"] = last_of_each(request.topic_data, "partition_data", "index")
     refused = _unauthorized(ctx, request)
+    if ctx.api_version < 7:
+        refused.update(_zstd_too_early(ctx, request, refused))
     batches = _off_the_loop(ctx.broker.replica_manager, request, refused)
     if batches:
         return _prepare_then_handle(ctx, request, refused, batches)
     return _handle(ctx, request, refused, None)
+
+
+def _zstd_too_early(ctx, request, refused) -> dict[tuple[str, int], ErrorCode]:
+    """Produce before v7 may not carry zstd (KIP-110): Kafka refuses such a batch of a partition it has
+    UNSUPPORTED_COMPRESSION_TYPE (one it does not have is answered as such first)."""
+    rm = ctx.broker.replica_manager
+    return {(t.name, p.index): ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+            for t in request.topic_data for p in t.partition_data
+            if (t.name, p.index) not in refused and p.records is not None and len(p.records) > _TRANSACTIONAL_BYTE
+            and p.records[MAGIC_OFFSET] == 2 and p.records[_TRANSACTIONAL_BYTE] & COMPRESSION_MASK == ZSTD
+            and rm.get(t.name, p.index) is not None}
 
 
 def _handle(ctx, request, refused, checked: dict | None):
@@ -207,6 +221,7 @@ def _handle(ctx, request, refused, checked: dict | None):
 
 
 _REFUSALS = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to write to the topic",
+             ErrorCode.UNSUPPORTED_COMPRESSION_TYPE: "zstd needs Produce v7 or later",
              ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "not authorized to use the transactional id"}
 
 

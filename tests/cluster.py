@@ -111,6 +111,36 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message:
     raise AssertionError(f"{message} not reached within {timeout}s (last: {last!r})")
 
 
+async def known_to(port: int, topic: str, partitions: int = 1, leading: bool = False, timeout: float = 15.0) -> None:
+    """Until the broker on ``port`` knows every partition of ``topic`` and its leader (``leading``: until it
+    serves each as their leader, ListOffsets answering without error). A topic's creation is answered once
+    the controller has it; each broker learns of it a moment later, and before then answers
+    UNKNOWN_TOPIC_OR_PARTITION (a client retries it): a test of another answer waits here first."""
+    import asyncio
+
+    from kbroker.client.connection import KafkaConnection
+
+    async def ready(conn) -> bool:
+        if leading:
+            answer = await conn.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{
+                "name": topic, "partitions": [{"partition_index": p, "current_leader_epoch": -1, "timestamp": -1}
+                                              for p in range(partitions)]}]})
+            return all(p.error_code == 0 for t in answer.topics for p in t.partitions)
+        answer = await conn.request(3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                            "include_topic_authorized_operations": False})
+        (found,) = answer.topics
+        return found.error_code == 0 and len(found.partitions) == partitions and \
+            all(p.leader_id >= 0 for p in found.partitions)
+    conn = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        deadline = time.monotonic() + timeout
+        while not await ready(conn):
+            assert time.monotonic() < deadline, f"broker on {port} did not come to know {topic} in {timeout}s"
+            await asyncio.sleep(0.05)   # (polling another process's state: nothing here to wait on)
+    finally:
+        await conn.close()
+
+
 def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dict]:
     """Each partition's leader, replicas and ISR. A broker that has just started may not have had the
     controller's UpdateMetadata yet and answer UNKNOWN_TOPIC_OR_PARTITION (as Kafka does in that window):

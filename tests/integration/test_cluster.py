@@ -10,7 +10,7 @@ from kafka import KafkaProducer
 
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode
-from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
+from tests.cluster import batches, consume_all, create, describe, known_to, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -294,6 +294,8 @@ async def test_a_follower_serves_consumers_that_may_read_it_and_refuses_the_rest
     create(cluster.bootstrap, topic_name, partitions=1)
     state = describe(cluster.bootstrap, topic_name)[0]
     follower = cluster.brokers[next(r for r in state["replicas"] if r != state["leader"])]
+    await known_to(cluster.brokers[state["leader"]].port, topic_name, leading=True)
+    await known_to(follower.port, topic_name)
     leader = await KafkaConnection.open("127.0.0.1", cluster.brokers[state["leader"]].port)
     conn = await KafkaConnection.open("127.0.0.1", follower.port)
     try:
@@ -330,6 +332,8 @@ async def test_a_broker_without_the_partition_sends_the_client_to_its_leader(clu
     state = describe(cluster.bootstrap, topic_name)[0]
     follower = next(r for r in state["replicas"] if r != state["leader"])
     bystander = next(b for b in cluster.brokers if b not in state["replicas"])
+    for b in (follower, bystander):
+        await known_to(cluster.brokers[b].port, topic_name)
     conns = {b: await KafkaConnection.open("127.0.0.1", cluster.brokers[b].port) for b in (follower, bystander)}
     try:
         for b, conn in conns.items():

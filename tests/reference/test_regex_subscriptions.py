@@ -1,0 +1,52 @@
+"""A KIP-848 member subscribed by regular expression, over raw frames side by side: it is assigned the topics
+the expression matches, a topic made later that matches is added to its assignment, and ConsumerGroupDescribe
+shows the expression."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.reference.differential import call, same, settled
+from tests.reference.test_consumer_groups import DESCRIBE, HEARTBEAT, beat, first_join
+from tests.reference.test_produce_fetch import create
+
+pytestmark = pytest.mark.reference
+
+METADATA = 3
+
+
+async def _names(target) -> dict[bytes, str]:
+    answer = await call(target, METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                               "include_topic_authorized_operations": False})
+    return {bytes(t.topic_id): t.name for t in answer.topics}
+
+
+async def test_a_member_subscribed_by_regex(targets, topic):
+    async def scenario(target):
+        group, member = f"g-{topic}", uuid.uuid4().hex[:22]
+        await create(target, f"rx-{topic}-a", partitions=2)
+        await create(target, f"other-{topic}")
+        joined = await first_join(target, group, member, None, subscribed_topic_regex=f"rx-{topic}-.*")
+        epoch, latest = joined.member_epoch, [joined.assignment]   # (an answer without one keeps the last)
+
+        async def assigned():
+            nonlocal epoch
+            answer = await call(target, HEARTBEAT, 1, beat(group, member, epoch))
+            if answer.error_code == 0:
+                epoch = answer.member_epoch
+                latest[0] = answer.assignment if answer.assignment is not None else latest[0]
+            if latest[0] is None:
+                return None
+            names = await _names(target)
+            return sorted((names.get(bytes(t.topic_id), "?").replace(topic, "T"), p)
+                          for t in latest[0].topic_partitions for p in t.partitions)
+        first = await settled(assigned, lambda a: a is not None and len(a) == 2, timeout=30)
+        await create(target, f"rx-{topic}-b")
+        later = await settled(assigned, lambda a: a is not None and len(a) == 3, timeout=40)
+        described = await call(target, DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
+        members = [(m.subscribed_topic_regex.replace(topic, "T"), m.subscribed_topic_names)
+                   for g in described.groups for m in g.members]
+        return {"first": first, "after a matching topic was made": later, "described": members}
+    await same(targets, scenario)

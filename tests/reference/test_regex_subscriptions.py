@@ -50,3 +50,20 @@ async def test_a_member_subscribed_by_regex(targets, topic):
                    for g in described.groups for m in g.members]
         return {"first": first, "after a matching topic was made": later, "described": members}
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("regex", ["(?=rx).*", "(a)\\1", "__consumer_offsets", "[[:alpha:]]+-none", "\\p{Lu}x"])
+async def test_regexes_kafka_reads_otherwise(targets, topic, regex):
+    """Kafka reads the expression with RE2/J: no lookaround or back-references; internal topics match nothing."""
+    async def scenario(target):
+        group, member = f"g-{topic}", uuid.uuid4().hex[:22]
+        await create(target, f"rx-{topic}")
+        joined = await first_join(target, group, member, None, subscribed_topic_regex=regex)
+        if joined.error_code:
+            return joined.error_code
+        answer = await settled(lambda: call(target, HEARTBEAT, 1, beat(group, member, joined.member_epoch)),
+                               lambda a: a.error_code != 0 or a.assignment is not None, timeout=5)
+        assignment = answer.assignment or joined.assignment
+        return answer.error_code, sorted(p for t in assignment.topic_partitions for p in t.partitions) \
+            if assignment is not None else None
+    await same(targets, scenario)

@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 import uuid
 
 import structlog
@@ -23,6 +22,7 @@ from kbroker.coordinators.group.consumer.assignors import ASSIGNORS, MemberSpec,
 from kbroker.coordinators.group.consumer.model import (
     LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup, ConsumerMember, MemberState, normalized)
 from kbroker.coordinators.group.consumer.reconcile import next_member
+from kbroker.coordinators.group.consumer.regex import InvalidRegex, compiled, matching
 from kbroker.coordinators.group.consumer.records import (
     assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, metadata_hash,
     target_record, wire)
@@ -122,8 +122,8 @@ class ConsumerGroupHeartbeat:
                                  f"{', '.join(self.config.consumer_assignors)}.")
         if regex:
             try:
-                re.compile(regex)
-            except re.error as e:
+                compiled(regex)
+            except InvalidRegex as e:
                 raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                      f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.")
 
@@ -190,8 +190,8 @@ class ConsumerGroupHeartbeat:
     # ================================================================== subscriptions and metadata
     @staticmethod
     def _resolve_regexes(topics: dict, regexes: set[str]) -> dict[str, frozenset[str]]:
-        names = [n for n, meta in topics.items() if not meta.is_internal]
-        return {r: frozenset(n for n in names if re.fullmatch(r, n)) for r in regexes}
+        """Each expression's topics: internal ones too, as Kafka's coordinator resolves them."""
+        return {r: matching(r, topics) for r in regexes}
 
     def _subscribed_metadata(self, group: ConsumerGroup, members: dict[str, ConsumerMember]
                              ) -> tuple[dict[str, frozenset[bytes]], dict[bytes, int], int]:

@@ -5,11 +5,10 @@ State names the coordinator does not know are reported back in ``unknown_state_f
 only of unknown states matches nothing.
 """
 
-import re
-
 from kbroker.coordinators.transaction.state import TransactionState
 from kbroker.protocol.acls import DESCRIBE, TRANSACTIONAL_ID
 from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.regex import InvalidRegex, compiled
 from kbroker.protocol.messages.list_transactions import LIST_TRANSACTIONS as API  # noqa: F401  (the registry reads API)
 
 KNOWN_STATES = {s.label for s in TransactionState}
@@ -30,9 +29,9 @@ def handle(ctx, request):
                  and meta.start_ms >= 0 and now - meta.start_ms >= request.duration_filter]
     pattern = request.transactional_id_pattern if ctx.api_version >= 2 else None
     if pattern:
-        try:
-            matcher = re.compile(pattern)
-        except re.error:
+        try:   # (RE2's syntax, as Kafka reads the pattern: kbroker.protocol.regex)
+            matcher = compiled(pattern)
+        except InvalidRegex:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
                     "unknown_state_filters": [], "transaction_states": []}
         found = [f for f in found if matcher.fullmatch(f["transactional_id"])]

@@ -137,7 +137,8 @@ async def test_the_coordinator_aborts_a_transaction_past_its_timeout(targets, to
     await same(targets, scenario)
 
 
-@pytest.mark.parametrize("pattern", [None, "", "txn-a.*", "a", ".*-b-.*", "[", "TXN-A.*"])
+@pytest.mark.parametrize("pattern", [None, "", "txn-a.*", "a", ".*-b-.*", "[", "TXN-A.*", "(?=txn-a).*",
+                                     "[[:alpha:]]+-a-.*", "\\p{Ll}+-b-.*"])
 async def test_list_transactions_by_transactional_id_pattern(targets, topic, pattern):
     """ListTransactions v2 (KIP-1152): only the transactional ids the pattern matches."""
     from tests.reference.differential import call

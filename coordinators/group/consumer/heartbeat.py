@@ -22,13 +22,13 @@ from kbroker.coordinators.group.consumer.assignors import ASSIGNORS, MemberSpec,
 from kbroker.coordinators.group.consumer.model import (
     LEAVE_EPOCH, STATIC_LEAVE_EPOCH, Assignment, ConsumerGroup, ConsumerMember, MemberState, normalized)
 from kbroker.coordinators.group.consumer.reconcile import next_member
-from kbroker.coordinators.group.consumer.regex import InvalidRegex, compiled, matching
 from kbroker.coordinators.group.consumer.records import (
     assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, metadata_hash,
     target_record, wire)
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.protocol.errors import ErrorCode
+from kbroker.protocol.regex import InvalidRegex, compiled, matching
 from kbroker.protocol.types import uuid_to_str
 
 log = structlog.get_logger("coordinators.group")

@@ -1,8 +1,9 @@
-"""KIP-848 topic regexes are read in RE2's syntax, as Kafka's coordinator reads them (RE2/J)."""
+"""The protocol's regexes (KIP-848 topic regexes, ListTransactions patterns) are read in RE2's syntax, as
+Kafka reads them (RE2/J)."""
 
 import pytest
 
-from kbroker.coordinators.group.consumer.regex import InvalidRegex, compiled, matching
+from kbroker.protocol.regex import InvalidRegex, compiled, matching
 
 NAMES = ["orders-eu", "orders-us", "Audit", "__consumer_offsets", "orders"]
 

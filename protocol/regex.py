@@ -1,7 +1,7 @@
-"""A member's ``subscribed_topic_regex`` (KIP-848), read as Kafka's group coordinator reads it: with RE2's
-syntax (Kafka uses RE2/J), which has no lookaround and no back-references, and has POSIX classes and
-Unicode properties (``[[:alpha:]]``, ``\\p{Lu}``) that Python's ``re`` lacks. An expression matches a topic
-name whole."""
+"""Regular expressions in the protocol's fields, read as Kafka reads them: a KIP-848 member's
+``subscribed_topic_regex`` and ListTransactions' ``transactional_id_pattern`` (KIP-1152) in RE2's syntax
+(Kafka uses RE2/J), which has no lookaround and no back-references, and has POSIX classes and Unicode
+properties (``[[:alpha:]]``, ``\\p{Lu}``) that Python's ``re`` lacks. An expression matches a name whole."""
 
 from __future__ import annotations
 

@@ -9,6 +9,12 @@ from kbroker.protocol.acls import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 
 
+# Kafka's controller refuses a request for more partitions than it writes at once: POLICY_VIOLATION with this
+# message, for the whole request (a client cannot have a broker make a million partitions in one go).
+PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+
 def answer_when_called(start: Callable[[Callable[[dict], None]], None], shape: Callable[[dict], dict]):
     """Run ``start(respond)``; the response dict if it answered at once, else a future of it.
 

@@ -1,6 +1,7 @@
 """CreatePartitions: grow a topic's partition count (never shrink it)."""
 
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
+from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
 from kbroker.protocol.acls import ALTER, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
@@ -12,6 +13,14 @@ def handle(ctx, request):
     live = {b[0] for b in broker.live_brokers()}
     results, answered = [], set()
     quota = mutation_quota(ctx, strict_since=3)
+    # (one record per new partition: an operation past what Kafka's controller writes at once is refused whole)
+    known = broker.metadata.topics
+    if sum(t.count - known[t.name].partitions for t in request.topics
+           if t.name in known and t.count > known[t.name].partitions) > PARTITIONS_PER_REQUEST:
+        ctx.log.info("create_partitions_too_large", topics=len(names))
+        return {"throttle_time_ms": 0, "results": [
+            {"name": name, "error_code": ErrorCode.POLICY_VIOLATION, "error_message": TOO_MANY_PARTITIONS}
+            for name in dict.fromkeys(names)]}
     for topic in request.topics:
         if topic.name in answered:
             continue   # (a duplicated topic is answered once, as Kafka's)

@@ -1,6 +1,7 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
+from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
 from kbroker.broker.handlers.describe_configs import topic_config_entries
 from kbroker.broker.metadata import TopicNotCreated, topic_name_error
 from kbroker.protocol.acls import CREATE, TOPIC
@@ -107,12 +108,24 @@ async def _wait_for_leaders(ctx, request, response):
     return response
 
 
+def _partitions_asked(ctx, request) -> int:
+    """The partitions the request asks for, every topic counted as given (-1: the broker's default count)."""
+    default = ctx.broker.config["num.partitions"]
+    return sum(len(t.assignments) if t.assignments else default if t.num_partitions == -1 else max(t.num_partitions, 0)
+               for t in request.topics)
+
+
 def _create(ctx, request):
-    broker = ctx.broker
-    results = []
+    results: list[dict] = []
+    accepted: list[tuple] = []   # (topic, partitions, replication, configs, where its result goes)
     seen: set = set()
     names = [t.name for t in request.topics]
     quota = mutation_quota(ctx, strict_since=6)
+    if _partitions_asked(ctx, request) > PARTITIONS_PER_REQUEST:   # (before anything else, as Kafka checks it)
+        ctx.log.info("create_topics_too_large", topics=len(names))
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": name, "error_code": ErrorCode.POLICY_VIOLATION, "error_message": TOO_MANY_PARTITIONS,
+             "num_partitions": -1, "replication_factor": -1, "configs": None} for name in dict.fromkeys(names)]}
     for topic in request.topics:
         if topic.name in seen:
             continue   # (a topic named twice is answered once, and made neither time, as Kafka does)
@@ -131,21 +144,27 @@ def _create(ctx, request):
                             "num_partitions": -1, "replication_factor": -1, "configs": None})
             continue
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
-        topic_id = bytes(16)
-        if not request.validate_only:
-            assignment = [list(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition_index)]
-            try:
-                topic_id = broker.admin.create_topic(topic.name, partitions, replication, configs,
-                                               assignment or None).topic_id
-            except TopicNotCreated as exc:
-                results.append({"name": topic.name, "topic_id": bytes(16), "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
-                                "error_message": str(exc), "num_partitions": -1, "replication_factor": -1,
-                                "configs": []})
-                continue
-        entries = topic_config_entries(broker, broker.default_log_config.with_overrides(configs), configs)
-        results.append({"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
-                        "num_partitions": partitions, "replication_factor": replication,
-                        "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
-                                     "config_source": e["config_source"], "is_sensitive": False}
-                                    for e in entries]})
+        results.append({"name": topic.name})
+        accepted.append((topic, partitions, replication, configs, results[-1]))
+    for topic, partitions, replication, configs, result in accepted:
+        result.update(_made(ctx, request, topic, partitions, replication, configs))
     return {"throttle_time_ms": mutation_throttle(ctx, quota), "topics": results}
+
+
+def _made(ctx, request, topic, partitions: int, replication: int, configs: dict) -> dict:
+    """A validated topic made (unless the request only validates): its entry in the answer."""
+    broker = ctx.broker
+    topic_id = bytes(16)
+    if not request.validate_only:
+        assignment = [list(a.broker_ids) for a in sorted(topic.assignments, key=lambda a: a.partition_index)]
+        try:
+            topic_id = broker.admin.create_topic(topic.name, partitions, replication, configs,
+                                                 assignment or None).topic_id
+        except TopicNotCreated as exc:
+            return {"name": topic.name, "topic_id": bytes(16), "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
+                    "error_message": str(exc), "num_partitions": -1, "replication_factor": -1, "configs": []}
+    entries = topic_config_entries(broker, broker.default_log_config.with_overrides(configs), configs)
+    return {"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
+            "num_partitions": partitions, "replication_factor": replication,
+            "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+                         "config_source": e["config_source"], "is_sensitive": False} for e in entries]}

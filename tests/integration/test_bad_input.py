@@ -13,6 +13,7 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
+CREATE_PARTITIONS = 37
 
 
 async def connect(broker) -> KafkaConnection:
@@ -151,6 +152,31 @@ async def test_invalid_topic_names(broker, name):
         md = await conn.request(METADATA, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": True})
         assert md.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     await conn.close()
+
+
+@pytest.mark.parametrize("api", ["CreateTopics", "CreatePartitions"])
+async def test_a_million_partitions_in_one_request_are_refused_whole(broker, topic, api):
+    """More than 10,000 partitions asked in one request (over all its topics) is POLICY_VIOLATION for every
+    topic in it, as Kafka's controller answers CreateTopics, before anything is made: the broker does not
+    spend minutes and its disk making a million logs for one client."""
+    conn = await connect(broker)
+    if api == "CreateTopics":
+        answer = await conn.request(CREATE_TOPICS, 7, {"topics": [
+            {"name": f"{topic}-small", "num_partitions": 1, "replication_factor": 1},
+            {"name": f"{topic}-huge", "num_partitions": 1_000_000, "replication_factor": 1}], "timeout_ms": 5000})
+        errors = [t.error_code for t in answer.topics]
+    else:
+        answer = await conn.request(CREATE_PARTITIONS, 3, {"topics": [{"name": topic, "count": 1_000_000,
+                                                                       "assignments": None}],
+                                                           "timeout_ms": 5000, "validate_only": False})
+        errors = [r.error_code for r in answer.results]
+    assert errors and all(e == ErrorCode.POLICY_VIOLATION for e in errors), answer
+    listed = await conn.request(METADATA, 12, {"topics": [{"name": topic}, {"name": f"{topic}-small"}],
+                                               "allow_auto_topic_creation": False})
+    assert [(len(t.partitions), t.error_code) for t in listed.topics] == [
+        (1, 0), (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]   # nothing made, nothing grown
+    await conn.close()
+    await still_serving(broker, topic)
 
 
 async def test_fetch_beyond_log_end_is_offset_out_of_range(broker, topic):

@@ -28,6 +28,9 @@ GROWTH = {   # case -> the topics of a CreatePartitions of a 2-partition topic, 
     "assigned no broker": lambda t, me: [_grow(t, 3, [[]])],
     "assigned more replicas than the topic has": lambda t, me: [_grow(t, 3, [[me, me + 100]])],
 }
+# (Not here: a CreatePartitions of more than 10,000 new partitions, which kbroker refuses POLICY_VIOLATION as
+# it refuses such a CreateTopics (tests/integration/test_bad_input.py) and which Kafka 4.2 attempts, failing
+# with UNKNOWN_SERVER_ERROR and leaving the reference node unable to serve: docs/COMPATIBILITY.md.)
 
 
 def _grow(name, count, assignments=None):

@@ -58,3 +58,24 @@ async def test_the_same_topic_twice_and_a_colliding_name(targets, topic):
         return ([(t.error_code, t.error_message is not None) for t in twice.topics],
                 made.topics[0].error_code, colliding.topics[0].error_code)
     await same(targets, scenario)
+
+
+@pytest.mark.parametrize("case", ["one topic past the bound", "two topics past it together",
+                                  "a small topic beside one past it", "past it, validate only"])
+async def test_an_operation_past_what_the_controller_writes_at_once(targets, topic, case):
+    """Kafka's controller refuses an operation of more than 10,000 records (a topic, each partition and each
+    config one record) with POLICY_VIOLATION, for the whole request: a client cannot make 10^6 partitions
+    at once. Nothing is made."""
+    sizes = {"one topic past the bound": [20_000], "two topics past it together": [6_000, 6_000],
+             "a small topic beside one past it": [1, 1_000_000], "past it, validate only": [20_000]}[case]
+
+    async def scenario(target):
+        answer = await call(target, CREATE_TOPICS, 7, {"topics": [{
+            "name": f"{topic}-{i}", "num_partitions": n, "replication_factor": 1, "assignments": [], "configs": []}
+            for i, n in enumerate(sizes)], "timeout_ms": 10000, "validate_only": case.endswith("validate only")})
+        listed = await call(target, 3, 12, {"topics": [{"name": f"{topic}-{i}"} for i in range(len(sizes))],
+                                            "allow_auto_topic_creation": False,
+                                            "include_topic_authorized_operations": False})
+        return ([(t.name.endswith(str(i)), t.error_code, t.error_message) for i, t in enumerate(answer.topics)],
+                [t.error_code for t in listed.topics])
+    await same(targets, scenario)

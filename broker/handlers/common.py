@@ -164,17 +164,21 @@ def resolve_topic_ids(ctx, topics, name_field: str = "name") -> tuple[list, list
     return known, unknown
 
 
-def last_of_each(topics, partitions: str = "partitions", index: str = "partition_index", name: str = "name"):
+def last_of_each(topics, partitions: str = "partitions", index: str = "partition_index", name: str = "name",
+                 repeated: set | None = None):
     """The request's topics with a topic named twice merged into one, a partition named twice kept once (its
-    last entry, at its first place), and a topic named with no partition left out: Kafka reads Produce, Fetch
-    and DeleteRecords into a map by partition, so a repeat is answered once, as the last one asks. Returns
-    ``topics`` itself when nothing repeats (the common request: nothing is copied)."""
+    last entry, at its first place), and a topic named with no partition left out: Kafka reads Produce, Fetch,
+    DeleteRecords and ListOffsets into a map by partition, so a repeat is answered once, as the last one asks.
+    ``repeated``, if given, gets each (topic, partition) named more than once (ListOffsets refuses them).
+    Returns ``topics`` itself when nothing repeats (the common request: nothing is copied)."""
     if len(topics) == 1 and len(topics[0][partitions]) == 1:
         return topics
     merged: dict[str, tuple] = {}
     for topic in topics:
         entries = merged.setdefault(topic[name], (topic, {}))[1]
         for entry in topic[partitions]:
+            if repeated is not None and entry[index] in entries:
+                repeated.add((topic[name], entry[index]))
             entries[entry[index]] = entry
     for topic, entries in merged.values():
         topic[partitions] = list(entries.values())

@@ -5,6 +5,7 @@ earliest pending upload (-6, v11+), which have no offset without tiered storage.
 A special timestamp newer than the request's version, or any other negative one, is UNSUPPORTED_VERSION, as
 Kafka 4.2 answers (tests/reference)."""
 
+from kbroker.broker.handlers.common import last_of_each
 from kbroker.protocol.acls import DESCRIBE, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.list_offsets import LIST_OFFSETS as API  # noqa: F401  (the registry reads API)
@@ -51,31 +52,18 @@ def _lookup(partition, timestamp: int, isolation_level: int) -> dict:
     return {"timestamp": found[1], "offset": found[0]}
 
 
-def _merged(asked) -> list[tuple[str, list, set]]:
-    """(topic, its partitions asked for, those asked for more than once) per topic named, a topic named twice
-    once and one named with no partition not at all, as Kafka reads the request into a map by partition."""
-    topics: dict[str, tuple[dict, set]] = {}
-    for topic in asked:
-        partitions, twice = topics.setdefault(topic.name, ({}, set()))
-        for p in topic.partitions:
-            if p.partition_index in partitions:
-                twice.add(p.partition_index)
-            partitions[p.partition_index] = p
-    return [(name, list(partitions.values()), twice) for name, (partitions, twice) in topics.items() if partitions]
-
-
 def handle(ctx, request):
     rm = ctx.broker.replica_manager
-    topics = []
-    for name, asked, twice in _merged(request.topics):
-        partitions = []
+    topics, twice = [], set()
+    for topic in last_of_each(request.topics, repeated=twice):
+        name, asked, partitions = topic.name, topic.partitions, []
         if not ctx.authorized(DESCRIBE, TOPIC, name):
             topics.append({"name": name, "partitions": [
                 {"partition_index": p.partition_index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                  "timestamp": -1, "offset": -1} for p in asked]})
             continue
         for p in asked:
-            if p.partition_index in twice:   # (which of its timestamps to answer is not for the broker to pick)
+            if (name, p.partition_index) in twice:   # (which timestamp to answer is not the broker's to pick)
                 partitions.append({"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST,
                                    "timestamp": -1, "offset": -1})
                 continue

@@ -43,6 +43,14 @@ _TRANSACTIONAL_BYTE = ATTRIBUTES_OFFSET + 1   # (the low byte of a batch's attri
 ZSTD = 4   # (the codec id in those attributes)
 
 
+def _flags(records) -> int:
+    """The low byte of a v2 batch's attributes (codec and transactional flag), read without parsing the batch;
+    0 for records too short to hold it or of an older magic (a v0/v1 message set has no such byte)."""
+    if records is None or len(records) <= _TRANSACTIONAL_BYTE or records[MAGIC_OFFSET] != 2:
+        return 0
+    return records[_TRANSACTIONAL_BYTE]
+
+
 def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, BatchHeader] | None:
     """(producer id, epoch, validated header) of a transactional batch opening a transaction in this partition,
     else None. (The append takes the header as validated: the CRC pass over the batch is made once.)"""
@@ -72,10 +80,8 @@ def _unauthorized(ctx, request) -> dict[tuple[str, int], ErrorCode]:
     request naming no transactional id may carry no transactional batch, whatever the authorizer: Kafka
     refuses every partition of it TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no coordinator could end the
     transaction such a batch opens, which would hold its partition's last stable offset for ever)."""
-    if request.transactional_id is None and any(
-            p.records is not None and len(p.records) > _TRANSACTIONAL_BYTE and p.records[MAGIC_OFFSET] == 2
-            and p.records[_TRANSACTIONAL_BYTE] & TRANSACTIONAL_BIT   # (a v0/v1 message set has no such flag)
-            for t in request.topic_data for p in t.partition_data):
+    if request.transactional_id is None and any(_flags(p.records) & TRANSACTIONAL_BIT
+                                                for t in request.topic_data for p in t.partition_data):
         return {(t.name, p.index): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                 for t in request.topic_data for p in t.partition_data}
     if ctx.broker.authorizer is None:
@@ -195,8 +201,7 @@ def _zstd_too_early(ctx, request, refused) -> dict[tuple[str, int], ErrorCode]:
     rm = ctx.broker.replica_manager
     return {(t.name, p.index): ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
             for t in request.topic_data for p in t.partition_data
-            if (t.name, p.index) not in refused and p.records is not None and len(p.records) > _TRANSACTIONAL_BYTE
-            and p.records[MAGIC_OFFSET] == 2 and p.records[_TRANSACTIONAL_BYTE] & COMPRESSION_MASK == ZSTD
+            if (t.name, p.index) not in refused and _flags(p.records) & COMPRESSION_MASK == ZSTD
             and rm.get(t.name, p.index) is not None}
 
 

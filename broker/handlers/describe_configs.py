@@ -79,13 +79,16 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
     """One entry per topic config: its effective value, where it comes from, and its synonyms (the topic's
     override, then the broker key's dynamic, static and default values)."""
     entries = []
+    defaults = LogConfig()
     for name, (_, parser) in TOPIC_CONFIGS.items():
         if name in INTERNAL_CONFIGS:
             continue
         broker_key = BROKER_SYNONYMS.get(name)
-        default = None if broker_key else LogConfig().value_of(name)
-        synonyms = broker.dynamic.synonyms(broker_key) if broker_key else [
-            {"name": name, "value": default, "source": DEFAULT_CONFIG}] if default is not None else []
+        if broker_key:
+            synonyms = broker.dynamic.synonyms(broker_key)
+        else:   # (a topic config with no broker key: its own default, unless that is null)
+            default = defaults.value_of(name)
+            synonyms = [] if default is None else [{"name": name, "value": default, "source": DEFAULT_CONFIG}]
         if name in overrides:
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         entries.append(_entry(name, config.value_of(name), False, synonyms, parser, topic=True))

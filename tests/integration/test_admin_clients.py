@@ -116,3 +116,19 @@ def test_log_dirs_through_kafka_python(tmp_path, topic_name):
         assert sorted(sizes) == [(topic_name, i) for i in range(4)] and all(s > 1000 for s in sizes.values())
     finally:
         assert proc.stop() == 0
+
+
+def test_more_partitions_than_one_request_may_ask_through_confluent_are_refused(broker, topic_name):
+    """confluent-kafka's admin asking for 20,000 partitions (its own cap is 100,000; the broker's, as Kafka's,
+    10,000 a request) gets POLICY_VIOLATION, as from Kafka, and nothing is made."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    future = admin.create_topics([NewTopic(topic_name, 20_000, 1)], request_timeout=10)[topic_name]
+    try:
+        future.result(15)
+        raise AssertionError("created")
+    except KafkaException as exc:
+        assert exc.args[0].code() == KafkaError.POLICY_VIOLATION, exc
+    assert topic_name not in admin.list_topics(timeout=10).topics

@@ -127,6 +127,24 @@ def test_a_regex_subscription_picks_up_a_topic_made_later(broker, topic_name):
         consumer.close()
 
 
+def test_a_regex_subscription_is_read_in_re2s_syntax(broker, topic_name):
+    """The broker resolves a KIP-848 regex as Kafka does, in RE2's syntax: a POSIX class, which Python's re
+    reads as a set of characters, matches the topic."""
+    suffix = uuid.uuid4().hex[:8]
+    make_topic(broker.bootstrap, f"posix-{suffix}", partitions=2)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"group-{suffix}",
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    consumer.subscribe([f"^[[:alpha:]]+-{suffix}"])
+    try:
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 2:
+            assert time.monotonic() < deadline, consumer.assignment()
+            consumer.poll(0.1)
+        assert {tp.topic for tp in consumer.assignment()} == {f"posix-{suffix}"}
+    finally:
+        consumer.close()
+
+
 def test_admin_clients_list_and_describe_a_consumer_group(broker, topic_name):
     from confluent_kafka import ConsumerGroupType
     make_topic(broker.bootstrap, topic_name, partitions=3)

@@ -243,6 +243,7 @@ class Broker:
                                                      on_connect=lambda stream, n=n: accept(self, stream, n),
                                                      budget=b),
                 host or None, port, reuse_address=True, ssl=self.listener_security[name].tls,
+                backlog=self.config["socket.listen.backlog.size"],
                 # a peer that stops reading never answers our close_notify: give up on it well within shutdown
                 **({"ssl_shutdown_timeout": 5} if self.listener_security[name].tls else {}))
             self.servers.append(server)

@@ -101,6 +101,18 @@ def close_all(socks: list) -> None:
         sock.close()
 
 
+def connect_accepted(port: int, pid: int, count: int, step: int = 25) -> list[socket.socket]:
+    """``count`` connections to the broker ``pid``, opened ``step`` at a time, each step once the broker has
+    accepted the previous one: a burst beyond the listen backlog (``socket.listen.backlog.size``, 50 as in Kafka)
+    would have the kernel drop SYNs and the client resend them a second later, which measures TCP's retry
+    timer, not the broker."""
+    base, socks = open_fds(pid), []
+    while len(socks) < count:
+        socks += [connect(port) for _ in range(min(step, count - len(socks)))]
+        assert wait_for(lambda: open_fds(pid) >= base + len(socks), 10, 0.002), f"{len(socks)} not accepted"
+    return socks
+
+
 def wait_for(condition, timeout: float, interval: float = 0.05):
     """Poll ``condition`` until it returns something true; that value, or None at the deadline."""
     deadline = time.monotonic() + timeout

@@ -89,6 +89,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "compression.zstd.level": (int, 3),
     "unclean.leader.election.enable": (_bool, False),
     "socket.request.max.bytes": (int, 104857600),
+    "socket.listen.backlog.size": (int, 50),   # (KIP-764: connections the kernel holds before the broker accepts)
     "queued.max.requests": (int, 500),
     # Kafka's default is -1 (unbounded); bounded here so that no set of clients can make the broker allocate
     # more than this for requests it has not handled yet (protocol.framing.ReceiveBudget).

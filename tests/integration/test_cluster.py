@@ -111,7 +111,13 @@ def kill_leaders_during_produce(cluster, topic: str, cycles: int, count: int) ->
     _assert_exactly_once_in_order(cluster, topic, acked)
 
 
+def test_kill_leader_three_times_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
+    kill_leaders_during_produce(cluster, topic_name, 3, 6000)
+
+
+@pytest.mark.slow
 def test_kill_leader_ten_times_during_acks_all_idempotent_produce_loses_nothing(cluster, topic_name):
+    """The same, ten kills (make test-slow; make test runs three)."""
     kill_leaders_during_produce(cluster, topic_name, 10, 20000)
 
 

@@ -24,6 +24,7 @@ class _BrokerQueue:
         self.address = (host, port)
         self.client_id = client_id
         self.queue: asyncio.Queue = asyncio.Queue()
+        self.last: asyncio.Future | None = None   # the answer to the request queued last (they leave in order)
         self.conn: KafkaConnection | None = None
         self.task = asyncio.create_task(self._run())
 
@@ -81,9 +82,21 @@ class ControllerChannel:
         queue = self.queues.get(broker_id)
         if queue is None:
             return None
-        done = asyncio.get_running_loop().create_future()
+        done = queue.last = asyncio.get_running_loop().create_future()
         queue.queue.put_nowait((api_key, version, body, done))
         return done
+
+    async def flushed(self, timeout_s: float) -> bool:
+        """Wait until every broker has answered what was queued for it so far (a broker that cannot be
+        reached is waited on until ``timeout_s``); whether all did. A controller that is about to stop calls
+        it, as its queues die with it: what it told the other brokers last (the leaderships its own controlled
+        shutdown moved) would otherwise reach them only from the next controller, and clients meanwhile
+        be sent to a broker that has gone."""
+        pending = [q.last for q in self.queues.values() if q.last is not None and not q.last.done()]
+        if not pending:
+            return True
+        _, late = await asyncio.wait(pending, timeout=timeout_s)
+        return not late
 
     async def close(self) -> None:
         for broker_id in list(self.queues):

@@ -371,6 +371,9 @@ class ClusterMember:
                 if error == ErrorCode.NONE:
                     log.info("controlled_shutdown_succeeded", remaining=len(remaining))
                     await self._wait_leaderships_moved(5.0)
+                    if self.controller is not None and self.controller.active and \
+                            not await self.controller.channel.flushed(5.0):
+                        log.warning("controlled_shutdown_metadata_not_acknowledged")
                     return
                 log.warning("controlled_shutdown_failed", error=error.name, attempt=attempt)
             except Exception as exc:

@@ -13,11 +13,12 @@ from kbroker.broker.cluster.zk_client import KafkaZkClient
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
-from tests.cluster import batches, consume_all, create, describe, leader_of, wait_until
+from tests.cluster import CLUSTER_OVERRIDES, batches, consume_all, create, describe, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
 PRODUCE, FETCH, METADATA, LEADER_AND_ISR = 0, 1, 3, 4
+SESSION_TIMEOUT_S = int(CLUSTER_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
 
 
 def controller_of(cluster) -> int:
@@ -127,12 +128,18 @@ def test_broker_paused_past_its_session_is_fenced_and_rejoins_as_follower(cluste
         conn = await KafkaConnection.open("127.0.0.1", cluster.brokers[stale].port, client_id="stale")
         try:
             cluster.brokers[stale].pause()
+            paused_at = time.monotonic()
             try:
                 # Sent while it sleeps: the first thing it reads when it wakes.
                 pending = asyncio.ensure_future(conn.request(PRODUCE, 9, produce_body(topic_name, b"stale")))
                 await asyncio.sleep(0.2)
                 wait_until(lambda: leader_of(",".join(cluster.brokers[b].bootstrap for b in others),
                                              topic_name, 0) in others, 30, 0.3, "a new leader")
+                # Past its session timeout, as the test says: ZooKeeper expires the session a session timeout
+                # after the broker's last heartbeat, which may come well before the pause, so a new leader can
+                # be seen before the pause itself is that long (and a broker paused for less than the timeout
+                # need not know it lost the session when it wakes, in Kafka neither).
+                time.sleep(max(0.0, paused_at + SESSION_TIMEOUT_S + 0.5 - time.monotonic()))
             finally:
                 cluster.brokers[stale].resume()
             return produce_error(await pending)

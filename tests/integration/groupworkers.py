@@ -58,8 +58,10 @@ class Worker:
                 held -= set(e["partitions"])
         return held
 
-    def terminate(self, timeout: float = 20) -> None:
-        """SIGTERM: the client closes and leaves the group."""
+    def terminate(self, timeout: float = 60) -> None:
+        """SIGTERM: the client closes and leaves the group. (librdkafka may first wait out its reconnect backoff
+        to the group coordinator, up to reconnect.backoff.max.ms = 10 s, after the tests' broker kills: a
+        KIP-848 worker that had failed over took 24 s end to end in one run and over 20 s to close in another.)"""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout)

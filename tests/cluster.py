@@ -159,6 +159,15 @@ def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dic
             for p in found["partitions"]}
 
 
+def controller_of(cluster) -> int:
+    """The controller's broker id, as DescribeCluster answers it (-1 while there is none)."""
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
+    try:
+        return admin.describe_cluster()["controller_id"]
+    finally:
+        admin.close()
+
+
 def create(bootstrap: str, topic: str, partitions: int = 3, rf: int = 3, configs=None) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
     try:

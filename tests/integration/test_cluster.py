@@ -10,7 +10,7 @@ from kafka import KafkaProducer
 
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode
-from tests.cluster import batches, consume_all, create, describe, known_to, leader_of, wait_until
+from tests.cluster import batches, consume_all, controller_of, create, describe, known_to, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -175,13 +175,7 @@ def test_a_controller_that_shuts_down_leaves_every_broker_told_where_its_leaders
     """The controller's own controlled shutdown moves its leaderships, then it stops: once it has exited, every
     other broker's Metadata already names the new leader (the UpdateMetadata it queued were answered before
     its queues went with it), without waiting for the next controller to tell them."""
-    from kafka import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
-    try:
-        controller = admin.describe_cluster()["controller_id"]
-    finally:
-        admin.close()
+    controller = controller_of(cluster)
     others = [b for i, b in cluster.brokers.items() if i != controller]
     create(cluster.bootstrap, topic_name, 3, 3)
     wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()), 30, 0.2,

@@ -7,26 +7,19 @@ import asyncio
 import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaProducer
 
 from kbroker.broker.cluster.zk_client import KafkaZkClient
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
-from tests.cluster import CLUSTER_OVERRIDES, batches, consume_all, create, describe, leader_of, wait_until
+from tests.cluster import (CLUSTER_OVERRIDES, batches, consume_all, controller_of, create, describe, leader_of,
+                           wait_until)
 
 pytestmark = pytest.mark.timeout(300)
 
 PRODUCE, FETCH, METADATA, LEADER_AND_ISR = 0, 1, 3, 4
 SESSION_TIMEOUT_S = int(CLUSTER_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
-
-
-def controller_of(cluster) -> int:
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
-    try:
-        return admin.describe_cluster()["controller_id"]
-    finally:
-        admin.close()
 
 
 def zk(cluster) -> KafkaZkClient:

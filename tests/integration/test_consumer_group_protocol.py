@@ -99,6 +99,16 @@ def test_a_static_member_restarts_into_its_partitions_without_a_rebalance(broker
         stop_all([w for w in (a, b, restarted) if w is not None])
 
 
+def _assigned(consumer, partitions: int, timeout: float = 30) -> float:
+    """Poll until ``consumer`` is assigned ``partitions`` partitions; the deadline it had (for a test's later
+    waits)."""
+    deadline = time.monotonic() + timeout
+    while len(consumer.assignment()) < partitions:
+        assert time.monotonic() < deadline, consumer.assignment()
+        consumer.poll(0.1)
+    return deadline
+
+
 def test_a_regex_subscription_picks_up_a_topic_made_later(broker, topic_name):
     prefix = f"rx-{uuid.uuid4().hex[:8]}"
     make_topic(broker.bootstrap, f"{prefix}-a", partitions=2)
@@ -107,10 +117,7 @@ def test_a_regex_subscription_picks_up_a_topic_made_later(broker, topic_name):
                          "topic.metadata.refresh.interval.ms": 500})
     consumer.subscribe([f"^{prefix}-.*"])
     try:
-        deadline = time.monotonic() + 30
-        while len(consumer.assignment()) < 2:
-            assert time.monotonic() < deadline, consumer.assignment()
-            consumer.poll(0.1)
+        deadline = _assigned(consumer, 2)
         make_topic(broker.bootstrap, f"{prefix}-b", partitions=1)
         producer = Producer({"bootstrap.servers": broker.bootstrap})
         producer.produce(f"{prefix}-b", b"late")
@@ -136,10 +143,7 @@ def test_a_regex_subscription_is_read_in_re2s_syntax(broker, topic_name):
                          "group.protocol": "consumer", "auto.offset.reset": "earliest"})
     consumer.subscribe([f"^[[:alpha:]]+-{suffix}"])
     try:
-        deadline = time.monotonic() + 30
-        while len(consumer.assignment()) < 2:
-            assert time.monotonic() < deadline, consumer.assignment()
-            consumer.poll(0.1)
+        _assigned(consumer, 2)
         assert {tp.topic for tp in consumer.assignment()} == {f"posix-{suffix}"}
     finally:
         consumer.close()

@@ -8,6 +8,7 @@ stop accepting, let in-flight requests finish, flush logs and checkpoints.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 
 import structlog
@@ -274,8 +275,8 @@ class Broker:
 
     def _start_periodic_tasks(self) -> None:
         self._tasks = [
-            asyncio.create_task(self._every(self.config["log.retention.check.interval.ms"],
-                                            self.log_manager.cleanup)),
+            asyncio.create_task(self._every(self.config["log.retention.check.interval.ms"], functools.partial(
+                self.log_manager.cleanup, self.replica_manager.log_start_moved))),
             asyncio.create_task(self._every(min(self.config.flush_ms, 1000), self.log_manager.flush_by_time)),
             asyncio.create_task(self._every(self.config["log.flush.offset.checkpoint.interval.ms"],
                                             self.log_manager.checkpoint)),

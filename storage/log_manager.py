@@ -321,9 +321,16 @@ class LogManager:
             except OSError as exc:
                 self.report(d, exc)
 
-    def cleanup(self) -> int:
-        """Apply retention to every log; returns the number of segments deleted."""
-        return self._each_log(lambda lg: lg.delete_old_segments())
+    def cleanup(self, start_moved=None) -> int:
+        """Apply retention to every log; returns the number of segments deleted. ``start_moved((topic,
+        partition))`` for each log whose log start offset moved (the broker tells the fetches that wait)."""
+        def one(lg: Log) -> int:
+            start = lg.log_start_offset
+            deleted = lg.delete_old_segments()
+            if start_moved is not None and lg.log_start_offset != start:
+                start_moved((lg.topic, lg.partition))
+            return deleted
+        return self._each_log(one)
 
     def clean(self) -> int:
         """One log cleaner pass over every compacted log that needs it, in one go; returns how many were cleaned.

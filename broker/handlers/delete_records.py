@@ -25,6 +25,7 @@ def _delete(ctx, topic: str, index: int, offset: int) -> tuple[ErrorCode, int]:
     if offset < 0 or offset > plog.high_watermark:
         return ErrorCode.OFFSET_OUT_OF_RANGE, -1
     low = plog.advance_log_start_offset(offset)
+    rm.log_start_moved((topic, index))
     ctx.log.info("records_deleted", topic=topic, partition=index, log_start_offset=low)
     return ErrorCode.NONE, low
 

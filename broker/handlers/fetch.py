@@ -18,6 +18,7 @@ from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, resolv
 from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
 from kbroker.broker.partitions.delayed_fetch import DelayedFetch, at_rest
 from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult
+from kbroker.broker.partitions.session_rest import SessionRest
 from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
@@ -134,19 +135,26 @@ def handle(ctx, request):
     if by_id:
         shape.asked = ({t: c.topic_id for (t, _), c in session.partitions.items()} if session is not None
                        else {t.topic: bytes(t.topic_id) for t in request.topics})
-    quiet = []   # (incremental sessions) partitions at rest: watched, not read
+    quiet = []   # (incremental sessions) partitions at rest: listened on by the session, not read
     if incremental:   # every partition of the session, at the position the client last gave
-        requests = _positions(session)
+        requests, quiet = _split_at_rest(ctx, request, session)
     else:
         requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
                                           p.current_leader_epoch, p.last_fetched_epoch)
                     for t in request.topics for p in t.partitions]
-    denied = _unauthorized(ctx, request, requests) if ctx.broker.authorizer is not None else []
+    denied = _unauthorized(ctx, request, requests + [r for r, _ in quiet]) if ctx.broker.authorizer is not None \
+        else []
     if denied:
         refused = {(d.topic, d.partition) for d in denied}
         requests = [r for r in requests if (r.topic, r.partition) not in refused]
-    if incremental:
-        requests, quiet = _split_at_rest(ctx, request, requests, session)
+        if quiet:
+            quiet = [(r, c) for r, c in quiet if (r.topic, r.partition) not in refused]
+            for tp in refused:   # (no event comes when an ACL changes: looked at again once allowed)
+                session.rest.leave(tp)
+    if quiet and request.replica_id < 0:   # partitions at rest count as fetched in the topics' metrics
+        topics = ctx.broker.metrics.topics
+        for req, _ in quiet:
+            topics[req.topic].fetch_requests += 1
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 0x7FFFFFFF
     if request.replica_id < 0:   # a consumer: the broker's own fetch.max.bytes bounds the answer (KIP-541)
         max_bytes = min(max_bytes, ctx.broker.config["fetch.max.bytes"])
@@ -163,7 +171,9 @@ def handle(ctx, request):
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
                       from_follower=from_follower, initial=found, quiet=quiet)
-    keys = [(r.topic, r.partition) for r in requests] + [(r.topic, r.partition) for r, _ in quiet]
+    keys = [(r.topic, r.partition) for r in requests]   # (those at rest: the session's listener wakes the fetch)
+    if quiet:
+        session.rest.parked = op
     if available == 0:   # the read just now found nothing to send: trying again at once would find the same
         rm.fetch_purgatory.watch(op, keys)
     else:
@@ -184,28 +194,42 @@ def _positions(session) -> list[FetchPartitionRequest]:
     return requests
 
 
-def _split_at_rest(ctx, request, requests, session) -> tuple[list, list]:
+def _split_at_rest(ctx, request, session) -> tuple[list, list]:
     """An incremental fetch: (the partitions to read, those at rest with what their session last told the
     fetcher, its ``CachedPartition``). Only a partition the request left unnamed can be at rest: one it names
     has a new position, whose last fetched epoch (a follower's) is checked against the leader's (KIP-320) by
     the read. One named by a topic id that no longer is its topic's is read (and answered UNKNOWN_TOPIC_ID).
-    Partitions at rest count as fetched in the topics' metrics, as read ones do."""
+    A partition the session found at rest and no event has marked since is taken as at rest without a look
+    (broker/partitions/session_rest.py): a round of a session all at rest makes no list of its partitions."""
     rm, ids = ctx.broker.replica_manager, ctx.broker.topic_ids
-    named = {(t.topic, p.partition) for t in request.topics for p in t.partitions}
+    rest = session.rest
+    if rest is None:
+        rest = session.rest = SessionRest(rm.fetch_purgatory)
     now_ms, replica_id, isolation, cached = rm.now_ms(), request.replica_id, request.isolation_level, session.partitions
-    read, quiet = [], []
-    for req in requests:
-        tp = (req.topic, req.partition)
-        c = cached[tp]
-        if tp in named or (c.topic_id is not None and ids.id_of(req.topic) != c.topic_id) or \
-                not at_rest(rm, req, replica_id, isolation, now_ms, c):
-            read.append(req)
-        else:
-            quiet.append((req, c))
-    if quiet and replica_id < 0:
-        topics = ctx.broker.metrics.topics
-        for req, _ in quiet:
-            topics[req.topic].fetch_requests += 1
+    rest.begin_round(now_ms)
+    quiet = rest.all_quiet(len(cached), now_ms) if not request.topics else None
+    if quiet is not None:
+        read = []
+    else:
+        read, quiet = [], []
+        named = {(t.topic, p.partition) for t in request.topics for p in t.partitions}
+        resting, marked = rest.partitions, rest.marked
+        for req in _positions(session):
+            tp = (req.topic, req.partition)
+            c = cached[tp]
+            if tp in resting and tp not in marked and tp not in named:
+                state = resting[tp][2]
+                if state is not None:   # what at_rest notes: caught up now
+                    state.last_caught_up_ms = state.last_fetch_ms = now_ms
+                quiet.append((req, c))
+            elif tp in named or (c.topic_id is not None and ids.id_of(req.topic) != c.topic_id) or \
+                    not at_rest(rm, req, replica_id, isolation, now_ms, c):
+                read.append(req)
+                rest.leave(tp)
+            else:
+                quiet.append((req, c))
+                rest.enter(tp, req, c, rm.partitions[tp].followers.get(replica_id) if replica_id >= 0 else None)
+        marked.clear()
     return read, quiet
 
 

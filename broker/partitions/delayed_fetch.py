@@ -7,8 +7,9 @@ partition it reads here. A partition *at rest* for the fetcher (it is at its
 bound, nothing the session last told it has moved, the leader epoch is the
 one it fetches at, and a follower is in the ISR) needs no read: a follower's
 fetch is noted (caught up now, for the ISR's lag check) and the partition is
-only watched, so that an append or a leadership change still completes the
-parked fetch. Any doubt takes the full read path.
+only listened on by its session (broker/partitions/session_rest.py), so that
+an append or a leadership change still completes the parked fetch. Any doubt
+takes the full read path.
 """
 
 from __future__ import annotations
@@ -111,8 +112,9 @@ class DelayedFetch(DelayedOperation):
 
     def on_complete(self):
         results = self._read(self.requests) if self.initial is None else self._again(self.requests, self.initial)
-        # Unwoken, no quiet partition moved (each move wakes the fetches watching it); one that moved unseen
-        # (a change that wakes nothing) is still unlike what its session was told, and is read next round.
+        # Unwoken, no quiet partition moved (each move wakes the fetch its session parked); one that moved unseen
+        # (a change that wakes nothing) is still unlike what its session was told, and is read once the session
+        # looks at it again (at the latest session_rest.REVALIDATE_MS later).
         moved = [req for req, told in self.quiet
                  if not _unmoved(self.manager.get(req.topic, req.partition), req, self.replica_id,
                                  self.isolation_level, told)] if self.woken else []

@@ -51,6 +51,7 @@ class FetchSession:
     epoch: int = 1          # the epoch the next incremental request must carry
     last_used: float = 0.0
     uses_topic_ids: bool = False   # opened by Fetch v13+: every request in it must name topics by id
+    rest: object = None   # its partitions at rest (a SessionRest, made by the fetch handler's first round)
 
     def update(self, topics, forgotten, by_id: bool = False) -> None:
         """``by_id`` (Fetch v13+): each topic carries ``topic_id`` beside the name it was resolved to, and a
@@ -74,10 +75,20 @@ class FetchSession:
             if by_id:
                 gone = {bytes(t.topic_id)}
                 for key in [k for k, c in self.partitions.items() if c.topic_id in gone and k[1] in t.partitions]:
-                    del self.partitions[key]
+                    self._forget(key)
                 continue
             for index in t.partitions:
-                self.partitions.pop((t.topic, index), None)
+                self._forget((t.topic, index))
+
+    def _forget(self, key) -> None:
+        self.partitions.pop(key, None)
+        if self.rest is not None:
+            self.rest.leave(key)
+
+    def close(self) -> None:
+        """Gone from the cache: its partitions at rest are no longer listened on."""
+        if self.rest is not None:
+            self.rest.close()
 
     def answer(self, results, incremental: bool) -> list:
         """The results to send: in an incremental answer only the partitions with something new. Records what
@@ -114,7 +125,9 @@ class FetchSessionCache:
         return session
 
     def remove(self, session_id: int) -> None:
-        self.sessions.pop(session_id, None)
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
 
     def create(self, is_follower: bool) -> FetchSession | None:
         """A new session, or None when every slot is taken by a session still in use (the client then goes on
@@ -139,6 +152,7 @@ class FetchSessionCache:
             if session.is_follower and not for_follower:
                 break
             del self.sessions[session.session_id]
+            session.close()
             self.evicted += 1
             return True
         return False

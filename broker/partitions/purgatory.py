@@ -7,6 +7,10 @@ timer expiring. Nothing polls; the timers are the event loop's.
 Whoever waits may give up first: when the operation's future is cancelled
 (its connection closed), the operation leaves every watch list and its timer
 at once and never completes, so a closed connection leaves nothing parked.
+
+A listener (``listen``) is told of every event on its key, before the operations
+watching it are tried, until it stops listening: what outlives one operation
+(a fetch session's partitions at rest, broker/partitions/session_rest.py).
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class Purgatory:
     def __init__(self, name: str) -> None:
         self.name = name
         self.watchers: dict[Hashable, list[DelayedOperation]] = {}
+        self.listeners: dict[Hashable, list] = {}
 
     def try_complete_else_watch(self, op: DelayedOperation, keys: list[Hashable]) -> bool:
         if op.try_complete():
@@ -95,27 +100,47 @@ class Purgatory:
         op._timer = asyncio.get_running_loop().call_later(op.timeout_ms / 1000, op._expire)
 
     def _unwatch(self, key: Hashable, op: DelayedOperation) -> None:
-        ops = self.watchers.get(key)
-        if ops is not None:
-            try:
-                ops.remove(op)
-            except ValueError:
-                pass
-            if not ops:
-                del self.watchers[key]
+        _drop(self.watchers, key, op)
+
+    def listen(self, key: Hashable, listener) -> None:
+        """Call ``listener(key)`` at each event on ``key`` until ``unlisten``."""
+        self.listeners.setdefault(key, []).append(listener)
+
+    def unlisten(self, key: Hashable, listener) -> None:
+        _drop(self.listeners, key, listener)
 
     def check_and_complete(self, key: Hashable) -> int:
-        """Try every operation watching ``key``; completed ones leave every watch list."""
+        """Tell the listeners of ``key``, then try every operation watching it; completed ones leave every watch
+        list."""
+        listeners = self.listeners.get(key)
+        if listeners:
+            for listener in list(listeners):
+                listener(key)
         ops = self.watchers.get(key)
         if not ops:
             return 0
         return sum(1 for op in list(ops) if not op.completed and op.try_complete())
 
     def watched(self) -> int:
-        return sum(len(v) for v in self.watchers.values())
+        """Entries watching a key, listeners counted (Kafka's PurgatorySize: there an idle fetch session's
+        parked fetch watches each of its partitions, here the session listens on them)."""
+        return sum(len(v) for v in self.watchers.values()) + sum(len(v) for v in self.listeners.values())
 
     def shutdown(self) -> None:
         for ops in list(self.watchers.values()):
             for op in ops:
                 op.force_complete()
         self.watchers.clear()
+        self.listeners.clear()
+
+
+def _drop(table: dict, key: Hashable, entry) -> None:
+    """``entry`` leaves ``table[key]``'s list; an emptied list leaves the table."""
+    entries = table.get(key)
+    if entries is not None:
+        try:
+            entries.remove(entry)
+        except ValueError:
+            pass
+        if not entries:
+            del table[key]

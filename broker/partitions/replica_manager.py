@@ -310,6 +310,11 @@ class ReplicaManager:
             return None
         return functools.partial(self.wait_replicated, topic, index, timeout_ms)
 
+    def log_start_moved(self, tp: tuple[str, int]) -> None:
+        """Retention or DeleteRecords moved the partition's log start: fetches parked on it, and fetch sessions
+        that hold it at rest, look again."""
+        self.fetch_purgatory.check_and_complete(tp)
+
     def high_watermark_moved(self, tp: tuple[str, int]) -> None:
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from confluent_kafka import Producer
-from kafka import KafkaConsumer
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode
@@ -132,3 +132,122 @@ def test_a_long_poll_over_partitions_at_rest_is_woken_by_an_append_to_one(kbroke
     (topic,) = woken.responses
     (partition,) = topic.partitions
     assert partition.partition_index == 7 and partition.high_watermark == 2 and bytes(partition.records)
+
+
+async def _caught_up_session(conn, topic: str, end: int) -> int:
+    """A session over every partition, its second fetch at ``end`` in each (named: nothing at rest yet); its
+    id (the next epoch is 2)."""
+    full = await conn.request(FETCH, 12, _fetch(0, 0, [(topic, p, 0) for p in range(PARTITIONS)]))
+    await conn.request(FETCH, 12, _fetch(full.session_id, 1, [(topic, p, end) for p in range(PARTITIONS)]))
+    return full.session_id
+
+
+def test_a_session_listens_on_its_partitions_at_rest_once_and_not_after_it_closes(kbroker, topic_name):
+    """An idle session's rounds neither look at its partitions at rest nor watch them anew each round
+    (broker/partitions/session_rest.py): the session listens on each once, parks its fetch on nothing else,
+    and a closed session leaves no listener behind."""
+    produce(kbroker.bootstrap_servers, topic_name, 1)
+    purgatory = kbroker.broker.replica_manager.fetch_purgatory
+    ours = {(topic_name, p) for p in range(PARTITIONS)}
+
+    async def main():
+        conn = await KafkaConnection.open("127.0.0.1", kbroker.port)
+        try:
+            sid = await _caught_up_session(conn, topic_name, 1)
+            listened, rounds = [], []
+            for epoch in range(2, 6):   # idle rounds, each a long poll that runs out
+                rounds.append(await conn.request(FETCH, 12, _fetch(sid, epoch, [], max_wait_ms=50, min_bytes=1)))
+                listened.append({tp: list(fns) for tp, fns in purgatory.listeners.items() if tp in ours})
+            watched_between = sum(len(ops) for tp, ops in purgatory.watchers.items() if tp in ours)
+            closed = await conn.request(FETCH, 12, _fetch(sid, -1, []))
+            return rounds, listened, watched_between, closed
+        finally:
+            await conn.close()
+
+    rounds, listened, watched_between, closed = asyncio.run(main())
+    assert all(r.error_code == 0 and r.responses == [] for r in rounds)
+    assert set(listened[0]) == ours and all(len(fns) == 1 for fns in listened[0].values())
+    assert all(later == listened[0] for later in listened[1:])   # the same listener, kept from round to round
+    assert watched_between == 0
+    assert closed.error_code == 0 and not ours & set(purgatory.listeners)
+
+
+def test_records_deleted_below_a_partition_at_rest_are_told_at_the_next_round(kbroker, topic_name):
+    """DeleteRecords moves a log start offset without an append: a session holding the partition at rest must
+    still send the new log start at its next round (Kafka's sessions answer a partition whose log start
+    moved), not when the session next looks at every partition."""
+    produce(kbroker.bootstrap_servers, topic_name, 3)
+    admin = KafkaAdminClient(bootstrap_servers=kbroker.bootstrap_servers)
+
+    async def main():
+        conn = await KafkaConnection.open("127.0.0.1", kbroker.port)
+        try:
+            sid = await _caught_up_session(conn, topic_name, 3)
+            at_rest = await conn.request(FETCH, 12, _fetch(sid, 2, []))
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, lambda: admin.delete_records({TopicPartition(topic_name, 5): 2}))
+            told = await conn.request(FETCH, 12, _fetch(sid, 3, []))
+            return at_rest, told
+        finally:
+            await conn.close()
+
+    try:
+        at_rest, told = asyncio.run(main())
+    finally:
+        admin.close()
+    assert at_rest.error_code == 0 and at_rest.responses == []
+    (topic,) = told.responses
+    (partition,) = topic.partitions
+    assert partition.partition_index == 5 and partition.log_start_offset == 2 and partition.high_watermark == 3
+
+
+def test_retention_below_a_partition_at_rest_is_told_within_a_round(fresh_broker):
+    """Retention moves a log start offset without an append, as DeleteRecords does: a session holding the
+    partition at rest sends the new log start within a round of the move, not when the session next looks
+    at every partition (``session_rest.REVALIDATE_MS``, 5 s)."""
+    import time
+
+    import confluent_kafka.admin as ck
+
+    fresh_broker.overrides.update({"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "0"})
+    broker = fresh_broker.start()
+    topic = "retained"
+    admin = ck.AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([ck.NewTopic(topic, 1, 1, config={"internal.segment.bytes": "2000"})])[topic].result(10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "batch.size": 500})
+    for _ in range(100):
+        producer.produce(topic, b"x" * 100, partition=0)
+        producer.flush(10)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    tp = TopicPartition(topic, 0)
+
+    async def main():
+        conn = await KafkaConnection.open("127.0.0.1", broker.port)
+        try:
+            full = await conn.request(FETCH, 12, _fetch(0, 0, [(topic, 0, 100)]))
+            sid, epoch = full.session_id, 1
+            at_rest = await conn.request(FETCH, 12, _fetch(sid, epoch, []))
+            resource = ck.ConfigResource("topic", topic, incremental_configs=[ck.ConfigEntry(
+                "retention.bytes", "3000", incremental_operation=ck.AlterConfigOpType.SET)])
+            admin.incremental_alter_configs([resource])[resource].result(10)
+            moved_at = told_at = told = None
+            deadline = time.monotonic() + 15
+            while told is None and time.monotonic() < deadline:
+                if moved_at is None and consumer.beginning_offsets([tp])[tp] > 0:
+                    moved_at = time.monotonic()
+                epoch += 1
+                answer = await conn.request(FETCH, 12, _fetch(sid, epoch, []))
+                if answer.responses:
+                    told, told_at = answer.responses[0].partitions[0], time.monotonic()
+                await asyncio.sleep(0.02)
+            return at_rest, moved_at, told_at, told
+        finally:
+            await conn.close()
+
+    try:
+        at_rest, moved_at, told_at, told = asyncio.run(main())
+    finally:
+        consumer.close()
+    assert at_rest.error_code == 0 and at_rest.responses == []
+    assert told is not None and 0 < told.log_start_offset < 100 and told.high_watermark == 100
+    assert moved_at is None or told_at - moved_at < 1.0, f"told {told_at - moved_at:.2f} s after the move"

@@ -78,3 +78,23 @@ async def test_watch_parks_without_trying_then_completes_on_its_key_or_expires()
     purgatory.watch(late, ["a"])
     assert await asyncio.wait_for(late.future, 2) == ("expired", 0)
     assert purgatory.watched() == 0
+
+
+async def test_a_listener_hears_every_event_on_its_key_before_the_operations_until_it_stops():
+    """``listen``: what outlives one operation (a fetch session's partitions at rest) hears each event on its
+    key, before the operations watching it are tried, and nothing once it stops listening."""
+    purgatory = Purgatory("test")
+    heard, state = [], {"value": 0}
+    op = WaitFor(state, 1, timeout_ms=10_000)
+    purgatory.watch(op, ["k"])
+    purgatory.listen("k", lambda key: heard.append((key, op.completed)))
+    purgatory.listen("other", heard.append)
+    assert purgatory.check_and_complete("k") == 0 and heard == [("k", False)]
+    state["value"] = 1
+    assert purgatory.check_and_complete("k") == 1 and heard == [("k", False), ("k", False)]
+    assert purgatory.check_and_complete("k") == 0 and len(heard) == 3   # (still listening, no operation left)
+    assert purgatory.watched() == 2   # the two listeners
+    purgatory.unlisten("other", heard.append)
+    assert purgatory.check_and_complete("other") == 0 and len(heard) == 3 and "other" not in purgatory.listeners
+    purgatory.shutdown()
+    assert purgatory.listeners == {} and purgatory.watched() == 0

@@ -1,0 +1,80 @@
+"""A fetch session's partitions at rest, kept from one round to the next.
+
+An idle replicated cluster pays per round, and an incremental fetch session
+(KIP-227) covers every partition of the session at each round. A partition
+found at rest (``delayed_fetch.at_rest``) stays at rest until something
+happens to it, and whatever can change what ``at_rest`` compares comes
+through the fetch purgatory's ``check_and_complete`` for that partition: an
+append, a high watermark, last stable or log start offset that moved, a
+leadership or ISR change, a topic deleted or a log dir lost (the replica
+manager's events). So the session listens on the fetch purgatory for the
+partitions at rest, once, not at every round, and a round looks again only
+at those an event has marked since, the others being taken as at rest
+without a look (a follower's fetch of them still noted as caught up, as
+``at_rest`` notes it).
+
+Invariants: a partition is in ``partitions`` only while the session listens
+on it; a marked one is looked at in full by the next round; every
+``REVALIDATE_MS`` a round looks at all of them again whatever it heard (a
+change that no event announces is then seen within that bound, as before
+this cache it was seen the next round); a closed session listens on nothing.
+"""
+
+from __future__ import annotations
+
+REVALIDATE_MS = 5000
+
+
+class SessionRest:
+    def __init__(self, purgatory) -> None:
+        self.purgatory = purgatory
+        # tp -> (its FetchPartitionRequest, its CachedPartition, the follower's ReplicaState or None: a consumer)
+        self.partitions: dict[tuple[str, int], tuple] = {}
+        self.marked: set[tuple[str, int]] = set()
+        self.validated_ms = 0
+        self.parked = None   # the session's fetch parked now, woken by an event on a partition at rest
+        self._quiet: list | None = None   # (request, cached) of every partition at rest, made once per change
+
+    def begin_round(self, now_ms: int) -> None:
+        """Mark every partition when the last full look is ``REVALIDATE_MS`` old."""
+        if now_ms - self.validated_ms >= REVALIDATE_MS:
+            self.marked.update(self.partitions)
+            self.validated_ms = now_ms
+
+    def all_quiet(self, session_size: int, now_ms: int) -> list | None:
+        """When every partition of the session is at rest and unmarked: their (request, cached), a
+        follower's fetch of each noted as caught up now. Else None (a round looks partition by partition)."""
+        if self.marked or len(self.partitions) != session_size:
+            return None
+        if self._quiet is None:
+            self._quiet = [(req, cached) for req, cached, _ in self.partitions.values()]
+        for _, _, state in self.partitions.values():
+            if state is not None:   # what at_rest notes: caught up now
+                state.last_caught_up_ms = state.last_fetch_ms = now_ms
+        return self._quiet
+
+    def enter(self, tp: tuple[str, int], req, cached, state) -> None:
+        if tp not in self.partitions:
+            self.purgatory.listen(tp, self.on_event)
+        self.partitions[tp] = (req, cached, state)
+        self._quiet = None
+
+    def leave(self, tp: tuple[str, int]) -> None:
+        if self.partitions.pop(tp, _ABSENT) is not _ABSENT:
+            self.purgatory.unlisten(tp, self.on_event)
+            self._quiet = None
+
+    def on_event(self, tp: tuple[str, int]) -> None:
+        self.marked.add(tp)
+        parked = self.parked
+        if parked is not None and not parked.completed:
+            parked.try_complete()
+
+    def close(self) -> None:
+        for tp in list(self.partitions):
+            self.leave(tp)
+        self.marked.clear()
+        self.parked = None
+
+
+_ABSENT = object()

@@ -15,6 +15,13 @@ neither side an entry per round. A session the leader lost or an epoch out of
 step (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH), or a fetch
 that failed on the way, starts over with a full fetch.
 
+Building an incremental fetch looks only at the partitions that may have
+moved since the last one (``touched``: added, removed, answered, out of
+backoff); every ``REVISIT_S`` (and for every full fetch, or while a
+replication quota holds partitions back) it looks at all of them, so that a
+change no event announces here (retention moving a follower's log start) is
+sent within that bound.
+
 Invariants: a fetcher only touches partitions assigned to it at the leader
 epoch it was given; a partition moved elsewhere meanwhile is left alone; what
 the leader's session holds for each partition is ``in_session``, updated only
@@ -37,6 +44,7 @@ from kbroker.protocol.records import InvalidBatch
 
 log = structlog.get_logger("broker.replication.fetcher")
 FETCH = 1
+REVISIT_S = 5.0
 FETCH_VERSION = 12
 
 
@@ -82,14 +90,19 @@ class ReplicaFetcher:
         # partition -> (fetch offset, log start offset, leader epoch, last fetched epoch) as the leader's session has it
         self.in_session: dict[tuple[str, int], tuple] = {}
         self.backing_off: set[tuple[str, int]] = set()   # partitions whose target has a failed_until set
+        self.touched: set[tuple[str, int]] = set()   # partitions that may have moved since the last request built
+        self.revisit_at = 0.0   # (monotonic) when the next request looks at every partition
+        self.held_back = False   # the last request was built under a replication quota (some may be held back)
         self.task = asyncio.create_task(self._run())
 
     def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
         self.partitions[tp] = FetchTarget(leader_epoch)
+        self.touched.add(tp)
         self.wake.set()
 
     def remove(self, tp: tuple[str, int]) -> None:
         self.partitions.pop(tp, None)
+        self.touched.add(tp)
 
     async def _run(self) -> None:
         config = self.manager.config
@@ -106,6 +119,7 @@ class ReplicaFetcher:
                 continue
             built = self._request(ready)
             if built is None:
+                self.revisit_at = 0.0   # (what it found is in no answered fetch: the next one looks again)
                 await asyncio.sleep(backoff)
                 continue
             body, in_session = built
@@ -146,6 +160,7 @@ class ReplicaFetcher:
             target = ready.get(tp)
             if target is None or target.failed_until <= now:
                 self.backing_off.discard(tp)
+                self.touched.add(tp)
             else:
                 del ready[tp]
         return ready
@@ -160,12 +175,21 @@ class ReplicaFetcher:
         limited = quota.limited   # (no rate: nothing is held back, and each partition's check is saved)
         sessions = config["kbroker.replica.fetch.sessions"]
         full = self.session_epoch == 0 or not sessions
-        in_session: dict[tuple[str, int], tuple] = {}
+        if full or limited or self.held_back or now >= self.revisit_at:
+            looked, in_session = ready, {}
+            self.revisit_at = now + REVISIT_S
+        else:   # only what may have moved: the rest stands as the leader's session has it
+            looked, in_session = {tp: ready[tp] for tp in self.touched if tp in ready}, dict(self.in_session)
+            for tp in self.touched:
+                if tp not in ready:
+                    in_session.pop(tp, None)
+        self.touched, self.held_back = set(), limited
         topics: dict[str, list] = {}
         partitions = rm.partitions
-        for tp, target in ready.items():
+        for tp, target in looked.items():
             partition = partitions.get(tp)
             if partition is None or (limited and quota.holds_back(partition, self.manager.broker_id, now)):
+                in_session.pop(tp, None)
                 continue
             plog = partition.log
             state = (plog.log_end_offset, plog.log_start_offset, target.leader_epoch,
@@ -196,6 +220,7 @@ class ReplicaFetcher:
         for topic in response.responses:
             for p in topic.partitions:
                 tp = (topic.topic, p.partition_index)
+                self.touched.add(tp)   # (its log or backoff may change here: the next request looks at it)
                 target = self.partitions.get(tp)
                 partition = rm.get(*tp)
                 if target is None or target is not sent.get(tp) or partition is None or partition.is_leader:

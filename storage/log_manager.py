@@ -33,7 +33,7 @@ import structlog
 from kbroker.storage import cleaner
 from kbroker.storage.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.storage.log import Log, partition_dir_name
-from kbroker.storage.log_config import LogConfig
+from kbroker.storage.log_config import LONG_MAX, LogConfig
 from kbroker.storage.open_files import DESCRIPTOR_ERRORS, OPEN_FILES
 
 log = structlog.get_logger("storage.log_manager")
@@ -122,11 +122,11 @@ class LogManager:
         if self.on_dir_failure is not None:
             self.on_dir_failure(log_dir, lost)
 
-    def _each_log(self, fn) -> int:
-        """``fn(log)`` for every log; an I/O error takes that log's dir offline instead of stopping the loop.
-        Returns the sum of what ``fn`` returned."""
+    def _each_log(self, fn, logs=None) -> int:
+        """``fn(log)`` for every log (or those of ``logs``); an I/O error takes that log's dir offline instead
+        of stopping the loop. Returns the sum of what ``fn`` returned."""
         total = 0
-        for lg in list(self.logs.values()):
+        for lg in list(self.logs.values()) if logs is None else logs:
             if self.offline_dirs and lg.parent_dir in self.offline_dirs:
                 continue
             try:
@@ -384,7 +384,11 @@ class LogManager:
         return sum(lg.producer_state.expire(now_ms, expiration_ms) for lg in self.logs.values())
 
     def flush_by_time(self) -> None:
-        self._each_log(lambda lg: lg.maybe_flush_by_time())
+        # Only logs with something unflushed and a finite flush.ms (Kafka's default is none) are looked at: the
+        # pass runs every second over every log, and an idle broker's logs would cost it a call each.
+        due = [lg for lg in self.logs.values() if lg.unflushed_messages and lg.config.flush_ms < LONG_MAX]
+        if due:
+            self._each_log(lambda lg: lg.maybe_flush_by_time(), due)
         try:
             self._reap_retired()
         except OSError:

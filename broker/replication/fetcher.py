@@ -188,7 +188,11 @@ class ReplicaFetcher:
         partitions = rm.partitions
         for tp, target in looked.items():
             partition = partitions.get(tp)
-            if partition is None or (limited and quota.holds_back(partition, self.manager.broker_id, now)):
+            if partition is None:   # (not hosted here yet, or lost with its log dir): looked at again next time
+                in_session.pop(tp, None)
+                self.touched.add(tp)
+                continue
+            if limited and quota.holds_back(partition, self.manager.broker_id, now):
                 in_session.pop(tp, None)
                 continue
             plog = partition.log

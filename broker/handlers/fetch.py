@@ -133,7 +133,7 @@ def handle(ctx, request):
     if error:
         return {"throttle_time_ms": 0, "error_code": error, "session_id": 0, "responses": []}
     if by_id:
-        shape.asked = ({t: c.topic_id for (t, _), c in session.partitions.items()} if session is not None
+        shape.asked = (session.topic_ids() if session is not None
                        else {t.topic: bytes(t.topic_id) for t in request.topics})
     quiet = []   # (incremental sessions) partitions at rest: listened on by the session, not read
     if incremental:   # every partition of the session, at the position the client last gave

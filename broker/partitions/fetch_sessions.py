@@ -52,10 +52,13 @@ class FetchSession:
     last_used: float = 0.0
     uses_topic_ids: bool = False   # opened by Fetch v13+: every request in it must name topics by id
     rest: object = None   # its partitions at rest (a SessionRest, made by the fetch handler's first round)
+    _topic_ids: dict | None = None   # topic_ids(), made once per change of the partitions (None: not made yet)
 
     def update(self, topics, forgotten, by_id: bool = False) -> None:
         """``by_id`` (Fetch v13+): each topic carries ``topic_id`` beside the name it was resolved to, and a
         forgotten topic is named by id alone (its name may be another topic's by now)."""
+        if topics or forgotten:
+            self._topic_ids = None
         for t in topics:
             topic_id = bytes(t.topic_id) if by_id else None
             for p in t.partitions:
@@ -79,6 +82,13 @@ class FetchSession:
                 continue
             for index in t.partitions:
                 self._forget((t.topic, index))
+
+    def topic_ids(self) -> dict:
+        """Topic name -> the id the client names it by (Fetch v13+; None before), kept from round to round: an
+        idle session's round would otherwise make it anew from every partition."""
+        if self._topic_ids is None:
+            self._topic_ids = {t: c.topic_id for (t, _), c in self.partitions.items()}
+        return self._topic_ids
 
     def _forget(self, key) -> None:
         self.partitions.pop(key, None)

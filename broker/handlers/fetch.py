@@ -213,14 +213,10 @@ def _split_at_rest(ctx, request, session) -> tuple[list, list]:
     else:
         read, quiet = [], []
         named = {(t.topic, p.partition) for t in request.topics for p in t.partitions}
-        resting, marked = rest.partitions, rest.marked
         for req in _positions(session):
             tp = (req.topic, req.partition)
             c = cached[tp]
-            if tp in resting and tp not in marked and tp not in named:
-                state = resting[tp][2]
-                if state is not None:   # what at_rest notes: caught up now
-                    state.last_caught_up_ms = state.last_fetch_ms = now_ms
+            if tp not in named and rest.keep(tp, now_ms):
                 quiet.append((req, c))
             elif tp in named or (c.topic_id is not None and ids.id_of(req.topic) != c.topic_id) or \
                     not at_rest(rm, req, replica_id, isolation, now_ms, c):
@@ -229,7 +225,7 @@ def _split_at_rest(ctx, request, session) -> tuple[list, list]:
             else:
                 quiet.append((req, c))
                 rest.enter(tp, req, c, rm.partitions[tp].followers.get(replica_id) if replica_id >= 0 else None)
-        marked.clear()
+        rest.marked.clear()
     return read, quiet
 
 

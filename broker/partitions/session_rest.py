@@ -49,9 +49,17 @@ class SessionRest:
         if self._quiet is None:
             self._quiet = [(req, cached) for req, cached, _ in self.partitions.values()]
         for _, _, state in self.partitions.values():
-            if state is not None:   # what at_rest notes: caught up now
-                state.last_caught_up_ms = state.last_fetch_ms = now_ms
+            _note(state, now_ms)
         return self._quiet
+
+    def keep(self, tp: tuple[str, int], now_ms: int) -> bool:
+        """Whether ``tp`` is at rest and unmarked (taken as at rest without a look), a follower's fetch of it
+        then noted as caught up now."""
+        entry = self.partitions.get(tp)
+        if entry is None or tp in self.marked:
+            return False
+        _note(entry[2], now_ms)
+        return True
 
     def enter(self, tp: tuple[str, int], req, cached, state) -> None:
         if tp not in self.partitions:
@@ -75,6 +83,12 @@ class SessionRest:
             self.leave(tp)
         self.marked.clear()
         self.parked = None
+
+
+def _note(state, now_ms: int) -> None:
+    """What ``at_rest`` notes of a follower's fetch at the leader's end: caught up now (None: a consumer)."""
+    if state is not None:
+        state.last_caught_up_ms = state.last_fetch_ms = now_ms
 
 
 _ABSENT = object()

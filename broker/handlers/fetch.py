@@ -10,7 +10,6 @@ from v16 a partition refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH 
 and the answer that leader's endpoint (KIP-951), so the client goes there without a metadata round trip.
 """
 
-import asyncio
 import dataclasses
 
 from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
@@ -170,7 +169,8 @@ def handle(ctx, request):
         return _metered(ctx, request, results, shape, session, incremental)
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
-                      from_follower=from_follower, initial=found, quiet=quiet)
+                      from_follower=from_follower, initial=found, quiet=quiet,
+                      respond=lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
     keys = [(r.topic, r.partition) for r in requests]   # (those at rest: the session's listener wakes the fetch)
     if quiet:
         session.rest.parked = op
@@ -178,7 +178,7 @@ def handle(ctx, request):
         rm.fetch_purgatory.watch(op, keys)
     else:
         rm.fetch_purgatory.try_complete_else_watch(op, keys)
-    return _wrap(op.future, lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
+    return op.future   # (the response; cancelled by a connection that closes, it leaves the purgatory)
 
 
 def _positions(session) -> list[FetchPartitionRequest]:
@@ -283,30 +283,3 @@ def _count(ctx, results) -> None:
             counted.bytes_out += r.records.length
         if r.error:
             counted.failed_fetch += 1
-
-
-def _wrap(future, respond):
-    """A future of the response, from the delayed fetch's future of partition results.
-
-    Cancellation runs both ways: the connection giving up on the response
-    (it closed) cancels the parked fetch, which then leaves the purgatory.
-    """
-    wrapped = asyncio.get_running_loop().create_future()
-
-    def done(f):
-        if wrapped.done():
-            return
-        if f.cancelled():
-            wrapped.cancel()
-        elif f.exception() is not None:
-            wrapped.set_exception(f.exception())
-        else:
-            wrapped.set_result(respond(f.result()))
-
-    def given_up(w):
-        if w.cancelled():
-            future.cancel()
-
-    future.add_done_callback(done)
-    wrapped.add_done_callback(given_up)
-    return wrapped

@@ -70,13 +70,17 @@ class DelayedFetch(DelayedOperation):
 
     ``quiet``: partitions at rest for the fetcher (``at_rest``), each with what its session last told the
     fetcher. They complete the wait as the read ones do, and at completion only those that moved are read
-    and answered: an unmoved one is in no answer of an incremental session."""
+    and answered: an unmoved one is in no answer of an incremental session.
+
+    ``respond``: makes the response from the partitions' results, at completion; the operation's future
+    then carries that response (the connection sends it as it is done, with no future in between)."""
 
     def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
                  isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
                  from_follower: bool = False, initial: list[FetchPartitionResult] | None = None,
-                 quiet: list[tuple[FetchPartitionRequest, object]] = ()) -> None:
+                 quiet: list[tuple[FetchPartitionRequest, object]] = (), respond=None) -> None:
         super().__init__(timeout_ms)
+        self.respond = respond
         self.initial = initial
         self.manager = manager
         self.from_follower = from_follower
@@ -118,7 +122,9 @@ class DelayedFetch(DelayedOperation):
         moved = [req for req, told in self.quiet
                  if not _unmoved(self.manager.get(req.topic, req.partition), req, self.replica_id,
                                  self.isolation_level, told)] if self.woken else []
-        return results + self._read(moved, _size(results)) if moved else results
+        if moved:
+            results = results + self._read(moved, _size(results))
+        return results if self.respond is None else self.respond(results)
 
     def _again(self, requests, initial) -> list[FetchPartitionResult]:
         again = [i for i, (req, found) in enumerate(zip(requests, initial)) if not self._holds(req, found)]

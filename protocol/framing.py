@@ -420,6 +420,11 @@ class FrameStream(asyncio.BufferedProtocol):
             raise self._lost
         self.transport.writelines(chunks)
 
+    @property
+    def writable(self) -> bool:
+        """The transport's buffer is below its high-water mark: a write now would not wait in ``drain``."""
+        return not self._writing_paused
+
     async def drain(self) -> None:
         if self._lost is not None:
             raise self._lost

@@ -11,7 +11,9 @@ Invariants:
   served ``FAIR_SLICE`` of them and then yields to the event loop, so a
   pipelining client delays others by a few milliseconds at most;
 * responses leave in request order, each written with ``drain()`` so a slow
-  reader slows the broker's writes to it, never its memory;
+  reader slows the broker's writes to it, never its memory (a parked
+  request's response, sent from its future's callback, is written there only
+  while the transport is below its high-water mark, else by the writer task);
 * anything malformed closes this connection only: it is logged, and every
   other client is served as before;
 * on a SASL listener nothing but ApiVersions and the SASL exchange is served
@@ -50,6 +52,13 @@ FAIR_SLICE = 4
 log = structlog.get_logger("broker.connection")
 
 
+class Encoded(tuple):
+    """A response already encoded (``Connection._encode``'s pair), queued for the writer task to send as it is."""
+
+    def __new__(cls, buf, regions):
+        return super().__new__(cls, (buf, regions))
+
+
 class CloseConnection(Exception):
     """This connection must be closed (the reason is logged where it is raised).
 
@@ -77,6 +86,10 @@ class Connection:
         self.responses: asyncio.Queue | None = None
         self._responder: asyncio.Task | None = None
         self._writer_busy = False   # the writer task is between taking a response and finishing its send
+        # A parked request's (correlation id, api, version, future, timing) when nothing was owed before it: its
+        # response leaves from the future's callback, without the queue and the writer task (a long poll, an
+        # acks=all produce). Whatever comes after it sends it to the queue first (``_unpark``).
+        self._parked: tuple | None = None
         self.after_response: list = []   # RequestContext.run_after_response's actions for the current request
         self.on_close: list | None = None   # callbacks when the connection ends (a share session it holds)
         self.client_software = ("", "")     # name and version, from ApiVersions v3+ (client telemetry matches them)
@@ -114,7 +127,11 @@ class Connection:
 
     def idle_for(self, now: float) -> float:
         """Seconds since this connection last read a request or sent a response, 0 while it owes one."""
-        return 0.0 if self._writer_busy or self._responses_queued() else now - self.last_active
+        return 0.0 if not self._owes_nothing() else now - self.last_active
+
+    def _owes_nothing(self) -> bool:
+        """No response is due before the next one: none queued, none being written, none parked."""
+        return not self._writer_busy and self._parked is None and not self._responses_queued()
 
     def _responses_queued(self) -> bool:
         return self.responses is not None and not self.responses.empty()
@@ -164,6 +181,12 @@ class Connection:
                     if self.after_response:
                         self._run_after_response()
         finally:
+            if self._parked is not None:
+                if answer_pending or self.stopping:
+                    self._unpark()   # (the writer sends it once it is ready, as it does the rest)
+                else:
+                    self._parked, parked = None, self._parked
+                    parked[3].cancel()   # nobody will read it: the parked request leaves its purgatory now
             responder = self._responder
             if responder is None:
                 pass   # every answer went out as it was made
@@ -225,7 +248,7 @@ class Connection:
             if api_key == API_VERSIONS_KEY:  # KIP-511: answer with a v0 body naming what we support
                 self.log.info("unsupported_api_versions_version", api_version=api_version)
                 body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_versions_list()}
-                await self._queue().put((correlation_id, api_key, 0, body, None))
+                await self._enqueue((correlation_id, api_key, 0, body, None))
                 return
             self.log.warning("unsupported_version", api=handler.name, api_version=api_version)
             raise CloseConnection
@@ -264,9 +287,14 @@ class Connection:
             raise CloseConnection(after_responses=True)
         if self.sasl is not None and self.sasl.state is not State.AUTHENTICATED:
             if self.sasl.state is State.FAILED:   # answered with the error, then closed, as Kafka does
-                await self._queue().put((correlation_id, api_key, api_version, result, None))
+                await self._enqueue((correlation_id, api_key, api_version, result, None))
                 raise CloseConnection(after_responses=True)
-        if not self._writer_busy and not self._responses_queued() and not isinstance(result, asyncio.Future):
+        if isinstance(result, asyncio.Future):
+            if self._owes_nothing():
+                self._parked = (correlation_id, api_key, api_version, result, timing)
+                result.add_done_callback(self._parked_done)
+                return
+        elif self._owes_nothing():
             # Nothing is ahead of this response: send it now and skip the hand-off to the writer task.
             # Safe for ordering: the next request is read only after this returns.
             try:
@@ -279,7 +307,57 @@ class Connection:
             if timing is not None:
                 self.broker.metrics.request_done(*timing, timing[4], time.perf_counter())
             return
-        await self._queue().put((correlation_id, api_key, api_version, result, timing))
+        await self._enqueue((correlation_id, api_key, api_version, result, timing))
+
+    async def _enqueue(self, item: tuple) -> None:
+        """A response for the writer task, behind the parked one if there is one."""
+        self._unpark()
+        await self._queue().put(item)
+
+    def _unpark(self) -> None:
+        """The parked response goes to the writer task's queue, whose head it becomes (nothing is queued while one
+        is parked): what comes after it then waits behind it."""
+        parked, self._parked = self._parked, None
+        if parked is not None:
+            parked[3].remove_done_callback(self._parked_done)
+            self._queue().put_nowait(parked)
+
+    def _parked_done(self, future: asyncio.Future) -> None:
+        """The parked request is answered: its response goes out now, written at once where nothing has to wait
+        (no log regions to send, the socket not backed up), else by the writer task, encoded already."""
+        parked = self._parked
+        if parked is None or parked[3] is not future:
+            return   # handed to the writer meanwhile (this callback was already scheduled): it sends it
+        self._parked = None
+        if future.cancelled():
+            return   # (the connection gave up on it)
+        correlation_id, api_key, api_version, _, timing = parked
+        ready = time.perf_counter() if timing is not None else 0.0
+        try:
+            answer = self._encode(correlation_id, api_key, api_version, future.result())
+            if answer[1] or not self.stream.writable:
+                self._queue().put_nowait((correlation_id, api_key, api_version, Encoded(*answer), timing))
+                return
+            self.stream.write(answer[0])
+            self.last_active = time.monotonic()
+        except ConnectionError:
+            self._end()
+            return
+        except Exception:
+            self._failed(api_key, correlation_id)
+            return
+        if timing is not None:
+            self.broker.metrics.request_done(*timing, ready, time.perf_counter())
+
+    def _failed(self, api_key: int, correlation_id: int) -> None:
+        self.log.exception("response_failed", api_key=api_key, correlation_id=correlation_id)
+        self._end()
+
+    def _end(self) -> None:
+        """A response could not be sent: the connection ends (the client retries, as it could not were the
+        response silently missing)."""
+        self.stream.close()
+        self.stream.end_input()
 
     def authenticated(self) -> None:
         """The SASL session completed (first time or again): the connection now acts as its principal."""
@@ -301,7 +379,7 @@ class Connection:
             raise CloseConnection from None
         if self.sasl.state is State.AUTHENTICATED:
             self.authenticated()
-        await self._queue().put((None, None, None, answer, None))
+        await self._enqueue((None, None, None, answer, None))
 
     async def _write_responses(self) -> None:
         """Write responses in request order. Any failure closes the connection: the client
@@ -321,13 +399,10 @@ class Connection:
                 if timing is not None:
                     self.broker.metrics.request_done(*timing, ready, time.perf_counter())
             except (ConnectionError, asyncio.CancelledError):
-                self.stream.close()
-                self.stream.end_input()
+                self._end()
                 raise
             except Exception:
-                self.log.exception("response_failed", api_key=api_key, correlation_id=correlation_id)
-                self.stream.close()
-                self.stream.end_input()
+                self._failed(api_key, correlation_id)
                 return
 
     async def _send(self, correlation_id: int, api_key: int, api_version: int, body: dict) -> None:
@@ -336,14 +411,7 @@ class Connection:
             self.stream.writelines([_SIZE.pack(len(body)), body])
             await self.stream.drain()
             return
-        declared = schema.REGISTRY[api_key]
-        out = io.BytesIO()
-        out.write(b"\0\0\0\0")
-        out.write(response_header(correlation_id, api_key, declared.is_flexible(api_version)))
-        _, regions = schema.encode(schema.struct_for(api_key, api_version, False), body, out)
-        buf = out.getbuffer()
-        size = len(buf) - 4 + sum(region.length for _, region in regions)
-        _SIZE.pack_into(buf, 0, size)
+        buf, regions = body if isinstance(body, Encoded) else self._encode(correlation_id, api_key, api_version, body)
         if not regions:
             self.stream.write(buf)
             del buf
@@ -351,6 +419,18 @@ class Connection:
         else:
             await write_answer(self.stream, buf, regions, self.broker.send_memory, self.sendfile_fd)
         self.last_active = time.monotonic()
+
+    @staticmethod
+    def _encode(correlation_id: int, api_key: int, api_version: int, body: dict) -> tuple:
+        """(the response's bytes, size first, with its log regions' places left out; the regions, each with its
+        position in those bytes)."""
+        out = io.BytesIO()
+        out.write(b"\0\0\0\0")
+        out.write(response_header(correlation_id, api_key, schema.REGISTRY[api_key].is_flexible(api_version)))
+        _, regions = schema.encode(schema.struct_for(api_key, api_version, False), body, out)
+        buf = out.getbuffer()
+        _SIZE.pack_into(buf, 0, len(buf) - 4 + sum(region.length for _, region in regions))
+        return buf, regions
 
 
 def accept(broker, stream: FrameStream, listener: str = "") -> "Connection":

@@ -14,6 +14,7 @@ import asyncio
 import io
 import itertools
 import struct
+from typing import Any, Coroutine
 
 from kbroker.client.sasl import SaslCredentials, authenticate
 from kbroker.protocol import schema
@@ -63,12 +64,21 @@ class KafkaConnection:
     def _reauth_due(self) -> bool:
         return self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at
 
-    async def request(self, api_key: int, version: int, body: dict, *, expect_response: bool = True,
-                      timeout: float = 30.0) -> schema.Message | None:
+    def request(self, api_key: int, version: int, body: dict, *, expect_response: bool = True,
+                timeout: float = 30.0) -> Coroutine[Any, Any, schema.Message | None]:
+        """The response (a coroutine to await; None when ``expect_response`` is false). A SASL session due for
+        re-authentication (KIP-368) re-authenticates first. (A plain function returning ``request_unchecked``'s
+        coroutine: a replica fetcher's every round comes here, and a coroutine wrapping it was one more frame
+        to resume at each step.)"""
         if self._reauth_due() or self._reauth_lock.locked():
-            async with self._reauth_lock:
-                if self._reauth_due():
-                    await self._authenticate(self._sasl)
+            return self._reauthenticated_request(api_key, version, body, expect_response, timeout)
+        return self.request_unchecked(api_key, version, body, expect_response=expect_response, timeout=timeout)
+
+    async def _reauthenticated_request(self, api_key: int, version: int, body: dict, expect_response: bool,
+                                       timeout: float) -> schema.Message | None:
+        async with self._reauth_lock:
+            if self._reauth_due():
+                await self._authenticate(self._sasl)
         return await self.request_unchecked(api_key, version, body, expect_response=expect_response,
                                             timeout=timeout)
 

@@ -2,20 +2,24 @@
 30): ZooKeeper and three kbroker brokers on Kafka's defaults (no test shortcuts), CPU of the three broker
 processes (utime + stime from /proc) over ``SECONDS``, first with no topic, then with ``TOPICS`` topics of 3
 partitions at replication factor 3; once with followers fetching in incremental sessions (KIP-227, the
-default) and once with a full fetch every round (``kbroker.replica.fetch.sessions=false``), in one run; and the
-same for Apache Kafka (three KRaft nodes, each broker and controller, from Maven Central's jars), beside."""
+default) and once with a full fetch every round (``kbroker.replica.fetch.sessions=false``), in one run; the
+floor under both (``bench/idle_floor.py``: the same twelve parked round trips a second among three processes doing
+no work); and the same for Apache Kafka (three KRaft nodes, each broker and controller, from Maven Central's
+jars), beside."""
 
 from __future__ import annotations
 
 import tempfile
 import time
 
+from bench import idle_floor
 from bench.loadgen import cpu_seconds
 from tests.cluster import Cluster, create
 
 TOPICS = 43   # 129 partitions
 SECONDS = 60   # (utime and stime count 10 ms ticks: a shorter window cannot tell 0.1 % apart)
 SETTLE_SECONDS = 8
+FLOOR_ROUNDS = 12   # three brokers, each following the other two with a fetch every 500 ms
 # Kafka's defaults where the test cluster shortens them for speed (the bench's broker keeps none of them).
 DEFAULTS = {"replica.fetch.wait.max.ms": "500", "replica.fetch.backoff.ms": "1000", "replica.lag.time.max.ms": "30000",
             "log.cleaner.backoff.ms": "15000", "log.retention.check.interval.ms": "300000",
@@ -69,6 +73,11 @@ def rows() -> list[tuple]:
               "RF=3 partitions", flush=True)
         out.append(("kbroker cluster", f"idle CPU, {TOPICS * 3} RF=3 partitions, {how}",
                     f"{busy:.2%} of a core ({empty:.2%} without topics)"))
+    floor = idle_floor.measure(SECONDS)
+    print(f"  idle floor (three uvloop processes, {FLOOR_ROUNDS} round trips/s parked {idle_floor.WAIT_MS} ms, no "
+          f"work): {floor:.2%} of a core", flush=True)
+    out.append(("kbroker cluster", f"(floor) {FLOOR_ROUNDS} round trips/s parked {idle_floor.WAIT_MS} ms among three "
+                "uvloop processes, no work", f"{floor:.2%} of a core"))
     empty, busy = measure_kafka()
     print(f"  idle cluster, Apache Kafka: {empty:.2%} of a core without topics, {busy:.2%} with {TOPICS * 3} RF=3 "
           "partitions", flush=True)

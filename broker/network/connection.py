@@ -330,7 +330,10 @@ class Connection:
             return   # handed to the writer meanwhile (this callback was already scheduled): it sends it
         self._parked = None
         if future.cancelled():
-            return   # (the connection gave up on it)
+            # Cancelled elsewhere (this connection lets go of a parked future before it cancels one): the
+            # connection ends, as it did when the writer task awaited such a future.
+            self._end()
+            return
         correlation_id, api_key, api_version, _, timing = parked
         ready = time.perf_counter() if timing is not None else 0.0
         try:

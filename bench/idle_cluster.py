@@ -19,7 +19,6 @@ from tests.cluster import Cluster, create
 TOPICS = 43   # 129 partitions
 SECONDS = 60   # (utime and stime count 10 ms ticks: a shorter window cannot tell 0.1 % apart)
 SETTLE_SECONDS = 8
-FLOOR_ROUNDS = 12   # three brokers, each following the other two with a fetch every 500 ms
 # Kafka's defaults where the test cluster shortens them for speed (the bench's broker keeps none of them).
 DEFAULTS = {"replica.fetch.wait.max.ms": "500", "replica.fetch.backoff.ms": "1000", "replica.lag.time.max.ms": "30000",
             "log.cleaner.backoff.ms": "15000", "log.retention.check.interval.ms": "300000",
@@ -74,10 +73,9 @@ def rows() -> list[tuple]:
         out.append(("kbroker cluster", f"idle CPU, {TOPICS * 3} RF=3 partitions, {how}",
                     f"{busy:.2%} of a core ({empty:.2%} without topics)"))
     floor = idle_floor.measure(SECONDS)
-    print(f"  idle floor (three uvloop processes, {FLOOR_ROUNDS} round trips/s parked {idle_floor.WAIT_MS} ms, no "
-          f"work): {floor:.2%} of a core", flush=True)
-    out.append(("kbroker cluster", f"(floor) {FLOOR_ROUNDS} round trips/s parked {idle_floor.WAIT_MS} ms among three "
-                "uvloop processes, no work", f"{floor:.2%} of a core"))
+    rounds = f"{idle_floor.ROUND_TRIPS_PER_S} round trips/s parked {idle_floor.WAIT_MS} ms"
+    print(f"  idle floor (three uvloop processes, {rounds}, no work): {floor:.2%} of a core", flush=True)
+    out.append(("kbroker cluster", f"(floor) {rounds} among three uvloop processes, no work", f"{floor:.2%} of a core"))
     empty, busy = measure_kafka()
     print(f"  idle cluster, Apache Kafka: {empty:.2%} of a core without topics, {busy:.2%} with {TOPICS * 3} RF=3 "
           "partitions", flush=True)

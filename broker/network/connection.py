@@ -127,7 +127,7 @@ class Connection:
 
     def idle_for(self, now: float) -> float:
         """Seconds since this connection last read a request or sent a response, 0 while it owes one."""
-        return 0.0 if not self._owes_nothing() else now - self.last_active
+        return now - self.last_active if self._owes_nothing() else 0.0
 
     def _owes_nothing(self) -> bool:
         """No response is due before the next one: none queued, none being written, none parked."""
@@ -185,7 +185,7 @@ class Connection:
                 if answer_pending or self.stopping:
                     self._unpark()   # (the writer sends it once it is ready, as it does the rest)
                 else:
-                    self._parked, parked = None, self._parked
+                    parked, self._parked = self._parked, None
                     parked[3].cancel()   # nobody will read it: the parked request leaves its purgatory now
             responder = self._responder
             if responder is None:

@@ -15,6 +15,7 @@ takes the full read path.
 from __future__ import annotations
 
 import itertools
+from typing import Callable
 
 from kbroker.broker.partitions.purgatory import DelayedOperation
 from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult, ReplicaManager
@@ -77,8 +78,9 @@ class DelayedFetch(DelayedOperation):
 
     def __init__(self, manager: ReplicaManager, requests: list[FetchPartitionRequest], *, replica_id: int,
                  isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
-                 from_follower: bool = False, initial: list[FetchPartitionResult] | None = None,
-                 quiet: list[tuple[FetchPartitionRequest, object]] = (), respond=None) -> None:
+                 respond: Callable[[list[FetchPartitionResult]], dict], from_follower: bool = False,
+                 initial: list[FetchPartitionResult] | None = None,
+                 quiet: list[tuple[FetchPartitionRequest, object]] = ()) -> None:
         super().__init__(timeout_ms)
         self.respond = respond
         self.initial = initial
@@ -124,7 +126,7 @@ class DelayedFetch(DelayedOperation):
                                  self.isolation_level, told)] if self.woken else []
         if moved:
             results = results + self._read(moved, _size(results))
-        return results if self.respond is None else self.respond(results)
+        return self.respond(results)
 
     def _again(self, requests, initial) -> list[FetchPartitionResult]:
         again = [i for i, (req, found) in enumerate(zip(requests, initial)) if not self._holds(req, found)]

@@ -6,6 +6,10 @@ waiting callers. Encoding and decoding are the broker's own schemas
 With SASL credentials the connection authenticates before it is handed out
 and re-authenticates before the session the broker granted ends (KIP-368):
 a request made when that is due waits for it, one made before is sent first.
+
+A ``repeater`` lets a connection answer some responses by sending their
+request again, in the transport's callback, with no task woken (a follower's
+idle fetch rounds, broker/replication/idle_rounds.py).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ class KafkaConnection:
         self.stream = stream
         self.client_id = client_id
         self._correlation = itertools.count(1)
-        self._pending: dict[int, tuple[asyncio.Future, int, int]] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._repeater = None
         self._reader_task = asyncio.create_task(self._read_loop())
         self._sasl: SaslCredentials | None = None
         self._reauth_at: float | None = None
@@ -60,6 +65,35 @@ class KafkaConnection:
         self._sasl = sasl
         # Kafka's clients re-authenticate at 85-95 % of the session: early enough for one round trip.
         self._reauth_at = asyncio.get_running_loop().time() + lifetime_ms * 0.85 / 1000 if lifetime_ms else None
+
+    @property
+    def repeater(self):
+        """``repeater(response, request) -> bool`` or None. Given each response as it arrives (its frame from the
+        correlation id on) and the request it answers (its frame, size first, a copy it may change in place but
+        for the correlation id), True: the request goes out again under a new correlation id instead of the
+        response being delivered, its caller now waiting for that one's response with its timeout restarted.
+        It runs in the transport's callback. Requests sent while one is set keep a copy of their frame; a
+        re-authentication that is due (KIP-368) is left to the next ``request``."""
+        return self._repeater
+
+    @repeater.setter
+    def repeater(self, repeater) -> None:
+        self._repeater = repeater
+        self.stream.intercept = None if repeater is None else self._intercept
+
+    def _intercept(self, frame) -> bool:
+        (correlation_id,) = _SIZE.unpack_from(frame)
+        pending = self._pending.get(correlation_id)
+        if pending is None or pending.frame is None or pending.future.done() or self._reauth_due() or \
+                not self._repeater(frame, pending.frame):
+            return False
+        again = next(self._correlation)
+        _SIZE.pack_into(pending.frame, 8, again)   # (after the size, api key and version)
+        del self._pending[correlation_id]
+        self._pending[again] = pending
+        pending.start_timer()
+        self.stream.write(bytes(pending.frame))
+        return True
 
     def _reauth_due(self) -> bool:
         return self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at
@@ -94,22 +128,20 @@ class KafkaConnection:
         schema.encode(schema.struct_for(api_key, version, True), body, out)
         frame = out.getbuffer()
         _SIZE.pack_into(frame, 0, len(frame) - 4)
-        future = None
-        if expect_response:
-            future = asyncio.get_running_loop().create_future()
-            self._pending[correlation_id] = (future, api_key, version)
-        self.stream.write(bytes(frame))
+        data = bytes(frame)
         del frame
-        await self.stream.drain()
-        if future is None:
+        if not expect_response:
+            self.stream.write(data)
+            await self.stream.drain()
             return None
-        # A timer that fails the future, not asyncio.wait_for: the replica fetchers' rounds come here, and
-        # wait_for's extra future and callbacks were a visible part of an idle cluster's cost.
-        timer = asyncio.get_running_loop().call_later(timeout, _time_out, future, timeout)
+        pending = self._pending[correlation_id] = _Pending(api_key, version, timeout,
+                                                           None if self._repeater is None else bytearray(data))
         try:
-            return await future
+            self.stream.write(data)
+            await self.stream.drain()
+            return await pending.future
         finally:
-            timer.cancel()
+            pending.timer.cancel()
 
     async def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (tests of malformed input)."""
@@ -125,7 +157,7 @@ class KafkaConnection:
                 pending = self._pending.pop(correlation_id, None)
                 if pending is None:
                     continue
-                future, api_key, version = pending
+                future, api_key, version = pending.future, pending.api_key, pending.version
                 reader = BufferReader(frame)
                 decode_response_header(reader, api_key, schema.REGISTRY[api_key].is_flexible(version))
                 try:
@@ -139,9 +171,9 @@ class KafkaConnection:
         except ConnectionError as exc:
             error = ConnectionClosed(str(exc) or "connection closed by the broker")
         finally:
-            for future, _, _ in self._pending.values():
-                if not future.done():
-                    future.set_exception(error)
+            for pending in self._pending.values():
+                if not pending.future.done():
+                    pending.future.set_exception(error)
             self._pending.clear()
 
     @property
@@ -165,6 +197,26 @@ class KafkaConnection:
         except asyncio.TimeoutError:
             self.stream.abort()
         await cancel_and_wait(self._reader_task)
+
+
+class _Pending:
+    """A request waiting for its response: ``future`` is what its caller awaits, failed by ``timer`` ``timeout``
+    seconds after the last send (a timer, not asyncio.wait_for: a replica fetcher's every round comes here,
+    and wait_for's extra future and callbacks were a visible part of an idle cluster's cost); ``frame``: a
+    copy of what was sent, kept while the connection has a ``repeater``."""
+
+    __slots__ = ("future", "api_key", "version", "timeout", "frame", "timer")
+
+    def __init__(self, api_key: int, version: int, timeout: float, frame: bytearray | None) -> None:
+        self.future = asyncio.get_running_loop().create_future()
+        self.api_key, self.version, self.timeout, self.frame = api_key, version, timeout, frame
+        self.timer = None
+        self.start_timer()
+
+    def start_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = asyncio.get_running_loop().call_later(self.timeout, _time_out, self.future, self.timeout)
 
 
 def _time_out(future: asyncio.Future, timeout: float) -> None:

@@ -28,7 +28,8 @@ Invariants:
 * frames come out of ``read_frame`` in arrival order: ``bytes``, or for a large
   one a ``memoryview`` of a buffer that, if pooled, is received into again only
   once no view of it is left anywhere (so a frame's bytes never change
-  under whoever still holds them);
+  under whoever still holds them). An ``intercept`` may take a frame in the
+  transport's callback instead, only when no frame is queued ahead of it;
 * memory is bounded: cutting stops and reading pauses while ``PAUSE_BYTES`` or
   ``PAUSE_FRAMES`` of frames wait for the consumer, and writers wait in
   ``drain`` while the transport's buffer is above its high-water mark.
@@ -130,6 +131,9 @@ class FrameStream(asyncio.BufferedProtocol):
         self._charged = 0                     # bytes this stream holds of the budget
         self._waiting_budget = False
         self._frames: list = []               # (a list, not a deque: a deque costs an idle stream 760 bytes)
+        # A callable given each whole frame before it is queued, in the transport's callback; True: it took the
+        # frame (it is not queued). None for most streams.
+        self.intercept = None
         self._queued_bytes = 0
         self._reading_paused = False
         self._ended: Exception | None = None  # why no more frames will come (after those queued)
@@ -359,6 +363,10 @@ class FrameStream(asyncio.BufferedProtocol):
         if self._ended is not None:
             self._give(charge)
             return   # reading was stopped: what arrives afterwards is not a request anyone will answer
+        intercept = self.intercept
+        if intercept is not None and not self._frames and intercept(frame):
+            self._give(charge)
+            return
         self._frames.append((frame, charge))
         self._queued_bytes += len(frame)
         if self._queue_full():

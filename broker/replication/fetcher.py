@@ -15,6 +15,11 @@ neither side an entry per round. A session the leader lost or an epoch out of
 step (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH), or a fetch
 that failed on the way, starts over with a full fetch.
 
+An idle round (a fetch naming nothing, answered with nothing) is sent again
+from the connection's callback while nothing here may have moved
+(broker/replication/idle_rounds.py): the task below sees only the answers
+that say something.
+
 Building an incremental fetch looks only at the partitions that may have
 moved since the last one (``touched``: added, removed, answered, out of
 backoff); every ``REVISIT_S`` (and for every full fetch, or while a
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 import structlog
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.broker.replication.idle_rounds import IdleRounds, next_epoch
 from kbroker.broker.replication.quota import follower_quota
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode
@@ -93,6 +99,7 @@ class ReplicaFetcher:
         self.touched: set[tuple[str, int]] = set()   # partitions that may have moved since the last request built
         self.revisit_at = 0.0   # (monotonic) when the next request looks at every partition
         self.held_back = False   # the last request was built under a replication quota (some may be held back)
+        self.idle = IdleRounds(self, FETCH, FETCH_VERSION)   # its connection's repeater
         self.task = asyncio.create_task(self._run())
 
     def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
@@ -103,6 +110,13 @@ class ReplicaFetcher:
     def remove(self, tp: tuple[str, int]) -> None:
         self.partitions.pop(tp, None)
         self.touched.add(tp)
+
+    def at_rest(self) -> bool:
+        """Nothing here may have moved since the fetch that is out was built, so the next would be built the
+        same (broker/replication/idle_rounds.py): no partition touched or backing off, the periodic full look
+        not due, no replication quota."""
+        return not (self.touched or self.backing_off or self.held_back or self.manager.quota.limited) and \
+            time.monotonic() < self.revisit_at
 
     async def _run(self) -> None:
         config = self.manager.config
@@ -128,6 +142,8 @@ class ReplicaFetcher:
                     self.conn = await KafkaConnection.open(*self.address, client_id=self.manager.client_id,
                                                            timeout=config["replica.socket.timeout.ms"] / 1000,
                                                            **self.manager.connect_options)
+                    self.conn.repeater = self.idle
+                self.idle.sent(body)
                 response = await self.conn.request(FETCH, FETCH_VERSION, body,
                                                    timeout=config["replica.socket.timeout.ms"] / 1000)
             except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
@@ -147,7 +163,7 @@ class ReplicaFetcher:
                 self.session_id = response.session_id
                 self.session_epoch = 1 if response.session_id else 0   # (no session: full fetches again)
             else:
-                self.session_epoch = self.session_epoch + 1 if self.session_epoch < 0x7FFFFFFF else 1
+                self.session_epoch = next_epoch(self.session_epoch)
             self.in_session = in_session
             self._process(ready, response, now + backoff)   # (a partition re-added meanwhile has a new target)
 

@@ -532,7 +532,9 @@ def test_idle_followers_stay_in_the_isr_and_an_append_among_idle_partitions_reac
     """A follower's round over partitions at rest reads none of them (broker/partitions/delayed_fetch.py): the
     leader must still count the follower caught up on each (or the ISR shrinks after replica.lag.time.max.ms,
     a new partition state in ZooKeeper), and an append to one of them must complete the parked fetch at once,
-    not when replica.fetch.wait.max.ms runs out (an acks=all write would then wait half of it on average)."""
+    not when replica.fetch.wait.max.ms runs out (an acks=all write would then wait half of it on average).
+    Idle rounds are sent again from the followers' connections' callbacks (broker/replication/idle_rounds.py):
+    every follower does so here, and the appends among them still reach it at once."""
     import random
     import statistics
     import time
@@ -541,16 +543,24 @@ def test_idle_followers_stay_in_the_isr_and_an_append_among_idle_partitions_reac
     from kazoo.client import KazooClient
 
     from tests.cluster import Cluster
+    from tests.integration.test_metrics import metrics_port, scrape
 
     cluster = Cluster(str(tmp_path / "cluster"), overrides={"replica.fetch.wait.max.ms": "1000",
-                                                            "replica.lag.time.max.ms": "3000"})
+                                                            "replica.lag.time.max.ms": "3000", "metrics.port": "0"})
     cluster.start()
     zk = KazooClient(hosts=cluster.zookeeper.connect)
     zk.start()
+    ports = [metrics_port(b) for b in cluster.brokers.values()]
+
+    def idle_rounds(port: int) -> float:
+        return sum(v for (name, _), v in scrape(port).items() if name == "kbroker_replicafetcher_idlerounds_total")
+
     try:
         create(cluster.bootstrap, topic_name, 24, 3)
         wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()),
                    message="every replica in sync")
+        wait_until(lambda: all(idle_rounds(port) >= 2 for port in ports), 30, 0.2,
+                   "idle rounds sent again by every follower")
         states = [f"/kbroker/brokers/topics/{topic_name}/partitions/{p}/state" for p in range(24)]
         versions = [zk.get(path)[1].version for path in states]
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
@@ -567,6 +577,9 @@ def test_idle_followers_stay_in_the_isr_and_an_append_among_idle_partitions_reac
             took.append(time.monotonic() - sent)
             time.sleep(pauses.uniform(0.1, 0.5))
         assert statistics.median(took) < 0.2, f"acks=all writes waited for the followers' rounds: {took}"
+        after_writes = [idle_rounds(port) for port in ports]   # (and once written to, idle rounds again)
+        wait_until(lambda: all(idle_rounds(port) > n for port, n in zip(ports, after_writes)), 30, 0.2,
+                   "idle rounds sent again after the writes")
         assert [zk.get(path)[1].version for path in states] == versions, "an ISR changed"
         assert all(sorted(p["isr"]) == [1, 2, 3] for p in describe(cluster.bootstrap, topic_name).values())
     finally:

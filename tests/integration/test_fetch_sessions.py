@@ -251,3 +251,50 @@ def test_retention_below_a_partition_at_rest_is_told_within_a_round(fresh_broker
     assert at_rest.error_code == 0 and at_rest.responses == []
     assert told is not None and 0 < told.log_start_offset < 100 and told.high_watermark == 100
     assert moved_at is None or told_at - moved_at < 1.0, f"told {told_at - moved_at:.2f} s after the move"
+
+
+def test_a_connection_sends_an_idle_fetch_again_from_its_callback_until_an_answer_says_something(kbroker,
+                                                                                                  topic_name):
+    """A ``repeater`` (client/connection.py) answers an empty answer by sending the request again at the session's
+    next epoch, in the transport's callback (a follower's idle rounds: broker/replication/idle_rounds.py). The
+    broker takes each repeat as the session's next round, each repeat restarts the request's timeout (the rounds
+    here outlast it several times), and the first answer that says something reaches the caller."""
+    from kbroker.broker.replication.idle_rounds import empty_answer, next_epoch
+
+    produce(kbroker.bootstrap_servers, topic_name, 1)
+    cache = kbroker.broker.fetch_sessions
+
+    async def main():
+        conn = await KafkaConnection.open("127.0.0.1", kbroker.port)
+        try:
+            sid = await _caught_up_session(conn, topic_name, 1)
+            answer, epochs = empty_answer(FETCH, 12, sid), [2]
+
+            def repeat(response, request) -> bool:
+                if response[4:] != answer:
+                    return False
+                epochs.append(next_epoch(epochs[-1]))
+                request[-8:-4] = epochs[-1].to_bytes(4, "big")   # (the epoch, before the empty lists and tags)
+                return True
+
+            conn.repeater = repeat
+            waiting = asyncio.ensure_future(conn.request(FETCH, 12, _fetch(sid, 2, [], max_wait_ms=100, min_bytes=1),
+                                                         timeout=0.5))
+            while len(epochs) < 20:   # 2 s of rounds: four times the request's timeout
+                assert not waiting.done(), waiting.result()
+                await asyncio.sleep(0.05)
+            repeated = len(epochs) - 1
+            producer = Producer({"bootstrap.servers": kbroker.bootstrap_servers})
+            producer.produce(topic_name, b"late", partition=11)
+            assert await asyncio.get_running_loop().run_in_executor(None, producer.flush, 30) == 0
+            told = await asyncio.wait_for(waiting, 10)
+            return repeated, epochs, told, cache.get(sid).epoch
+        finally:
+            await conn.close()
+
+    repeated, epochs, told, session_epoch = asyncio.run(main())
+    assert repeated >= 19 and told.error_code == 0
+    (topic,) = told.responses
+    (partition,) = topic.partitions
+    assert partition.partition_index == 11 and partition.high_watermark == 2 and bytes(partition.records)
+    assert session_epoch == epochs[-1] + 1   # the broker took every repeat as the session's next round

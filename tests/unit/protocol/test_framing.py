@@ -260,3 +260,22 @@ async def test_a_burst_sent_before_the_peer_stops_sending_is_handed_out_whole():
             got.append(bytes(await asyncio.wait_for(stream.read_frame(), 5)))
     assert got == frames
     writer.close()
+
+
+@on_both_loops
+async def test_an_intercept_takes_frames_only_when_none_is_queued_ahead_of_them():
+    """``intercept`` sees each whole frame in the transport's callback; a frame it takes is not queued. While
+    frames wait for the reader, those after them are queued without being offered: read order is arrival order."""
+    stream, _, writer = await pair()
+    offered = []
+    stream.intercept = lambda frame: offered.append(frame) or frame.startswith(b"take")
+    writer.write(framed(b"take 1") + framed(b"keep 2") + framed(b"take 3"))
+    await until(lambda: stream.frames_waiting == 2)
+    assert offered == [b"take 1", b"keep 2"]   # 3 came behind 2, which was queued: not offered
+    writer.write(framed(b"take 4"))
+    await until(lambda: stream.frames_waiting == 3)
+    assert [await stream.read_frame() for _ in range(3)] == [b"keep 2", b"take 3", b"take 4"]
+    writer.write(framed(b"take 5") + framed(b"keep 6"))
+    await until(lambda: len(offered) == 4)
+    assert offered[2:] == [b"take 5", b"keep 6"] and await stream.read_frame() == b"keep 6"
+    writer.close()

@@ -36,6 +36,7 @@ from kbroker.broker.partitions.log_dir_failure import handle_log_dir_failure
 from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from kbroker.broker.replication.quota import leader_quota
 from kbroker.broker.admin.operations import AdminOperations
+from kbroker.client.tasks import sleep_to_beat
 from kbroker.broker.coordination.hosting import CoordinatorHosting
 from kbroker.broker.coordination.shards import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
 from kbroker.broker.shares.manager import SharePartitionManager
@@ -321,7 +322,7 @@ class Broker:
         """Run ``action`` every ``interval_ms`` (a number, or a callable read before each wait: a dynamic
         config)."""
         while True:
-            await asyncio.sleep((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
+            await sleep_to_beat((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
             try:
                 if asyncio.iscoroutine(done := action()):
                     await done

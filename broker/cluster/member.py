@@ -29,7 +29,7 @@ from kbroker.broker.cluster.zk_store import ZkTopicStore
 from kbroker.broker.metadata import TopicMetadata, new_cluster_id
 from kbroker.broker.replication.fetcher import ReplicaFetcherManager
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
-from kbroker.client.tasks import cancel_and_wait
+from kbroker.client.tasks import cancel_and_wait, sleep_to_beat
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.member")
@@ -166,7 +166,7 @@ class ClusterMember:
         gaps far below it; a pause is noticed at the first wake after it whatever the tick."""
         tick = min(1.0, self._pause_limit / 10)
         while True:
-            await asyncio.sleep(tick)
+            await sleep_to_beat(tick)   # (with the broker's other periodic tasks: one wake-up for them all)
             self.check_paused()
 
     def check_paused(self) -> None:
@@ -291,7 +291,7 @@ class ClusterMember:
         max_lag = self.config["replica.lag.time.max.ms"]
         rm = self.broker.replica_manager
         while True:
-            await asyncio.sleep(max_lag / 2000)
+            await sleep_to_beat(max_lag / 2000)
             now = rm.now_ms()
             for partition in list(rm.partitions.values()):
                 if partition.is_leader and len(partition.isr) > 1:

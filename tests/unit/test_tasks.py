@@ -1,9 +1,12 @@
 """cancel_and_wait against a task that drops a cancellation, as asyncio.wait_for does on Python 3.11 when its
-future completes in the same turn (the controller queue that kept a broker from stopping)."""
+future completes in the same turn (the controller queue that kept a broker from stopping); periodic tasks
+that wake together (sleep_to_beat)."""
 
 import asyncio
 
-from kbroker.client.tasks import cancel_and_wait
+import uvloop
+
+from kbroker.client.tasks import cancel_and_wait, sleep_to_beat
 
 
 async def test_a_task_that_swallows_one_cancellation_still_ends():
@@ -41,3 +44,24 @@ async def test_a_task_that_never_ends_is_given_up_on_after_the_timeout():
     assert not await cancel_and_wait(task, timeout=0.3)
     released = True   # now it may end, so that the test's event loop can close
     assert await cancel_and_wait(task, timeout=2)
+
+
+def test_periodic_tasks_whose_periods_divide_one_another_wake_together():
+    """Two tasks sleeping to beats of 50 and 100 ms, started at different times: every wake of the slower one
+    falls in the same turn of the loop as one of the faster one's (the same clock reading, on uvloop's clock
+    which is read once per turn), so a broker's periodic tasks cost one wake-up where they coincide."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        wakes: dict[float, list[float]] = {0.05: [], 0.1: []}
+
+        async def every(period: float, times: int, offset: float):
+            await asyncio.sleep(offset)
+            for _ in range(times):
+                await sleep_to_beat(period)
+                wakes[period].append(loop.time())
+
+        await asyncio.gather(every(0.05, 12, 0.0), every(0.1, 4, 0.013))
+        return wakes
+
+    wakes = uvloop.run(main())
+    assert len(wakes[0.1]) == 4 and all(t in wakes[0.05] for t in wakes[0.1]), wakes

@@ -134,12 +134,10 @@ class BrokerCollector(Collector):
                                 "1 on the active controller", value=1 if active else 0)
         yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount",
                                 "Partitions without a leader (counted by the active controller)", value=offline)
-        idle = CounterMetricFamily("kbroker_replicafetcher_idlerounds",
-                                   "A follower's idle fetch rounds sent again from its connection's callback",
-                                   labels=["leader", "fetcher"])
-        for (leader, index), fetcher in sorted(member.fetchers.fetchers.items()) if member is not None else ():
-            idle.add_metric([str(leader), str(index)], fetcher.idle.repeated)
-        yield idle
+        fetchers = member.fetchers.fetchers.values() if member is not None else ()
+        yield CounterMetricFamily("kbroker_replicafetcher_idlerounds",
+                                  "Idle fetch rounds this broker's replica fetchers (those running now) sent again "
+                                  "from their connections' callbacks", value=sum(f.idle.repeated for f in fetchers))
         sessions = self.broker.fetch_sessions
         yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
                                 "Incremental fetch sessions held (followers' and consumers')",

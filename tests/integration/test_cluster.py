@@ -543,7 +543,7 @@ def test_idle_followers_stay_in_the_isr_and_an_append_among_idle_partitions_reac
     from kazoo.client import KazooClient
 
     from tests.cluster import Cluster
-    from tests.integration.test_metrics import metrics_port, scrape
+    from tests.integration.test_metrics import metrics_port, scrape, value
 
     cluster = Cluster(str(tmp_path / "cluster"), overrides={"replica.fetch.wait.max.ms": "1000",
                                                             "replica.lag.time.max.ms": "3000", "metrics.port": "0"})
@@ -553,7 +553,7 @@ def test_idle_followers_stay_in_the_isr_and_an_append_among_idle_partitions_reac
     ports = [metrics_port(b) for b in cluster.brokers.values()]
 
     def idle_rounds(port: int) -> float:
-        return sum(v for (name, _), v in scrape(port).items() if name == "kbroker_replicafetcher_idlerounds_total")
+        return value(scrape(port), "kbroker_replicafetcher_idlerounds_total")
 
     try:
         create(cluster.bootstrap, topic_name, 24, 3)

@@ -82,6 +82,8 @@ class KafkaConnection:
         self.stream.intercept = None if repeater is None else self._intercept
 
     def _intercept(self, frame) -> bool:
+        if len(frame) < 4:
+            return False   # (the read loop fails the connection for it)
         (correlation_id,) = _SIZE.unpack_from(frame)
         pending = self._pending.get(correlation_id)
         if pending is None or pending.frame is None or pending.future.done() or self._reauth_due() or \

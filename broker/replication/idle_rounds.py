@@ -16,7 +16,8 @@ fetcher's task still waits for the first answer that says something, as if
 its fetch had just been answered.
 
 Invariants: only a fetch built as naming nothing in an open session is
-repeated, and only on the answer that names nothing, has no error and no
+repeated (a SASL re-authentication on the same connection is never taken
+for it), and only on the answer that names nothing, has no error and no
 throttle, and carries that session's id; the fetcher's ``session_epoch`` is
 always the epoch of the fetch that is out, as its task expects; anything
 else (another answer, a partition added, removed, answered or out of
@@ -51,6 +52,7 @@ class IdleRounds:
     def __init__(self, fetcher, api_key: int, version: int) -> None:
         self.fetcher = fetcher
         self.api_key, self.version = api_key, version
+        self._request_head = struct.pack(">hh", api_key, version)   # (a request's, after its size)
         self.armed = False   # the fetch out names nothing, in an open session
         self._answer = b""   # the empty answer in that session (after the correlation id)
         self._session_id = 0
@@ -65,9 +67,11 @@ class IdleRounds:
 
     def __call__(self, response, request: bytearray) -> bool:
         fetcher = self.fetcher
-        if not self.armed or response[4:] != self._answer or request[-4:] != _NOTHING_NAMED or \
-                _INT32.unpack_from(request, len(request) - 8)[0] != fetcher.session_epoch or not fetcher.at_rest():
+        if not self.armed or response[4:] != self._answer or request[4:8] != self._request_head or \
+                request[-4:] != _NOTHING_NAMED or not fetcher.at_rest():
             return False
+        if _INT32.unpack_from(request, len(request) - 8)[0] != fetcher.session_epoch:
+            return False   # (not the fetch this session's epoch says is out)
         fetcher.session_epoch = next_epoch(fetcher.session_epoch)
         _INT32.pack_into(request, len(request) - 8, fetcher.session_epoch)
         self.repeated += 1

@@ -320,7 +320,8 @@ class Broker:
 
     async def _every(self, interval_ms, action) -> None:
         """Run ``action`` every ``interval_ms`` (a number, or a callable read before each wait: a dynamic
-        config)."""
+        config), on the beats of the event loop's clock (``sleep_to_beat``: the broker's periodic tasks wake
+        together where their periods meet)."""
         while True:
             await sleep_to_beat((interval_ms() if callable(interval_ms) else interval_ms) / 1000)
             try:

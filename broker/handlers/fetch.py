@@ -12,7 +12,7 @@ and the answer that leader's endpoint (KIP-951), so the client goes there withou
 
 import dataclasses
 
-from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession
+from kbroker.broker.partitions.fetch_sessions import CLOSE_EPOCH, FULL_EPOCH, FetchSession, next_epoch
 from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, resolve_topic_ids
 from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
 from kbroker.broker.partitions.delayed_fetch import DelayedFetch, at_rest
@@ -116,7 +116,7 @@ def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, Erro
     if not session.partitions:   # (nothing left to fetch: closed, the fetch answered without a session)
         cache.remove(session_id)
         return None, False, ErrorCode.NONE
-    session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
+    session.epoch = next_epoch(session.epoch)
     return session, True, ErrorCode.NONE
 
 

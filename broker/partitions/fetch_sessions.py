@@ -30,6 +30,11 @@ from dataclasses import dataclass, field
 FULL_EPOCH, CLOSE_EPOCH = 0, -1
 
 
+def next_epoch(epoch: int) -> int:
+    """The session epoch after ``epoch`` (KIP-227: past the int32 maximum it wraps to 1, 0 being a full fetch's)."""
+    return epoch + 1 if epoch < 0x7FFFFFFF else 1
+
+
 @dataclass(slots=True)
 class CachedPartition:
     fetch_offset: int

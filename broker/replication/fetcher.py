@@ -42,7 +42,8 @@ from dataclasses import dataclass
 import structlog
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
-from kbroker.broker.replication.idle_rounds import IdleRounds, next_epoch
+from kbroker.broker.partitions.fetch_sessions import next_epoch
+from kbroker.broker.replication.idle_rounds import IdleRounds
 from kbroker.broker.replication.quota import follower_quota
 from kbroker.client.tasks import cancel_and_wait
 from kbroker.protocol.errors import ErrorCode

@@ -28,17 +28,13 @@ from __future__ import annotations
 
 import struct
 
+from kbroker.broker.partitions.fetch_sessions import next_epoch
 from kbroker.protocol import schema
 from kbroker.protocol.headers import response_header
 
 _INT32 = struct.Struct(">i")
 # An incremental fetch (v12) naming nothing ends: session epoch, no topics, nothing forgotten, no rack, no tags.
 _NOTHING_NAMED = b"\x01\x01\x01\x00"
-
-
-def next_epoch(epoch: int) -> int:
-    """The session epoch after ``epoch`` (KIP-227: it wraps to 1, 0 being a full fetch's)."""
-    return epoch + 1 if epoch < 0x7FFFFFFF else 1
 
 
 def empty_answer(api_key: int, version: int, session_id: int) -> bytes:

@@ -259,7 +259,8 @@ def test_a_connection_sends_an_idle_fetch_again_from_its_callback_until_an_answe
     next epoch, in the transport's callback (a follower's idle rounds: broker/replication/idle_rounds.py). The
     broker takes each repeat as the session's next round, each repeat restarts the request's timeout (the rounds
     here outlast it several times), and the first answer that says something reaches the caller."""
-    from kbroker.broker.replication.idle_rounds import empty_answer, next_epoch
+    from kbroker.broker.partitions.fetch_sessions import next_epoch
+    from kbroker.broker.replication.idle_rounds import empty_answer
 
     produce(kbroker.bootstrap_servers, topic_name, 1)
     cache = kbroker.broker.fetch_sessions

@@ -124,6 +124,8 @@ class FrameStream(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self._buffers = _BUFFERS
         self._pending = b""                   # bytes received but not yet cut (a frame's start, or a backlog)
+        self._pending_at = 0                  # where in ``_pending`` they start (cutting a backlog copies nothing)
+        self._draining = False                # the peer has stopped sending: ``_pending`` is cut as frames are taken
         self._own: bytearray | None = None    # a large frame being received in place
         self._own_size = 0
         self._own_filled = 0
@@ -180,21 +182,26 @@ class FrameStream(asyncio.BufferedProtocol):
             return
         data = self._buffers.view[:nbytes]
         if self._pending:
-            self._pending += data
+            self._pending = b"".join((memoryview(self._pending)[self._pending_at:], data))
+            self._pending_at = 0
             data = self._pending
         self._cut_frames(data)
 
-    def _cut_frames(self, data, everything: bool = False) -> None:
-        """Cut the whole frames out of ``data`` (the scratch buffer's new bytes, or ``_pending``) and keep the
-        rest: a large frame's start goes to its own buffer, anything else is copied into ``_pending``.
-        ``everything``: past the queue's bound too (the peer has finished sending: nothing more will come to
-        push the backlog out)."""
+    def _cut_pending(self) -> None:
+        self._cut_frames(self._pending, self._pending_at)
+
+    def _cut_frames(self, data, start: int = 0) -> None:
+        """Cut the whole frames out of ``data`` from ``start`` (the scratch buffer's new bytes, or ``_pending``),
+        up to the queue's bound, and keep the rest: a large frame's start goes to its own buffer, anything else
+        stays in ``_pending`` (copied out of the scratch buffer; a backlog already there is only skipped into,
+        so cutting it a queue's worth at a time copies each byte once)."""
         view = memoryview(data)
-        start, end = 0, len(data)
-        while end - start >= 4 and (everything or not self._queue_full()):
+        end = len(data)
+        while end - start >= 4 and not self._queue_full():
             (size,) = _SIZE.unpack_from(view, start)
             if size < 0 or size > self.max_frame:
                 start = end
+                self._draining = False
                 self._end_stream(FrameTooLarge(size, self.max_frame))
                 self._pause()
                 break
@@ -205,6 +212,8 @@ class FrameStream(asyncio.BufferedProtocol):
                 frame = bytes(view[start + 4:start + 4 + size])
                 start += 4 + size
                 self._push(frame, self._charge(size))
+            elif self._draining:
+                break   # a frame cut short by the end of input (dropped below)
             elif size >= OWN_BUFFER_BYTES:
                 if not self._start_own(size, view[start + 4:end]):
                     break   # waiting for the budget: the bytes stay pending
@@ -212,9 +221,17 @@ class FrameStream(asyncio.BufferedProtocol):
                 break
             else:
                 break
-        rest = view[start:end]
-        self._pending = bytes(rest) if len(rest) else b""
+        if self._draining and not self._queue_full():
+            start = end   # what is left is a frame cut short by the end of input: it can never be completed
+        if start >= end:
+            self._pending, self._pending_at = b"", 0
+        elif data is self._pending:
+            self._pending_at = start
+        else:
+            self._pending, self._pending_at = bytes(view[start:end]), 0
         view.release()
+        if self._draining and not self._pending:
+            self._draining = False
 
     def _start_own(self, size: int, have) -> bool:
         buf = _pooled(size)
@@ -263,7 +280,7 @@ class FrameStream(asyncio.BufferedProtocol):
         if self._own is not None:
             self._ask_growth()
         elif self._pending:
-            self._cut_frames(self._pending)
+            self._cut_pending()
         self._maybe_resume()
 
     def _own_done(self) -> None:
@@ -290,7 +307,7 @@ class FrameStream(asyncio.BufferedProtocol):
         if self._queued_bytes >= PAUSE_BYTES // 2 or len(self._frames) >= PAUSE_FRAMES // 2:
             return
         if self._pending and self._own is None:
-            self._cut_frames(self._pending)
+            self._cut_pending()
             if self._waiting_budget or self._queue_full():
                 return
         if self._own is not None and self._own_filled == self._own_granted:
@@ -319,16 +336,21 @@ class FrameStream(asyncio.BufferedProtocol):
 
     def _cut_backlog(self) -> None:
         """Whole requests received before the peer stopped sending are still requests, as they were before
-        it stopped: they are queued, whatever the queue's bound, before the stream ends."""
+        it stopped: they are all handed out before the stream ends. Not all cut here, though: a backlog can be
+        a read's worth of tiny requests (13,000 of a 19-byte flood), and cutting them in this callback held
+        the loop, and every other connection, for a quarter of a second when 20 such peers went at once.
+        ``read_frame`` cuts the rest a queue's worth at a time as the consumer takes them."""
         if self._pending and self._own is None and self._ended is None:
-            self._cut_frames(self._pending, everything=True)
+            self._draining = True
+            self._cut_pending()
 
     def _drop_partial(self) -> None:
         """A frame cut short can never be completed: its buffer and its share of the budget go now."""
         if self._own is not None:
             self._own = None
             self._give(self._own_granted)
-        self._pending = b""
+        if not self._draining:
+            self._pending, self._pending_at = b"", 0
         if self._budget is not None:
             if self._waiting_budget:
                 self._waiting_budget = False
@@ -360,7 +382,7 @@ class FrameStream(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------------ reading
     def _push(self, frame, charge: int = 0) -> None:
-        if self._ended is not None:
+        if self._ended is not None and not self._draining:
             self._give(charge)
             return   # reading was stopped: what arrives afterwards is not a request anyone will answer
         intercept = self.intercept
@@ -390,6 +412,8 @@ class FrameStream(asyncio.BufferedProtocol):
 
     def end_input(self) -> None:
         """Read no more: ``read_frame`` raises ``StreamEnded`` once the frames already queued are taken."""
+        self._draining = False
+        self._pending, self._pending_at = b"", 0
         self._end_stream(StreamEnded("reading stopped"))
         if self.transport is not None and not self.transport.is_closing():
             self._pause()
@@ -399,9 +423,17 @@ class FrameStream(asyncio.BufferedProtocol):
         """Frames received whole and not yet taken by ``read_frame``."""
         return len(self._frames)
 
+    @property
+    def input_ended(self) -> bool:
+        """Nothing more will be received: the peer closed or reset the connection, or reading stopped."""
+        return self._ended is not None
+
     async def read_frame(self):
         """The next frame's bytes (without its size prefix); ``StreamEnded`` / ``FrameTooLarge`` after the last."""
         while not self._frames:
+            if self._draining:
+                self._cut_pending()
+                continue
             if self._ended is not None:
                 raise self._ended
             self._frame_waiter = asyncio.get_running_loop().create_future()

@@ -9,8 +9,8 @@ import struct
 import pytest
 import uvloop
 
-from kbroker.protocol.framing import (FIRST_OWN_BYTES, GROWTH_MAX, OWN_BUFFER_BYTES, FrameStream, FrameTooLarge,
-                                      StreamEnded)
+from kbroker.protocol.framing import (FIRST_OWN_BYTES, GROWTH_MAX, OWN_BUFFER_BYTES, PAUSE_FRAMES, FrameStream,
+                                      FrameTooLarge, StreamEnded)
 from kbroker.protocol.receive_budget import ReceiveBudget
 
 
@@ -253,13 +253,63 @@ async def test_a_burst_sent_before_the_peer_stops_sending_is_handed_out_whole():
     writer.write(b"".join(framed(f) for f in frames))
     writer.write_eof()
     await writer.drain()
-    await asyncio.sleep(0.05)   # everything is in, EOF included, before a single frame is taken
+    await until(lambda: stream.frames_waiting == PAUSE_FRAMES)   # the rest is kept aside before one is taken
     got = []
     with pytest.raises(StreamEnded):
         while True:
             got.append(bytes(await asyncio.wait_for(stream.read_frame(), 5)))
     assert got == frames
     writer.close()
+
+
+@on_both_loops
+async def test_a_reset_peers_backlog_is_handed_out_whole_a_queues_worth_at_a_time():
+    """A peer pipelines 20,000 tiny requests, so a read's worth waits beyond the queue's bound, and resets the
+    connection; a write then finds the reset. Every whole request the stream had read still comes out, in
+    order, and then the end (what the kernel still held went with the reset). The callback that saw the reset
+    queued no more than the bound: the rest is cut as the frames are taken (cut at once, 20 such peers held
+    the loop for a quarter of a second)."""
+    stream, _, writer = await pair()
+    frames = [b"r%05d" % i for i in range(20_000)]
+    writer.write(b"".join(framed(f) for f in frames))
+    await writer.drain()
+    await until(lambda: stream.frames_waiting == PAUSE_FRAMES)
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()   # an RST: the peer's unread answers are thrown away
+    await until(lambda: _write_fails(stream) or stream.input_ended)
+    await until(lambda: stream.input_ended)
+    assert stream.frames_waiting <= PAUSE_FRAMES
+    got = []
+    with pytest.raises(StreamEnded):
+        while True:
+            got.append(await asyncio.wait_for(stream.read_frame(), 5))
+            assert stream.frames_waiting <= PAUSE_FRAMES
+    assert len(got) > 10 * PAUSE_FRAMES and got == frames[:len(got)]
+
+
+@on_both_loops
+async def test_a_frame_cut_short_by_the_end_of_input_is_dropped_after_the_whole_ones_before_it():
+    """Whole frames, then a frame's first bytes, then EOF, all in one read: the whole ones come out, the
+    partial one can never complete and is dropped, and the stream ends."""
+    stream, _, writer = await pair()
+    frames = [b"q%04d" % i for i in range(3 * PAUSE_FRAMES)]
+    writer.write(b"".join(framed(f) for f in frames) + framed(b"cut short")[:-3])
+    writer.write_eof()
+    await writer.drain()
+    got = []
+    with pytest.raises(StreamEnded):
+        while True:
+            got.append(await asyncio.wait_for(stream.read_frame(), 5))
+    assert got == frames
+
+
+def _write_fails(stream: FrameStream) -> bool:
+    try:
+        stream.write(b"\0\0\0\0")
+        return False
+    except ConnectionError:
+        return True
 
 
 @on_both_loops

@@ -31,7 +31,7 @@ import time
 import structlog
 from construct import ConstructError
 
-from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE, RequestContext
+from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE, EncodedBody, RequestContext
 from kbroker.broker.network.log_regions import write_answer
 from kbroker.broker.network.registry import HANDLERS, api_versions_list
 from kbroker.broker.configuration.quotas import EXEMPT_APIS, REQUEST, throttle_for
@@ -430,7 +430,11 @@ class Connection:
         out = io.BytesIO()
         out.write(b"\0\0\0\0")
         out.write(response_header(correlation_id, api_key, schema.REGISTRY[api_key].is_flexible(api_version)))
-        _, regions = schema.encode(schema.struct_for(api_key, api_version, False), body, out)
+        if isinstance(body, EncodedBody):
+            out.write(body)
+            regions = ()
+        else:
+            _, regions = schema.encode(schema.struct_for(api_key, api_version, False), body, out)
         buf = out.getbuffer()
         _SIZE.pack_into(buf, 0, len(buf) - 4 + sum(region.length for _, region in regions))
         return buf, regions

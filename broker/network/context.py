@@ -21,9 +21,15 @@ class _Marker:
 
 # A handler returns a response dict, a future of one (it parked in a purgatory
 # after its state change), a coroutine (awaited before the next request of the
-# connection is read), or one of these:
+# connection is read), an EncodedBody, or one of these:
 NO_RESPONSE = _Marker("NO_RESPONSE")          # acks=0 produce: the client expects nothing
 CLOSE_CONNECTION = _Marker("CLOSE_CONNECTION")  # acks=0 produce that failed: Kafka closes the socket
+
+
+class EncodedBody(bytes):
+    """A response body already encoded for the request's version: the connection adds the header and sends it
+    as it is. For an answer that is the same for everyone who asks the same way (ApiVersions), which its handler
+    encodes once instead of on every request."""
 
 
 @dataclass(slots=True)

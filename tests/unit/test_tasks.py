@@ -48,19 +48,29 @@ async def test_a_task_that_never_ends_is_given_up_on_after_the_timeout():
 
 def test_periodic_tasks_whose_periods_divide_one_another_wake_together():
     """Two tasks sleeping to beats of 50 and 100 ms, started at different times: every wake of the slower one
-    falls in the same turn of the loop as one of the faster one's (the same clock reading, on uvloop's clock
-    which is read once per turn), so a broker's periodic tasks cost one wake-up where they coincide."""
+    falls in the same turn of the loop as one of the faster one's, so a broker's periodic tasks cost one wake-up
+    where they coincide. Turns are counted by a callback that runs once in each (uvloop's clock is read afresh
+    on every call, so two tasks woken in one turn can read different milliseconds on a loaded machine)."""
     async def main():
         loop = asyncio.get_running_loop()
-        wakes: dict[float, list[float]] = {0.05: [], 0.1: []}
+        turn = 0
+        wakes: dict[float, list[int]] = {0.05: [], 0.1: []}
+
+        def count_turns():
+            nonlocal turn
+            turn += 1
+            ticker[0] = loop.call_soon(count_turns)
+
+        ticker = [loop.call_soon(count_turns)]
 
         async def every(period: float, times: int, offset: float):
             await asyncio.sleep(offset)
             for _ in range(times):
                 await sleep_to_beat(period)
-                wakes[period].append(loop.time())
+                wakes[period].append(turn)
 
         await asyncio.gather(every(0.05, 12, 0.0), every(0.1, 4, 0.013))
+        ticker[0].cancel()
         return wakes
 
     wakes = uvloop.run(main())

@@ -31,7 +31,7 @@ def patterns(entries: list[str]) -> dict[str, re.Pattern]:
     """``match``'s entries by attribute; ValueError naming the first that is not ``<attribute>=<regex>``."""
     out = {}
     for entry in entries:
-        parts = entry.split("=")
+        parts = _java_split(entry, "=")
         if len(parts) != 2 or parts[0].strip() not in ATTRIBUTES:
             raise ValueError(f"Illegal client matching pattern: {entry}")
         try:
@@ -39,6 +39,15 @@ def patterns(entries: list[str]) -> dict[str, re.Pattern]:
         except re.error:
             raise ValueError(f"Illegal client matching pattern: {entry}") from None
     return out
+
+
+def _java_split(text: str, separator: str) -> list[str]:
+    """``text.split(separator)`` as Java's ``String.split`` does it, which Kafka splits an entry with: trailing
+    empty strings are dropped, so ``client_id=`` is one part (refused) and ``client_id=a==`` two (``a``)."""
+    parts = text.split(separator)
+    while len(parts) > 1 and not parts[-1]:
+        parts.pop()
+    return parts
 
 
 def error(name: str, configs: dict[str, str]) -> tuple[ErrorCode, str] | None:

@@ -169,6 +169,9 @@ CLIENT_METRICS = 16
     ("bad-pattern", [("match", "client_id", 0)]),
     ("bad-attribute", [("match", "client_colour=red", 0)]),
     ("bad-regex", [("match", "client_id=(", 0)]),
+    ("empty-regex", [("match", "client_id=", 0)]),        # (Java's split drops the empty part: one part)
+    ("trailing-equals", [("match", "client_id=a==", 0)]),  # (and the empty parts after the last "=")
+    ("no-attribute", [("match", "=a", 0)]),
     ("unknown", [("colour", "red", 0)]),
     ("", [("metrics", "*", 0)]),
 ])

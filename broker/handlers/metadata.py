@@ -108,17 +108,23 @@ def answer(ctx, request):
                 ctx.log.info("invalid_topic_name", topic=name, reason=invalid)
                 topics.append({"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []})
                 continue
-            if name not in broker.metadata.topics and allow_create and not name.startswith("__"):
+            # A topic known without partitions is not yet in what Kafka's metadata cache holds (this broker heard
+            # of it from ZooKeeper before the controller's UpdateMetadata): Kafka would try to create it again,
+            # find it exists and answer LEADER_NOT_AVAILABLE, so it is answered so here too.
+            meta = broker.metadata.topics.get(name)
+            if (meta is None or meta.partitions == 0) and allow_create and not name.startswith("__"):
                 if not ctx.cluster_authorized(acls.CREATE, log_denied=False) \
                         and not ctx.authorized(acls.CREATE, acls.TOPIC, name):
                     topics.append(_refused(name))
                     continue
-                try:
-                    broker.admin.create_topic(name, broker.config["num.partitions"],
-                                        broker.config["default.replication.factor"], {})
-                except TopicNotCreated:
-                    topics.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "name": name, "partitions": []})
-                    continue
+                if meta is None:
+                    try:
+                        broker.admin.create_topic(name, broker.config["num.partitions"],
+                                                  broker.config["default.replication.factor"], {})
+                    except TopicNotCreated:
+                        topics.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "name": name,
+                                       "partitions": []})
+                        continue
                 # In a cluster the topic is known here once the controller's UpdateMetadata arrives: until
                 # then it is being created, LEADER_NOT_AVAILABLE as Kafka answers (the error every client
                 # retries; kafkajs gives up on UNKNOWN_TOPIC_OR_PARTITION).

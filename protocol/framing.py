@@ -395,6 +395,16 @@ class FrameStream(asyncio.BufferedProtocol):
             self._pause()
         self._wake_reader()
 
+    def queue_frame(self, frame: bytes) -> None:
+        """Queue a frame an ``intercept`` took and now gives up, as if it arrived whole now: an intercept that
+        gives it up when offered the next frame keeps arrival order (the next is queued behind it). Dropped once
+        reading has stopped, as a frame arriving then would be."""
+        if self._ended is not None and not self._draining:
+            return
+        self._frames.append((frame, 0))
+        self._queued_bytes += len(frame)
+        self._wake_reader()
+
     def _give(self, charge: int) -> None:
         if charge and self._budget is not None:
             self._charged -= charge

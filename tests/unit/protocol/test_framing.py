@@ -329,3 +329,30 @@ async def test_an_intercept_takes_frames_only_when_none_is_queued_ahead_of_them(
     await until(lambda: len(offered) == 4)
     assert offered[2:] == [b"take 5", b"keep 6"] and await stream.read_frame() == b"keep 6"
     writer.close()
+
+
+@on_both_loops
+async def test_a_frame_an_intercept_gives_back_is_read_before_the_frames_that_came_after_it():
+    """An intercept holding a frame may give it up with ``queue_frame`` when the next frame arrives: the reader
+    gets the held one first, then the newcomer. Once reading has stopped, a frame given back is dropped."""
+    stream, _, writer = await pair()
+    held = []
+
+    def intercept(frame) -> bool:
+        if held:
+            stream.queue_frame(held.pop())   # (given back ahead of the frame being offered)
+            return False
+        held.append(frame)
+        return True
+
+    stream.intercept = intercept
+    writer.write(framed(b"held"))
+    await until(lambda: held)
+    assert stream.frames_waiting == 0
+    writer.write(framed(b"next"))
+    assert [await asyncio.wait_for(stream.read_frame(), 5) for _ in range(2)] == [b"held", b"next"]
+    stream.end_input()
+    stream.queue_frame(b"late")
+    with pytest.raises(StreamEnded):
+        await asyncio.wait_for(stream.read_frame(), 5)
+    writer.close()

@@ -18,6 +18,7 @@ from kbroker.broker.configuration.quotas import FETCH, throttle_for, unrecord
 from kbroker.broker.partitions.delayed_fetch import DelayedFetch, at_rest
 from kbroker.broker.partitions.replica_manager import FetchPartitionRequest, FetchPartitionResult
 from kbroker.broker.partitions.session_rest import SessionRest
+from kbroker.broker.network.idle_fetches import VERSION as IDLE_FETCH_VERSION
 from kbroker.protocol.acls import CLUSTER_ACTION, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.fetch import FETCH as API  # noqa: F401  (the registry reads API)
@@ -137,6 +138,8 @@ def handle(ctx, request):
     quiet = []   # (incremental sessions) partitions at rest: listened on by the session, not read
     if incremental:   # every partition of the session, at the position the client last gave
         requests, quiet = _split_at_rest(ctx, request, session)
+        if request.replica_id >= 0 and ctx.api_version == IDLE_FETCH_VERSION and ctx.connection is not None:
+            ctx.connection.hold_idle_fetches()
     else:
         requests = [FetchPartitionRequest(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes,
                                           p.current_leader_epoch, p.last_fetched_epoch)

@@ -138,6 +138,9 @@ class BrokerCollector(Collector):
         yield CounterMetricFamily("kbroker_replicafetcher_idlerounds",
                                   "Idle fetch rounds this broker's replica fetchers (those running now) sent again "
                                   "from their connections' callbacks", value=sum(f.idle.repeated for f in fetchers))
+        yield CounterMetricFamily("kbroker_fetch_idleroundsheld",
+                                  "Followers' idle fetches this broker held and answered from their connections' "
+                                  "callbacks", value=self.broker.metrics.idle_fetches_held)
         sessions = self.broker.fetch_sessions
         yield GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
                                 "Incremental fetch sessions held (followers' and consumers')",

@@ -52,6 +52,7 @@ class BrokerCounters:
     def __init__(self) -> None:
         self.topics: dict[str, TopicCounters] = defaultdict(TopicCounters)
         self.replication_bytes_out = 0
+        self.idle_fetches_held = 0   # followers' idle fetches answered from their connections' callbacks
         self.requests: dict[tuple[str, int], int] = defaultdict(int)
         self.errors: dict[tuple[str, str], int] = defaultdict(int)   # (api, error name) of failed requests
         self.times: dict[str, dict[str, Histogram]] = {}

@@ -32,6 +32,7 @@ import structlog
 from construct import ConstructError
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE, EncodedBody, RequestContext
+from kbroker.broker.network.idle_fetches import IdleFetches
 from kbroker.broker.network.log_regions import write_answer
 from kbroker.broker.network.registry import HANDLERS, api_versions_list
 from kbroker.broker.configuration.quotas import EXEMPT_APIS, REQUEST, throttle_for
@@ -90,6 +91,7 @@ class Connection:
         # response leaves from the future's callback, without the queue and the writer task (a long poll, an
         # acks=all produce). Whatever comes after it sends it to the queue first (``_unpark``).
         self._parked: tuple | None = None
+        self.held = None   # a follower's idle fetch held from the transport's callback (a HeldFetch)
         self.after_response: list = []   # RequestContext.run_after_response's actions for the current request
         self.on_close: list | None = None   # callbacks when the connection ends (a share session it holds)
         self.client_software = ("", "")     # name and version, from ApiVersions v3+ (client telemetry matches them)
@@ -127,11 +129,17 @@ class Connection:
 
     def idle_for(self, now: float) -> float:
         """Seconds since this connection last read a request or sent a response, 0 while it owes one."""
-        return now - self.last_active if self._owes_nothing() else 0.0
+        return now - self.last_active if self.owes_nothing() else 0.0
 
-    def _owes_nothing(self) -> bool:
-        """No response is due before the next one: none queued, none being written, none parked."""
-        return not self._writer_busy and self._parked is None and not self._responses_queued()
+    def owes_nothing(self) -> bool:
+        """No response is due before the next one: none queued, none being written, none parked or held."""
+        return not self._writer_busy and self._parked is None and self.held is None and not self._responses_queued()
+
+    def hold_idle_fetches(self) -> None:
+        """This connection carries a follower's incremental fetch session: from now its idle fetches may be
+        held and answered from the transport's callback (broker/network/idle_fetches.py)."""
+        if self.stream.intercept is None:
+            self.stream.intercept = IdleFetches(self)
 
     def _responses_queued(self) -> bool:
         return self.responses is not None and not self.responses.empty()
@@ -181,6 +189,8 @@ class Connection:
                     if self.after_response:
                         self._run_after_response()
         finally:
+            if self.held is not None:
+                self.held.release(answer=self.stopping)
             if self._parked is not None:
                 if answer_pending or self.stopping:
                     self._unpark()   # (the writer sends it once it is ready, as it does the rest)
@@ -290,11 +300,11 @@ class Connection:
                 await self._enqueue((correlation_id, api_key, api_version, result, None))
                 raise CloseConnection(after_responses=True)
         if isinstance(result, asyncio.Future):
-            if self._owes_nothing():
+            if self.owes_nothing():
                 self._parked = (correlation_id, api_key, api_version, result, timing)
                 result.add_done_callback(self._parked_done)
                 return
-        elif self._owes_nothing():
+        elif self.owes_nothing():
             # Nothing is ahead of this response: send it now and skip the hand-off to the writer task.
             # Safe for ordering: the next request is read only after this returns.
             try:
@@ -332,7 +342,7 @@ class Connection:
         if future.cancelled():
             # Cancelled elsewhere (this connection lets go of a parked future before it cancels one): the
             # connection ends, as it did when the writer task awaited such a future.
-            self._end()
+            self.end()
             return
         correlation_id, api_key, api_version, _, timing = parked
         ready = time.perf_counter() if timing is not None else 0.0
@@ -344,7 +354,7 @@ class Connection:
             self.stream.write(answer[0])
             self.last_active = time.monotonic()
         except ConnectionError:
-            self._end()
+            self.end()
             return
         except Exception:
             self._failed(api_key, correlation_id)
@@ -354,9 +364,9 @@ class Connection:
 
     def _failed(self, api_key: int, correlation_id: int) -> None:
         self.log.exception("response_failed", api_key=api_key, correlation_id=correlation_id)
-        self._end()
+        self.end()
 
-    def _end(self) -> None:
+    def end(self) -> None:
         """A response could not be sent: the connection ends (the client retries, as it could not were the
         response silently missing)."""
         self.stream.close()
@@ -402,7 +412,7 @@ class Connection:
                 if timing is not None:
                     self.broker.metrics.request_done(*timing, ready, time.perf_counter())
             except (ConnectionError, asyncio.CancelledError):
-                self._end()
+                self.end()
                 raise
             except Exception:
                 self._failed(api_key, correlation_id)

@@ -34,7 +34,7 @@ from kbroker.protocol.headers import response_header
 
 _INT32 = struct.Struct(">i")
 # An incremental fetch (v12) naming nothing ends: session epoch, no topics, nothing forgotten, no rack, no tags.
-_NOTHING_NAMED = b"\x01\x01\x01\x00"
+NOTHING_NAMED = b"\x01\x01\x01\x00"
 
 
 def empty_answer(api_key: int, version: int, session_id: int) -> bytes:
@@ -64,7 +64,7 @@ class IdleRounds:
     def __call__(self, response, request: bytearray) -> bool:
         fetcher = self.fetcher
         if not self.armed or response[4:] != self._answer or request[4:8] != self._request_head or \
-                request[-4:] != _NOTHING_NAMED or not fetcher.at_rest():
+                request[-4:] != NOTHING_NAMED or not fetcher.at_rest():
             return False
         if _INT32.unpack_from(request, len(request) - 8)[0] != fetcher.session_epoch:
             return False   # (not the fetch this session's epoch says is out)

@@ -34,6 +34,7 @@ class SessionRest:
         self.validated_ms = 0
         self.parked = None   # the session's fetch parked now, woken by an event on a partition at rest
         self._quiet: list | None = None   # (request, cached) of every partition at rest, made once per change
+        self._followers: list | None = None   # the follower's ReplicaState of each (None: a consumer's), likewise
 
     def begin_round(self, now_ms: int) -> None:
         """Mark every partition when the last full look is ``REVALIDATE_MS`` old."""
@@ -48,8 +49,9 @@ class SessionRest:
             return None
         if self._quiet is None:
             self._quiet = [(req, cached) for req, cached, _ in self.partitions.values()]
-        for _, _, state in self.partitions.values():
-            _note(state, now_ms)
+            self._followers = [state for _, _, state in self.partitions.values() if state is not None]
+        for state in self._followers:   # (as _note, inline: an idle round's one pass over the partitions)
+            state.last_caught_up_ms = state.last_fetch_ms = now_ms
         return self._quiet
 
     def keep(self, tp: tuple[str, int], now_ms: int) -> bool:

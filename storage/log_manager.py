@@ -354,12 +354,16 @@ class LogManager:
         whose segments changed while it was being cleaned is left for the next pass; a failing dir is reported."""
         cleaned = 0
         try:
+            # (the compacted logs first: a pass over a dir without any, every log.cleaner.backoff.ms, reads nothing)
+            compacted = [(tp, lg) for tp, lg in self.logs.items() if lg.config.compact and lg.parent_dir == d]
+            if not compacted:
+                return 0
             path = os.path.join(d, CLEANER)
             checkpoints = read_checkpoint(path)
             changed = False
             now_ms = int(self.clock() * 1000)
-            for tp, lg in list(self.logs.items()):
-                if self.logs.get(tp) is not lg or lg.parent_dir != d or not lg.config.compact:
+            for tp, lg in compacted:
+                if self.logs.get(tp) is not lg:
                     continue
                 first_dirty = max(checkpoints.get(tp, 0), lg.log_start_offset)
                 if not cleaner.needs_cleaning(lg, first_dirty, now_ms):

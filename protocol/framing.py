@@ -434,6 +434,12 @@ class FrameStream(asyncio.BufferedProtocol):
         return len(self._frames)
 
     @property
+    def reader_waiting(self) -> bool:
+        """The consumer is waiting in ``read_frame``: it has taken every frame and is busy with none of them."""
+        waiter = self._frame_waiter
+        return waiter is not None and not waiter.done()
+
+    @property
     def input_ended(self) -> bool:
         """Nothing more will be received: the peer closed or reset the connection, or reading stopped."""
         return self._ended is not None

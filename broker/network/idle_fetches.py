@@ -19,11 +19,12 @@ moved on by the time the wait ends.
 
 Invariants: a frame is held only when the request path would have parked it with nothing to read: a Fetch
 v12 from a follower (replica id >= 0) naming nothing, with a wait, in an open session whose epoch it
-carries and whose every partition is at rest and unmarked; on a connection that owes no answer and is
-neither throttled nor stopping, whose SASL session (if any) is authenticated and current; on a broker
-without an authorizer or quotas (their checks are the request path's); after the pause check that every
-request makes. The session's epoch moves only when the empty answer is written, so a frame handed over is
-the request the session expects. A connection holds at most one frame, and none once it ends.
+carries and whose every partition is at rest and unmarked; on a connection whose task waits for a frame,
+that owes no answer, is neither throttled nor stopping, and whose SASL session (if any) is authenticated
+and current; on a broker without an authorizer or quotas (their checks are the request path's); after the
+pause check that every request makes. The session's epoch moves only when the empty answer is written, so
+a frame handed over is the request the session expects. A connection holds at most one frame, and none
+once it ends.
 """
 
 from __future__ import annotations
@@ -95,9 +96,12 @@ class IdleFetches:
 
 
 def _open(conn) -> bool:
-    """Nothing of the connection's or the broker's stands in the way of answering without the request path."""
+    """Nothing of the connection's or the broker's stands in the way of answering without the request path. (The
+    connection's task waiting for a frame is what says no earlier request is still being handled: one whose
+    handler is still running, or whose answer is still being written, owes an answer that nothing records.)"""
     sasl, broker = conn.sasl, conn.broker
-    return conn.owes_nothing() and not conn.stopping and conn.muted_until <= time.monotonic() and \
+    return conn.stream.reader_waiting and conn.owes_nothing() and not conn.stopping and \
+        conn.muted_until <= time.monotonic() and \
         (sasl is None or (not sasl.raw_tokens and sasl.admits(FETCH))) and \
         broker.authorizer is None and not broker.quotas.enabled
 

@@ -101,7 +101,7 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
     """A raw follower's fetch session at the leader, the only follower fetching from it: the cluster's other
     broker, the partition's real follower, is paused (SIGSTOP; its ZooKeeper session and its place in the ISR
     outlast the test) and the raw one fetches as that replica, at its log end. Its idle fetch is held and
-    answered with nothing when its wait ends. Then what must be
+    answered with nothing when its wait ends, but not behind a request still being handled. Then what must be
     answered otherwise: a request behind a held fetch is answered after it, and the fetch waits only what was
     left of its wait (not its whole wait again); an append answers a held fetch at once with the record; a
     session closed meanwhile answers FETCH_SESSION_ID_NOT_FOUND at the end of the wait; a connection closed
@@ -158,6 +158,24 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
         quiet = await fetch(session, epoch, 100)
         assert quiet.error_code == 0 and quiet.session_id == session and quiet.responses == []
         assert held() == before + 1, "the idle fetch was not held"
+
+        # A request still being handled (a topic's creation waits for the controller) and an idle fetch behind it,
+        # sent together: the creation is answered first, and the fetch after it, by the request path.
+        order = []
+
+        async def noted(name: str, request):
+            answer = await request
+            order.append(name)
+            return answer
+        created, _ = await asyncio.gather(
+            noted("create", conn.request(19, 7, {"topics": [{"name": f"{topic_name}-2", "num_partitions": 1,
+                                                             "replication_factor": 1}], "timeout_ms": 10000})),
+            noted("fetch", fetch(session, epoch + 1, 1)))
+        assert created.topics[0].error_code == 0 and order == ["create", "fetch"]
+        assert held() == before + 1, "a fetch behind a request still being handled was held"
+        epoch = await settle(session, epoch + 2)
+        before = held()
+        assert (await fetch(session, epoch, 100)).error_code == 0 and held() == before + 1
 
         # A request behind a held fetch, sent two seconds into its four-second wait: the fetch first, at the end
         # of its own wait (not four seconds after the request came), then the request. (The two seconds are the

@@ -345,6 +345,11 @@ async def test_a_frame_an_intercept_gives_back_is_read_before_the_frames_that_ca
         held.append(frame)
         return True
 
+    assert not stream.reader_waiting
+    reading = asyncio.ensure_future(stream.read_frame())
+    await until(lambda: stream.reader_waiting)   # (what an intercept checks: the reader has nothing in hand)
+    writer.write(framed(b"first"))
+    assert await asyncio.wait_for(reading, 5) == b"first" and not stream.reader_waiting
     stream.intercept = intercept
     writer.write(framed(b"held"))
     await until(lambda: held)

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
-from tests.cluster import Cluster, create, describe, known_to, wait_until
+from tests.cluster import Cluster, controller_of, create, describe, known_to, wait_until
 from tests.integration.test_metrics import metrics_port, scrape, value
 
 pytestmark = pytest.mark.timeout(240)
@@ -111,10 +111,15 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
 
     cluster = two_brokers
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
-    admin.create_topics([NewTopic(topic_name, replica_assignments={0: [1, 2]})])
+    # (the controller leads and stays: the paused broker neither leads the partition nor handles the creation)
+    wait_until(lambda: controller_of(cluster) > 0, message="a controller")
+    leader_id = controller_of(cluster)
+    follower_id = 3 - leader_id
+    admin.create_topics([NewTopic(topic_name, replica_assignments={0: [leader_id, follower_id]})])
     admin.close()
-    leader, follower_id = cluster.brokers[1], 2
-    wait_until(lambda: describe(cluster.bootstrap, topic_name)[0]["isr"] == [1, 2], message="both replicas in sync")
+    leader = cluster.brokers[leader_id]
+    wait_until(lambda: sorted(describe(cluster.bootstrap, topic_name)[0]["isr"]) == [1, 2],
+               message="both replicas in sync")
     await known_to(leader.port, topic_name, leading=True)
     cluster.brokers[follower_id].pause()
     conn = await KafkaConnection.open("127.0.0.1", leader.port)
@@ -168,8 +173,9 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
             order.append(name)
             return answer
         created, _ = await asyncio.gather(
-            noted("create", conn.request(19, 7, {"topics": [{"name": f"{topic_name}-2", "num_partitions": 1,
-                                                             "replication_factor": 1}], "timeout_ms": 10000})),
+            noted("create", conn.request(19, 7, {"topics": [{
+                "name": f"{topic_name}-2", "num_partitions": -1, "replication_factor": -1,
+                "assignments": [{"partition_index": 0, "broker_ids": [leader_id]}]}], "timeout_ms": 10000})),
             noted("fetch", fetch(session, epoch + 1, 1)))
         assert created.topics[0].error_code == 0 and order == ["create", "fetch"]
         assert held() == before + 1, "a fetch behind a request still being handled was held"

@@ -35,15 +35,17 @@ import struct
 import time
 
 from kbroker.broker.partitions.fetch_sessions import next_epoch
-from kbroker.protocol import schema
+from kbroker.broker.replication.fetcher import FETCH, FETCH_VERSION as VERSION   # (the version held: followers')
 from kbroker.broker.replication.idle_rounds import NOTHING_NAMED, empty_answer
+from kbroker.protocol import schema
 
-FETCH, VERSION = 1, 12   # (the version kbroker's followers fetch at: broker/replication/fetcher.py)
 _HEAD = struct.pack(">hh", FETCH, VERSION)
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 # A v12 body after the header: replica id, max wait, min and max bytes, isolation level, session id and epoch,
-# then topics, forgotten topics, rack and tagged fields, which name nothing in an idle round.
+# then topics, forgotten topics, rack and tagged fields, which name nothing in an idle round. (Were the
+# followers' version raised, its sessions name topics by id (v13+), which are never held, and from v15 the
+# replica id is a tagged field: such a fetch goes the request path until this layout follows it.)
 _BODY = struct.Struct(">iiiibii")
 _BODY_SIZE = _BODY.size + len(NOTHING_NAMED)
 _WAIT_AT = 4   # (the max wait's place in the body)

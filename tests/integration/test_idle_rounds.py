@@ -1,7 +1,8 @@
-"""Idle replication rounds on a three-broker cluster (issue 30): followers' rounds over partitions at rest,
-sent again from the follower's connection's callback (broker/replication/idle_rounds.py) and held by the
-leader in its own (broker/network/idle_fetches.py), keep the ISR, and give way at once to whatever must be
-answered otherwise. One cluster for the module, with its metrics served."""
+"""Idle replication rounds (issue 30): followers' rounds over partitions at rest, sent again from the
+follower's connection's callback (broker/replication/idle_rounds.py) and held by the leader in its own
+(broker/network/idle_fetches.py), keep the ISR, and give way at once to whatever must be answered otherwise.
+Real clusters with their metrics served: three brokers with real followers, and two with one paused and a raw
+follower in its place."""
 
 from __future__ import annotations
 

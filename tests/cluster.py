@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import KafkaConnectionError
 
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 from kbroker.protocol.records import split_batches
@@ -144,15 +145,23 @@ async def known_to(port: int, topic: str, partitions: int = 1, leading: bool = F
 def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dict]:
     """Each partition's leader, replicas and ISR. A broker that has just started may not have had the
     controller's UpdateMetadata yet and answer UNKNOWN_TOPIC_OR_PARTITION (as Kafka does in that window):
-    ask again, as clients do, until the topic is known."""
+    ask again, as clients do, until the topic is known. Likewise a broker that has just stopped is still
+    listed as live until the controller has seen its registration go (Kafka lists shutting-down brokers
+    too), and the admin client may pick it and be refused: ask again, as Kafka's own admin client does."""
     deadline = time.monotonic() + timeout
     while True:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+        admin = None
         try:
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
             found = admin.describe_topics([topic])[0]
+        except KafkaConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            found = None
         finally:
-            admin.close()
-        if found["error_code"] == 0 or time.monotonic() > deadline:
+            if admin is not None:
+                admin.close()
+        if found is not None and (found["error_code"] == 0 or time.monotonic() > deadline):
             break
         time.sleep(0.2)
     return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"], "isr": p["isr_nodes"]}

@@ -3,6 +3,7 @@ future completes in the same turn (the controller queue that kept a broker from 
 that wake together (sleep_to_beat)."""
 
 import asyncio
+import time
 
 import uvloop
 
@@ -75,3 +76,56 @@ def test_periodic_tasks_whose_periods_divide_one_another_wake_together():
 
     wakes = uvloop.run(main())
     assert len(wakes[0.1]) == 4 and all(t in wakes[0.05] for t in wakes[0.1]), wakes
+
+
+def test_a_task_woken_late_just_before_anothers_beat_wakes_on_it_with_the_other():
+    """The process held (as a loaded machine holds it) from a beat of the 50 ms task until about the next beat,
+    which both tasks share: the 50 ms task, woken that late (just before that beat or just after it, the beat's
+    timer not yet run), wakes on it in the same turn as the 100 ms one; neither wakes twice on a beat."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        turn = 0
+
+        def count_turns():
+            nonlocal turn
+            turn += 1
+            ticker[0] = loop.call_soon(count_turns)
+
+        ticker = [loop.call_soon(count_turns)]
+        now = round(loop.time() * 1000)
+        shared = now - now % 100 + 300   # a beat of both, at least 200 ms away
+        loop.call_at((shared - 50) / 1000, time.sleep, 0.049)   # (the loop held: no task runs meanwhile)
+        wakes: dict[int, list[tuple[int, int]]] = {50: [], 100: []}
+
+        async def every(period: int, until: int):
+            while not wakes[period] or wakes[period][-1][1] < until:
+                await sleep_to_beat(period / 1000)
+                wakes[period].append((turn, round(loop.time() * 1000)))
+
+        await asyncio.gather(every(50, shared + 50), every(100, shared))
+        ticker[0].cancel()
+        return shared, wakes
+
+    shared, wakes = uvloop.run(main())
+    together = [t for t, at in wakes[100] if at >= shared]
+    assert len(together) == 1 and together[0] in [t for t, _ in wakes[50]], (shared, wakes)
+    for period in (50, 100):
+        turns = [t for t, _ in wakes[period]]
+        assert len(set(turns)) == len(turns), wakes   # (never twice in one turn: once per beat)
+
+
+def test_a_task_cancelled_asleep_leaves_the_others_on_its_beat_asleep_to_it():
+    async def main():
+        woken = []
+
+        async def sleeper(name):
+            await sleep_to_beat(0.05)
+            woken.append(name)
+
+        first, second = asyncio.create_task(sleeper("first")), asyncio.create_task(sleeper("second"))
+        await asyncio.sleep(0)
+        first.cancel()
+        await asyncio.gather(first, second, return_exceptions=True)
+        return first.cancelled(), woken
+
+    assert uvloop.run(main()) == (True, ["second"])

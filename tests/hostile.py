@@ -105,7 +105,8 @@ def connect_accepted(port: int, pid: int, count: int, step: int = 25) -> list[so
     """``count`` connections to the broker ``pid``, opened ``step`` at a time, each step once the broker has
     accepted the previous one: a burst beyond the listen backlog (``socket.listen.backlog.size``, 50 as in Kafka)
     would have the kernel drop SYNs and the client resend them a second later, which measures TCP's retry
-    timer, not the broker."""
+    timer, not the broker. The broker's descriptors must be steady when it is called: their count then is the
+    base the new connections add to."""
     base, socks = open_fds(pid), []
     while len(socks) < count:
         socks += [connect(port) for _ in range(min(step, count - len(socks)))]

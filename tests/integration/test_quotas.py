@@ -183,7 +183,10 @@ def test_quotas_are_described_kept_across_a_restart_and_slow_a_consumer(tmp_path
             finally:
                 await conn.close()
         throttles = asyncio.run(busy())
-        assert throttles[0] == 0 and sum(t > 0 for t in throttles) == 2, throttles
+        # Throttled twice, and answered after the first throttle. (Not necessarily from the second request on:
+        # a request's time is wall time on the broker, as in Kafka, and on a loaded machine the first one alone
+        # can take more than the 2 ms its 2 s window allows.)
+        assert sum(t > 0 for t in throttles) == 2 and throttles[-1] > 0, throttles
     finally:
         assert broker.stop() == 0
     assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()

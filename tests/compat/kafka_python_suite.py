@@ -117,8 +117,10 @@ def inferred_version(bootstrap: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def run(broker: BrokerProcess, tests: list[str] | None = None) -> dict[str, str]:
-    """Run the suite (or ``tests``) against ``broker``; returns node id -> passed/failed/skipped."""
+def run(broker: BrokerProcess, tests: list[str] | None = None,
+        failures: dict[str, str] | None = None) -> dict[str, str]:
+    """Run the suite (or ``tests``) against ``broker``; returns node id -> passed/failed/skipped, and fills
+    ``failures`` (when given) with each failed test's report: the run's output is not kept otherwise."""
     tree = prepare()
     kafka_root = tempfile.mkdtemp(prefix="kafka-root-")
     junit = os.path.join(kafka_root, "junit.xml")
@@ -139,6 +141,8 @@ def run(broker: BrokerProcess, tests: list[str] | None = None) -> dict[str, str]
         for child in case:
             if child.tag in ("failure", "error"):
                 outcome = "failed"
+                if failures is not None:
+                    failures[node] = (child.get("message") or "") + "\n" + (child.text or "")[-3000:]
             elif child.tag == "skipped":
                 outcome = "skipped"
         results[node] = outcome

@@ -12,8 +12,9 @@ def test_kafka_python_must_pass_list(tmp_path):
 
     broker = BrokerProcess(str(tmp_path / "data"), BROKER_OVERRIDES).start()
     try:
-        results = run(broker, MUST_PASS)
+        failures: dict[str, str] = {}
+        results = run(broker, MUST_PASS, failures)
     finally:
         assert broker.stop() == 0
     not_passed = {t: results.get(t, "not run") for t in MUST_PASS if results.get(t) != "passed"}
-    assert not not_passed, not_passed
+    assert not not_passed, (not_passed, failures)

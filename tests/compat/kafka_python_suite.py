@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -120,20 +121,42 @@ def inferred_version(bootstrap: str) -> str:
 def run(broker: BrokerProcess, tests: list[str] | None = None,
         failures: dict[str, str] | None = None) -> dict[str, str]:
     """Run the suite (or ``tests``) against ``broker``; returns node id -> passed/failed/skipped, and fills
-    ``failures`` (when given) with each failed test's report: the run's output is not kept otherwise."""
+    ``failures`` (when given) with each failed test's report: the run's output is not kept otherwise.
+
+    A test that failed because its consumer never asked the broker about the topics it subscribed to
+    (``never_asked``: kafka-python's lost metadata update) is run once more, and its second outcome counts;
+    ``failures`` keeps the first report. Any other failure stands as it is."""
+    results, logs = _run_once(broker, tests or ["test/integration", "-k", " and ".join(f"not {d}" for d in DESELECT)],
+                              failures)
+    lost = [node for node, log in logs.items() if never_asked(log)]
+    if lost:
+        again, _ = _run_once(broker, lost, None)
+        for node in lost:
+            results[node] = again.get(node, "failed")
+            if failures is not None:
+                failures[node] = f"(run again: the client never asked for its topics, now {results[node]})\n" + \
+                    failures.get(node, "")
+    return results
+
+
+def _run_once(broker: BrokerProcess, args: list[str],
+              failures: dict[str, str] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(node id -> outcome, node id -> the captured log of each failed test)."""
     tree = prepare()
     kafka_root = tempfile.mkdtemp(prefix="kafka-root-")
     junit = os.path.join(kafka_root, "junit.xml")
     env = {**os.environ, "KAFKA_URI": f"PLAINTEXT://{broker.bootstrap}", "KAFKA_ROOT": kafka_root,
            "KAFKA_VERSION": inferred_version(broker.bootstrap)}
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:logging", "--timeout", "90",
-            "--timeout-method", "signal",   # a hung test fails alone; the thread method would end the run
-            f"--junitxml={junit}", "-o", "junit_family=xunit1"]
-    args += tests or ["test/integration", "-k", " and ".join(f"not {d}" for d in DESELECT)]
-    subprocess.run(args, cwd=tree, env=env, timeout=1800, stdout=subprocess.DEVNULL)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "90",
+           "--timeout-method", "signal",   # a hung test fails alone; the thread method would end the run
+           # (the client's own log of a failed test, which never_asked reads)
+           "--log-level=DEBUG", "-o", "junit_logging=log", "-o", "junit_log_passing_tests=false",
+           f"--junitxml={junit}", "-o", "junit_family=xunit1"]
+    subprocess.run(cmd + args, cwd=tree, env=env, timeout=1800, stdout=subprocess.DEVNULL)
     results: dict[str, str] = {}
+    logs: dict[str, str] = {}
     if not os.path.exists(junit):   # the run died before writing its report: nothing passed
-        return results
+        return results, logs
     for case in ET.parse(junit).getroot().iter("testcase"):
         file = case.get("file") or case.get("classname", "").replace(".", "/") + ".py"
         node = f"{file}::{case.get('name')}"
@@ -145,9 +168,31 @@ def run(broker: BrokerProcess, tests: list[str] | None = None,
                     failures[node] = (child.get("message") or "") + "\n" + (child.text or "")[-3000:]
             elif child.tag == "skipped":
                 outcome = "skipped"
+        if outcome == "failed":
+            logs[node] = "".join(child.text or "" for child in case if child.tag == "system-out")
         results[node] = outcome
     shutil.rmtree(kafka_root, ignore_errors=True)
-    return results
+    return results, logs
+
+
+_SUBSCRIBED = re.compile(r"Updating subscribed topics to: \[([^\]]*)\]")
+
+
+def never_asked(log: str) -> bool:
+    """Whether, in a test's captured client log, a consumer subscribed to topics and no client then sent a
+    Metadata request naming any of them: the broker was never asked, so the test's failure is the client's.
+
+    kafka-python 3.0.12 loses a subscription's metadata update that comes while its first Metadata request
+    (naming no topic) is in flight: the answer clears the flag the subscription set, and the client sleeps
+    ``metadata.max.age.ms`` (5 minutes) before asking again, so its consumer reads nothing for the test's
+    30 s. (Seen here once in about 20 runs of the suite with the machine loaded.)"""
+    for match in _SUBSCRIBED.finditer(log):
+        topics = re.findall(r"'([^']+)'", match.group(1))
+        after = log[match.end():]
+        if topics and not any(re.search(r"Sending request \d+ MetadataRequest\(.*name='" + re.escape(t) + "'", after)
+                              for t in topics):
+            return True
+    return False
 
 
 def main() -> int:

@@ -175,7 +175,7 @@ def _run_once(broker: BrokerProcess, args: list[str],
     return results, logs
 
 
-_SUBSCRIBED = re.compile(r"Updating subscribed topics to: \[([^\]]*)\]")
+_SUBSCRIBED = re.compile(r"Updating subscribed topics to: [\[(]([^\])]*)[\])]")   # (a list, or a tuple)
 
 
 def never_asked(log: str) -> bool:

@@ -9,7 +9,10 @@ checks, a DelayedFetch in the purgatory, the answer encoded) was most of what su
 takes that fetch in the transport's callback instead, when the frame's bytes and the session alone say that
 the request path would park it with nothing to read: the follower is noted caught up on every partition of
 the session (as the request path notes it), the frame is held on a timer for its wait, and at the end the
-session's epoch moves and the empty answer is written.
+session's epoch moves and the empty answer is written. The wait ends on its grid (the multiples of the wait on
+the host's monotonic clock) when the grid is at most ``_EARLY_S`` (or a twentieth of the wait) before its end:
+a follower's idle rounds drift onto the grid within a few waits, and a broker then wakes for all of a host's
+idle rounds (and its periodic beats, on the same clock) at once, not for each in turn.
 
 Whenever the answer could be other than empty, the frame goes to the request path as it came, its wait cut
 by what it has already waited (``HeldFetch.hand_over``): an event on a partition of the session (an append,
@@ -22,9 +25,10 @@ v12 from a follower (replica id >= 0) naming nothing, with a wait, in an open se
 carries and whose every partition is at rest and unmarked; on a connection whose task waits for a frame,
 that owes no answer, is neither throttled nor stopping, and whose SASL session (if any) is authenticated
 and current; on a broker without an authorizer or quotas (their checks are the request path's); after the
-pause check that every request makes. The session's epoch moves only when the empty answer is written, so
-a frame handed over is the request the session expects. A connection holds at most one frame, and none
-once it ends.
+pause check that every request makes. A held fetch is answered no later than its wait and no earlier than
+``_EARLY_S`` (or a twentieth of its wait) before. The session's epoch moves only when the empty answer is
+written, so a frame handed over is the request the session expects. A connection holds at most one frame,
+and none once it ends.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ _INT32 = struct.Struct(">i")
 _BODY = struct.Struct(">iiiibii")
 _BODY_SIZE = _BODY.size + len(NOTHING_NAMED)
 _WAIT_AT = 4   # (the max wait's place in the body)
+# A held fetch may end this much before its wait (at most a twentieth of it), to land on its wait's grid.
+_EARLY_S = 0.025
+_EARLY_SHARE = 0.05
 _HEADER_FIXED = 11   # api key, version, correlation id, client id's size; then the client id and one tag byte
 
 
@@ -118,7 +125,13 @@ class HeldFetch:
         self.fetches, self.frame, self.body_at, self.session = fetches, frame, body_at, session
         self.epoch = session.epoch
         loop = asyncio.get_running_loop()
-        self.deadline = loop.time() + wait_ms / 1000
+        wait = wait_ms / 1000
+        end = loop.time() + wait
+        # Ends on the last multiple of the wait (on the loop's monotonic clock, which the host's processes share)
+        # when that is at most _EARLY before the wait's end, else _EARLY early: a follower's rounds move onto the
+        # grid within a few waits and stay there, so every idle round of a host ends at the same instants and a
+        # broker wakes once for all of them (its periodic beats too), not once for each.
+        self.deadline = max(math.floor(end / wait) * wait, end - min(wait * _EARLY_SHARE, _EARLY_S))
         self.timer = loop.call_at(self.deadline, self._expire)
         self.read_at = time.perf_counter() if fetches.conn.timed else 0.0
         self.completed = False

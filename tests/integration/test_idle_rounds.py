@@ -106,7 +106,8 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
     answered otherwise: a request behind a held fetch is answered after it, and the fetch waits only what was
     left of its wait (not its whole wait again); an append answers a held fetch at once with the record; a
     session closed meanwhile answers FETCH_SESSION_ID_NOT_FOUND at the end of the wait; a connection closed
-    while its fetch is held has nothing written to it, and the leader goes on serving."""
+    while its fetch is held has nothing written to it, and the leader goes on serving. Last, held rounds move
+    onto their wait's grid and stay there."""
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
@@ -232,6 +233,26 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
             await doomed
         await asyncio.sleep(1.0)   # (past the end of its wait: the scenario, not a wait for a condition)
         assert held() == count
+
+        # Held rounds move onto their wait's grid (the multiples of the wait on the host's monotonic clock, each
+        # round ending at most a twentieth of its wait early) and stay there. Rounds of 100 ms begun half a wait
+        # off the grid: ten or so rounds bring them onto it; over the last eight of 24, answers come just after a
+        # multiple of 100 ms (on the code before, a round ended a whole wait after it began: half a wait off).
+        reopened = await fetch(0, 0, 0, offset=1)
+        session = reopened.session_id
+        epoch = await settle(session, 1) - 1
+        off_grid, start = [], held()
+        while not 0.05 <= time.monotonic() % 0.1 < 0.06:   # (the scenario's starting phase)
+            await asyncio.sleep(0.002)
+        for _ in range(24):
+            epoch += 1
+            assert (await fetch(session, epoch, 100)).error_code == 0
+            phase = time.monotonic() % 0.1
+            off_grid.append(min(phase, 0.1 - phase))
+        # (all held but one at most: every 5 s a session's round looks at its partitions on the request path)
+        assert held() >= start + 23, "idle rounds were not held"
+        assert statistics.median(off_grid[16:]) < 0.015, f"idle rounds off their grid by {off_grid} s"
+
         with open(leader.log_path, encoding="utf-8") as log:
             assert "Traceback" not in log.read()
         answer = await conn.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})

@@ -67,10 +67,14 @@ def _offline_replicas(bootstrap: str, topic: str) -> dict[int, list[int]]:
 
 
 def _fail_dir(path: str) -> None:
-    """The disk under ``path`` is gone: the folder is removed and a file stands where it was."""
-    shutil.rmtree(path)
+    """The disk under ``path`` is gone: the folder is removed and a file stands where it was. (The folder is
+    moved aside first: removed in place, it could gain a file the live broker wrote after rmtree had listed it,
+    and rmtree then failed with 'Directory not empty'. Once moved, nothing the broker writes by path lands in it.)"""
+    gone = path + ".gone"
+    os.rename(path, gone)
     with open(path, "w") as f:
         f.write("not a directory\n")
+    shutil.rmtree(gone)
 
 
 def test_replica_moves_to_another_log_dir_under_load(tmp_path, topic_name):

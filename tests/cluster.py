@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import KafkaConnectionError
+from kafka.errors import KafkaConnectionError, TopicAlreadyExistsError
 
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 from kbroker.protocol.records import split_batches
@@ -142,26 +142,34 @@ async def known_to(port: int, topic: str, partitions: int = 1, leading: bool = F
         await conn.close()
 
 
-def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dict]:
-    """Each partition's leader, replicas and ISR. A broker that has just started may not have had the
-    controller's UpdateMetadata yet and answer UNKNOWN_TOPIC_OR_PARTITION (as Kafka does in that window):
-    ask again, as clients do, until the topic is known. Likewise a broker that has just stopped is still
-    listed as live until the controller has seen its registration go (Kafka lists shutting-down brokers
-    too), and the admin client may pick it and be refused: ask again, as Kafka's own admin client does."""
+def admin_call(bootstrap: str, call, timeout: float = 15.0, request_timeout_ms: int = 10000):
+    """``call(admin)`` on a fresh admin client. A broker that has just stopped is still listed as live until
+    the controller has seen its registration go (Kafka lists shutting-down brokers too), and kafka-python's
+    admin client may pick it and be refused instead of trying another: ask again within ``timeout``, as
+    Kafka's own admin client does."""
     deadline = time.monotonic() + timeout
     while True:
         admin = None
         try:
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
-            found = admin.describe_topics([topic])[0]
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=request_timeout_ms)
+            return call(admin)
         except KafkaConnectionError:
             if time.monotonic() > deadline:
                 raise
-            found = None
         finally:
             if admin is not None:
                 admin.close()
-        if found is not None and (found["error_code"] == 0 or time.monotonic() > deadline):
+        time.sleep(0.2)
+
+
+def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dict]:
+    """Each partition's leader, replicas and ISR. A broker that has just started may not have had the
+    controller's UpdateMetadata yet and answer UNKNOWN_TOPIC_OR_PARTITION (as Kafka does in that window):
+    ask again, as clients do, until the topic is known (and on a refused connection, as ``admin_call``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = admin_call(bootstrap, lambda admin: admin.describe_topics([topic])[0], timeout)
+        if found["error_code"] == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     return {p["partition_index"]: {"leader": p["leader_id"], "replicas": p["replica_nodes"], "isr": p["isr_nodes"]}
@@ -170,19 +178,22 @@ def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dic
 
 def controller_of(cluster) -> int:
     """The controller's broker id, as DescribeCluster answers it (-1 while there is none)."""
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
-    try:
-        return admin.describe_cluster()["controller_id"]
-    finally:
-        admin.close()
+    return admin_call(cluster.bootstrap, lambda admin: admin.describe_cluster()["controller_id"])
 
 
 def create(bootstrap: str, topic: str, partitions: int = 3, rf: int = 3, configs=None) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, rf, topic_configs=configs or {})], timeout_ms=30000)
-    finally:
-        admin.close()
+    """The topic created (a connection refused or lost asked again, as ``admin_call``: when one was lost after
+    the creation reached the broker, the next attempt finds the topic there, and that is the creation)."""
+    attempts = []
+
+    def call(admin) -> None:
+        attempts.append(None)
+        try:
+            admin.create_topics([NewTopic(topic, partitions, rf, topic_configs=configs or {})], timeout_ms=30000)
+        except TopicAlreadyExistsError:
+            if len(attempts) == 1:
+                raise
+    admin_call(bootstrap, call, request_timeout_ms=30000)
 
 
 def batches(data_dir: str, topic: str, partition: int) -> list[bytes]:

@@ -168,7 +168,7 @@ def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dic
     ask again, as clients do, until the topic is known (and on a refused connection, as ``admin_call``)."""
     deadline = time.monotonic() + timeout
     while True:
-        found = admin_call(bootstrap, lambda admin: admin.describe_topics([topic])[0], timeout)
+        found = admin_call(bootstrap, lambda admin: admin.describe_topics([topic])[0], deadline - time.monotonic())
         if found["error_code"] == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.2)

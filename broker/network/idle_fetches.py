@@ -127,10 +127,9 @@ class HeldFetch:
         loop = asyncio.get_running_loop()
         wait = wait_ms / 1000
         end = loop.time() + wait
-        # Ends on the last multiple of the wait (on the loop's monotonic clock, which the host's processes share)
-        # when that is at most _EARLY before the wait's end, else _EARLY early: a follower's rounds move onto the
-        # grid within a few waits and stay there, so every idle round of a host ends at the same instants and a
-        # broker wakes once for all of them (its periodic beats too), not once for each.
+        # The last multiple of the wait before its end (on the loop's monotonic clock, which the host's processes
+        # share) if that is at most _EARLY_S (or _EARLY_SHARE of the wait) early, else that much early: see the
+        # module's docstring.
         self.deadline = max(math.floor(end / wait) * wait, end - min(wait * _EARLY_SHARE, _EARLY_S))
         self.timer = loop.call_at(self.deadline, self._expire)
         self.read_at = time.perf_counter() if fetches.conn.timed else 0.0

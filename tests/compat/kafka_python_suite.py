@@ -126,11 +126,12 @@ def run(broker: BrokerProcess, tests: list[str] | None = None,
     A test that failed because its consumer never asked the broker about the topics it subscribed to
     (``never_asked``: kafka-python's lost metadata update) is run once more, and its second outcome counts;
     ``failures`` keeps the first report. Any other failure stands as it is."""
-    results, logs = _run_once(broker, tests or ["test/integration", "-k", " and ".join(f"not {d}" for d in DESELECT)],
-                              failures)
+    tree, version = prepare(), inferred_version(broker.bootstrap)
+    results, logs = _run_once(broker, tree, version,
+                              tests or ["test/integration", "-k", " and ".join(f"not {d}" for d in DESELECT)], failures)
     lost = [node for node, log in logs.items() if never_asked(log)]
     if lost:
-        again, _ = _run_once(broker, lost, None)
+        again, _ = _run_once(broker, tree, version, lost, None)
         for node in lost:
             results[node] = again.get(node, "failed")
             if failures is not None:
@@ -139,14 +140,14 @@ def run(broker: BrokerProcess, tests: list[str] | None = None,
     return results
 
 
-def _run_once(broker: BrokerProcess, args: list[str],
+def _run_once(broker: BrokerProcess, tree: str, version: str, args: list[str],
               failures: dict[str, str] | None) -> tuple[dict[str, str], dict[str, str]]:
-    """(node id -> outcome, node id -> the captured log of each failed test)."""
-    tree = prepare()
+    """(node id -> outcome, node id -> the captured log of each failed test). ``tree``: the suite's
+    (``prepare``); ``version``: the broker's as kafka-python infers it (``inferred_version``)."""
     kafka_root = tempfile.mkdtemp(prefix="kafka-root-")
     junit = os.path.join(kafka_root, "junit.xml")
     env = {**os.environ, "KAFKA_URI": f"PLAINTEXT://{broker.bootstrap}", "KAFKA_ROOT": kafka_root,
-           "KAFKA_VERSION": inferred_version(broker.bootstrap)}
+           "KAFKA_VERSION": version}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "90",
            "--timeout-method", "signal",   # a hung test fails alone; the thread method would end the run
            # (the client's own log of a failed test, which never_asked reads)

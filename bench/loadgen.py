@@ -50,6 +50,7 @@ class Run:
     mb_per_s: float
     loadgen_cpu: float    # share of one core used by the generator
     broker_cpu: float     # share of one core used by the broker
+    broker_cpu_seconds: float = 0.0   # the broker's CPU (utime + stime) over the run, summed over a cluster's
 
 
 def cpu_seconds(pid: int) -> float:
@@ -88,7 +89,7 @@ def run(args: list[str], broker_pid: int | list[int], timeout: float = 120) -> R
     wall = time.monotonic() - started
     out.seek(0)
     output = out.read().decode(errors="replace")
-    broker_cpu = (sum(cpu_seconds(p) for p in pids) - broker_cpu0) / wall
+    broker_cpu_s = sum(cpu_seconds(p) for p in pids) - broker_cpu0
     rows = [line for line in output.splitlines() if line.startswith("|") and "elapsed" not in line]
     if not rows or os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"rdkafka_performance failed: {output[-2000:]}")
@@ -98,4 +99,5 @@ def run(args: list[str], broker_pid: int | list[int], timeout: float = 120) -> R
         rate, mbs = float(cols[5]), float(cols[6])
     else:              # elapsed, msgs, bytes, rtt, m/s, MB/s, ...
         rate, mbs = float(cols[4]), float(cols[5])
-    return Run(msgs, elapsed_ms / 1000, rate, mbs, (usage.ru_utime + usage.ru_stime) / wall, broker_cpu)
+    return Run(msgs, elapsed_ms / 1000, rate, mbs, (usage.ru_utime + usage.ru_stime) / wall, broker_cpu_s / wall,
+               broker_cpu_s)

@@ -193,9 +193,14 @@ def replication_table(rows: list[tuple]) -> str:
     lines = [latency_table(rows), ""]
     lines.append(f"A cluster of three kbroker processes and ZooKeeper, then one of three Apache Kafka KRaft nodes "
                  f"(broker and controller each, heap {' '.join(HEAP)}), on this machine; {PARTITIONS} partitions, "
-                 f"leaders spread over the brokers; {int(replication.RECORDS):,} records of 1 KiB per throughput "
-                 f"run (median of {replication.REPEATS}), latency at a fixed {replication.RATE} records/s for "
-                 f"{replication.LATENCY_SECONDS} s with `linger.ms=0`. See `bench/replication.py`.")
+                 f"leaders spread over the brokers, data on a tmpfs; {int(replication.RECORDS):,} records of 1 KiB "
+                 f"per throughput round, {replication.REPEATS} rounds of each case (a topic of its own each, "
+                 f"deleted after it; the two cases' rounds alternate), quiet and then with one core kept busy by "
+                 f"a CPU-bound process the bench starts and stops; the produce rows give the median round. MB "
+                 f"appended per broker CPU-second: the records' bytes times the replication factor over the three "
+                 f"broker processes' utime + stime during the round. Latency (quiet) at a fixed "
+                 f"{replication.RATE} records/s for {replication.LATENCY_SECONDS} s with `linger.ms=0`. See "
+                 f"`bench/replication.py`.")
     return "\n".join(lines)
 
 
@@ -209,7 +214,8 @@ def main() -> int:
                                             "peers", "tools"],
                         default="all",
                         help="which scenarios to run (default: all)")
-    parser.add_argument("--cluster-dir", help="parent folder of the replication cluster's data (default: /tmp)")
+    parser.add_argument("--cluster-dir", help="parent folder of the replication clusters' data (default: a tmpfs, "
+                                              "/dev/shm where it is one)")
     parser.add_argument("--kbroker-override", action="append", default=[], metavar="KEY=VALUE",
                         help="broker config for the kbroker run (e.g. kbroker.fetch.sendfile=false)")
     args = parser.parse_args()

@@ -382,17 +382,21 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
     def delete_old_segments(self) -> int:
         """Apply time and size retention (delete policy); returns the number of segments deleted.
 
-        The active segment is never deleted while it holds data, and no segment
-        above the high watermark is.
+        Segments go from the oldest while each is past retention and wholly below the high watermark. The
+        active segment is one of them when its data is (as in Kafka: a topic whose every record is older than
+        retention.ms ends empty): a new active segment is rolled at the log end first, so the log start offset
+        moves to the log end and the log keeps an active segment. An empty active segment never goes.
         """
         if "delete" not in self.config.cleanup_policy:
             return 0
         now_ms = self._now_ms()
         deletable: list[LogSegment] = []
         total = self.size_in_bytes
-        for i, segment in enumerate(self.segments[:-1]):
-            next_base = self.segments[i + 1].base_offset
-            if next_base > self.high_watermark:
+        segments = self.segments
+        for i, segment in enumerate(segments):
+            last = i == len(segments) - 1
+            if (self.log_end_offset if last else segments[i + 1].base_offset) > self.high_watermark or \
+                    (last and segment.size == 0):
                 break
             expired = 0 <= self.config.retention_ms < now_ms - segment.largest_timestamp()
             oversized = 0 <= self.config.retention_bytes <= total - segment.size
@@ -400,6 +404,8 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
                 break
             deletable.append(segment)
             total -= segment.size
+        if len(deletable) == len(segments):
+            self.roll(now_ms)
         for segment in deletable:
             self._delete_segment(segment, reason="retention")
         if deletable:

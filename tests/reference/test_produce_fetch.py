@@ -171,6 +171,22 @@ async def test_delete_records_moves_the_log_start(targets, topic):
     assert seen["earliest"] == (0, 20)
 
 
+async def test_time_retention_empties_a_log_whose_every_record_is_past_it(targets, topic):
+    """Records dated 2023, past the default 7-day retention: the retention check (every second here; Kafka's
+    first runs 30 s after it starts) deletes the active segment too, the log start moves to the log end, and the
+    next write goes on from there."""
+    async def scenario(target):
+        await create(target, topic)
+        written = await produce(target, topic, build_batch(records(3), timestamp_ms=1_700_000_000_000))
+        emptied = await settled(lambda: list_offset(target, topic, -2), lambda found: found == (0, 3), timeout=60)
+        below = await fetch(target, topic, 0)
+        return {"written": written.error_code, "earliest": emptied, "latest": await list_offset(target, topic, -1),
+                "below start": (below[1].error_code, below[1].log_start_offset, below[1].high_watermark),
+                "next write": (await produce(target, topic, build_batch(records(1)))).base_offset}
+    seen = await same(targets, scenario)
+    assert seen["earliest"] == (0, 3)
+
+
 async def test_list_offsets_by_timestamp_and_max_timestamp(targets, topic):
     base = int(time.time() * 1000) - 10_000
 

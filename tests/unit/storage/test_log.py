@@ -241,3 +241,17 @@ def test_sparse_time_index_still_finds_every_timestamp_and_survives_a_restart(tm
     reopened = Log(directory, "t", 0, config, clean_shutdown=True)
     assert [s.largest_timestamp() for s in reopened.segments] == largest
     reopened.close()
+
+
+def test_time_retention_takes_the_active_segment_when_all_of_it_is_past(tmp_path):
+    """As Kafka: every record older than retention.ms leaves the log empty, its start at its end, with a new
+    active segment there; an empty active segment, or one above the high watermark, stays."""
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(retention_ms=1000, file_delete_delay_ms=0))
+    append(log, [b"old"] * 3, timestamp_ms=1000)
+    assert log.delete_old_segments() == 0   # (not below the high watermark yet)
+    log.high_watermark = log.log_end_offset
+    assert log.delete_old_segments() == 1
+    assert (log.log_start_offset, log.log_end_offset, len(log.segments)) == (3, 3, 1)
+    assert log.active_segment.base_offset == 3 and log.active_segment.size == 0
+    assert log.delete_old_segments() == 0
+    assert append(log, [b"next"]).first_offset == 3

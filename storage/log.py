@@ -394,9 +394,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         total = self.size_in_bytes
         segments = self.segments
         for i, segment in enumerate(segments):
-            last = i == len(segments) - 1
-            if (self.log_end_offset if last else segments[i + 1].base_offset) > self.high_watermark or \
-                    (last and segment.size == 0):
+            if self._segment_end(i) > self.high_watermark or (segment is self.active_segment and segment.size == 0):
                 break
             expired = 0 <= self.config.retention_ms < now_ms - segment.largest_timestamp()
             oversized = 0 <= self.config.retention_bytes <= total - segment.size

@@ -50,7 +50,7 @@ class Run:
     mb_per_s: float
     loadgen_cpu: float    # share of one core used by the generator
     broker_cpu: float     # share of one core used by the broker
-    broker_cpu_seconds: float = 0.0   # the broker's CPU (utime + stime) over the run, summed over a cluster's
+    broker_cpu_seconds: float = 0.0   # the broker's CPU (utime + stime) over the run (a cluster's: summed)
 
 
 def cpu_seconds(pid: int) -> float:

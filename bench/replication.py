@@ -183,13 +183,12 @@ def _measure(name: str, start, scale: float, parent: str | None) -> list[tuple]:
         try:
             wait_until(lambda: cluster.bootstrap, 30, 0.2, "the cluster")
             by_mode = {}
-            for mode, condition in MODES.items():
+            for m, (mode, condition) in enumerate(MODES.items()):
                 rounds: dict[str, list[loadgen.Run]] = {label: [] for label, *_ in CASES}
                 with condition():
                     for i in range(REPEATS):   # (the two cases' rounds alternate: a slow spell hits both)
                         for label, rf, acks, configs in CASES:
-                            run = one_round(cluster, tmp, f"bench-{MODE_TAGS[mode]}{i}-rf{rf}", rf, acks, configs,
-                                            count)
+                            run = one_round(cluster, tmp, f"bench-{m}{i}-rf{rf}", rf, acks, configs, count)
                             rounds[label].append(run)
                             print(f"  {name:15} {mode:13} produce {SIZE} B {label:26}: {run.mb_per_s:8.1f} MB/s "
                                   f"{run.msgs_per_s:10.0f} rec/s  brokers {run.broker_cpu:4.0%}  "
@@ -209,9 +208,6 @@ def _measure(name: str, start, scale: float, parent: str | None) -> list[tuple]:
         finally:
             cluster.stop()
     return rows
-
-
-MODE_TAGS = {"quiet": "q", "one core busy": "b"}
 
 
 def _round_rows(name: str, mode: str, rounds: dict[str, list[loadgen.Run]]) -> list[tuple]:

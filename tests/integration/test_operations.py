@@ -186,6 +186,34 @@ def test_retention_override_takes_effect_without_restart(fresh_broker):
         consumer.close()
 
 
+def test_time_retention_empties_a_topic_whose_every_record_is_past_it(fresh_broker):
+    """As Kafka: records all older than retention.ms go, the active segment too; the log start moves to the log
+    end, a consumer reading from the beginning gets only what is written after, and offsets go on."""
+    fresh_broker.overrides.update({"log.retention.check.interval.ms": "200", "log.segment.delete.delay.ms": "0"})
+    broker = fresh_broker.start()
+    make_topic(broker.bootstrap, "expired", configs={"retention.ms": "60000"})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0)
+    old = int(time.time() * 1000) - 3_600_000
+    for i in range(3):
+        producer.send("expired", value=b"old %d" % i, partition=0, timestamp_ms=old).get(10)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None, auto_offset_reset="earliest",
+                             consumer_timeout_ms=10000)
+    tp = TopicPartition("expired", 0)
+    try:
+        deadline = time.monotonic() + 10
+        while consumer.beginning_offsets([tp])[tp] < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]) == (3, 3)
+        assert producer.send("expired", value=b"new", partition=0).get(10).offset == 3
+        consumer.assign([tp])
+        consumer.seek(tp, 0)   # (below the log start: OFFSET_OUT_OF_RANGE, reset to the earliest, 3)
+        got = next(consumer)
+        assert (got.offset, got.value) == (3, b"new")
+    finally:
+        producer.close()
+        consumer.close()
+
+
 async def test_list_offsets_max_timestamp_and_describe_cluster(broker, topic_name):
     from kbroker.client.connection import KafkaConnection
     from kbroker.protocol.errors import ErrorCode

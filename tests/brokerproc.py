@@ -83,6 +83,19 @@ class BrokerProcess:
         except FileNotFoundError:
             return ""
 
+    def connections(self) -> int:
+        """The connections the broker still holds on its port: its side of each, from ``/proc/net/tcp``, until it
+        closes it (a client's close leaves the broker's side in CLOSE_WAIT until the broker sees it; once the
+        broker closes it, the socket has no inode)."""
+        held = 0
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(table) as rows:
+                for row in list(rows)[1:]:
+                    fields = row.split()
+                    local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
+                    held += local_port == self.port and state != "0A" and inode != "0"   # (0A: listening)
+        return held
+
     def kill(self) -> None:
         """kill -9: no flush, no checkpoint, no clean-shutdown marker."""
         if self.proc and self.proc.poll() is None:

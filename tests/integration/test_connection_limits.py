@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.brokerproc import BrokerProcess
+from tests.cluster import wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,7 +46,7 @@ def test_connections_beyond_the_per_ip_and_broker_limits_are_refused(tmp_path):
         assert not api_versions(extra)                       # closed at once
         assert all(api_versions(s, 2) for s in admitted)     # the others are served as before
         admitted.pop().close()
-        time.sleep(0.3)
+        wait_until(lambda: broker.connections() == 2, 10, 0.02, "the broker closed its side")   # (its slot freed)
         again = connect(broker)
         assert api_versions(again)                           # a freed slot admits again
         for s in [*admitted, extra, again]:

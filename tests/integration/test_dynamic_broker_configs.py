@@ -5,7 +5,6 @@ with Kafka's errors; and in a cluster the default reaches every broker through Z
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -139,7 +138,7 @@ def test_a_lower_connection_limit_refuses_new_connections_and_keeps_the_open_one
     held = [connect(fresh_broker) for _ in range(3)]
     assert all(api_versions(s) for s in held)
     alter_default(fresh_broker, "--add-config", "max.connections.per.ip=3")
-    time.sleep(0.5)   # the admin client's connections close
+    wait_until(lambda: fresh_broker.connections() == 3, 10, 0.02, "the admin client's connections closed")
     refused = connect(fresh_broker)
     assert not api_versions(refused)
     assert all(api_versions(s, 2) for s in held)

@@ -111,7 +111,8 @@ def test_replica_moves_to_another_log_dir_under_load(tmp_path, topic_name):
         assert list(result.values()) == [NoError]
         wait_until(lambda: _placement(proc.bootstrap, topic_name)[0] == [(target, False, 0)], timeout=60,
                    message="the replica in its new dir, no copy left")
-        time.sleep(0.5)   # more writes land in the moved log
+        moved_at = len(acked)
+        wait_until(lambda: len(acked) > moved_at + 1000, message="more writes landing in the moved log")
         stop.set()
         writer.join(60)
         wait_until(lambda: not os.path.exists(os.path.join(source, f"{topic_name}-0"))
@@ -169,11 +170,13 @@ def test_a_throttled_move_survives_kill_9_and_goes_on_from_its_copy(tmp_path, to
                 == [NoError]
         finally:
             admin.close()
-        time.sleep(3)   # at 200 kB/s, 3 MB takes 15 s: the copy is under way, far from done
 
         def copy():
             entries = dict(((d, future), lag) for d, future, lag in _placement(proc.bootstrap, topic_name)[0])
             return entries.get((target, True))
+        # At 200 kB/s, 3 MB takes 15 s: kill the broker once the copy is under way, far from done.
+        wait_until(lambda: (copy() or size) < 0.9 * size // 1000, timeout=30, interval=0.2,
+                   message="the copy under way")
         lag_before = copy()
         assert lag_before is not None and 0 < lag_before < size // 1000, lag_before   # moving, at the rate
         future_dir = next(n for n in os.listdir(target) if n.startswith(f"{topic_name}-0.") and n.endswith("-future"))
@@ -226,8 +229,12 @@ def test_a_followers_move_cut_short_by_kill_9_goes_on_after_its_leader_and_isr(t
                 == [NoError]
         finally:
             admin.close()
-        time.sleep(2)
-        assert (target, True) in [(d, f) for d, f, _ in _placement(cluster.bootstrap, topic_name, 1)[0]]
+        # At 200 kB/s the copy of 2 MB takes about ten seconds: kill the broker once it is under way, far from done.
+        wait_until(lambda: any(d == target and future and lag < 1800
+                               for d, future, lag in _placement(cluster.bootstrap, topic_name, 1)[0]),
+                   timeout=30, interval=0.2, message="the copy under way")
+        entries = _placement(cluster.bootstrap, topic_name, 1)[0]
+        assert any(d == target and future and lag > 0 for d, future, lag in entries), entries
         cluster.brokers[1].kill()
         cluster.brokers[1].start()
         wait_until(lambda: (target, True) in [(d, f) for d, f, _ in

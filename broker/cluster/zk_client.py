@@ -21,7 +21,8 @@ The layout, inspectable with ``zkCli.sh``::
     /latest_producer_id_block                         {"version":1,"broker":..,"block_start":..,"block_end":..}
 
 Partition state is only ever written by the controller, with a conditional
-write on the znode version it read (the "zk version" in LeaderAndIsr).
+write on the znode version it read (the "zk version" in LeaderAndIsr). The
+``/config`` znodes and their change notifications: ``zk_configs.py``.
 """
 
 from __future__ import annotations
@@ -34,22 +35,13 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from kbroker.broker.configuration.quotas import QUOTA_KEYS
+from kbroker.broker.cluster.zk_configs import ZkConfigs, _dump, _json
 from kbroker.protocol.types import uuid_from_str, uuid_to_str
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
                     "/config/brokers", "/config/users", "/config/clients", "/config/ips", "/admin/delete_topics",
                     "/isr_change_notification", "/log_dir_event_notification")
 PRODUCER_ID_BLOCK_SIZE = 1000
-NOTIFICATION_EXPIRY_S = 15 * 60   # Kafka's changeExpirationMs
-
-
-def _json(data: bytes | None):
-    return json.loads(data.decode()) if data else None
-
-
-def _dump(obj) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -123,7 +115,7 @@ def attempt_hosts(hosts: str, session_timeout_ms: int) -> str:
     return ",".join(listed * repeat)
 
 
-class KafkaZkClient:
+class KafkaZkClient(ZkConfigs):
     def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None
                  ) -> None:
         """``connection_timeout_ms``: how long ``start`` keeps trying (Kafka's zookeeper.connection.timeout.ms,
@@ -294,155 +286,6 @@ class KafkaZkClient:
                       "partitions": {str(p): r for p, r in sorted(a.partitions.items())},
                       "adding_replicas": {str(p): r for p, r in sorted(a.adding.items()) if r},
                       "removing_replicas": {str(p): r for p, r in sorted(a.removing.items()) if r}})
-
-    def topic_config(self, topic: str) -> dict[str, str]:
-        return self._entity_config("topics", topic)
-
-    def set_topic_config(self, topic: str, configs: dict[str, str], notify: bool = True) -> None:
-        self._set_entity_config("topics", topic, configs, notify)
-
-    def user_names(self) -> list[str]:
-        return sorted(self.zk.get_children(self.path("/config/users")))
-
-    def user_config(self, user: str) -> dict[str, str]:
-        """What ``/config/users/<user>`` holds: SCRAM credentials (``SCRAM-SHA-256`` ...) and quota overrides."""
-        return self._entity_config("users", user)
-
-    def set_user_scram_credentials(self, user: str, credentials: dict[str, str]) -> None:
-        """Replace the user's SCRAM credentials (mechanism -> Kafka's credential text), keeping its other
-        configs (quotas), and notify every broker."""
-        configs = {k: v for k, v in self.user_config(user).items() if not k.startswith("SCRAM-")}
-        self._set_entity_config("users", user, {**configs, **credentials}, notify=True)
-
-    def quota_entities(self) -> list[tuple[tuple, dict[str, str]]]:
-        """Every (user, client id, IP) entity with configs: ``/config/users/<u>``, ``/config/users/<u>/clients/<c>``,
-        ``/config/clients/<c>`` and ``/config/ips/<ip>`` (``<default>`` names the defaults)."""
-        found = [((user, None, None), self.user_config(user)) for user in self.user_names()]
-        for user in self.user_names():
-            try:
-                clients = self.zk.get_children(self.path(f"/config/users/{user}/clients"))
-            except NoNodeError:
-                continue
-            found += [((user, c, None), self._entity_config("users", f"{user}/clients/{c}")) for c in clients]
-        found += [((None, c, None), self._entity_config("clients", c))
-                  for c in self.zk.get_children(self.path("/config/clients"))]
-        try:   # (a cluster made before IP quotas has no /config/ips)
-            found += [((None, None, ip), self._entity_config("ips", ip))
-                      for ip in self.zk.get_children(self.path("/config/ips"))]
-        except NoNodeError:
-            pass
-        return found
-
-    @staticmethod
-    def quota_entity_path(entity: tuple) -> tuple[str, str]:
-        user, client, ip = entity
-        if ip is not None:
-            return "ips", ip
-        if user is None:
-            return "clients", client
-        return ("users", user) if client is None else ("users", f"{user}/clients/{client}")
-
-    def quota_config(self, entity: tuple) -> dict[str, str]:
-        return self._entity_config(*self.quota_entity_path(entity))
-
-    def set_quota_config(self, entity: tuple, values: dict[str, str]) -> None:
-        """Replace the entity's quota keys, keeping its other configs (a user's SCRAM credentials), and notify."""
-        kind, name = self.quota_entity_path(entity)
-        kept = {k: v for k, v in self._entity_config(kind, name).items() if k not in QUOTA_KEYS}
-        self._set_entity_config(kind, name, {**kept, **values}, notify=True)
-
-    def broker_config(self, entity: str) -> dict[str, str]:
-        """``/config/brokers/<id>`` or ``/config/brokers/<default>``: dynamic broker configs."""
-        return self._entity_config("brokers", entity)
-
-    def set_broker_config(self, entity: str, configs: dict[str, str]) -> None:
-        self._set_entity_config("brokers", entity, configs, notify=True)
-
-    def group_config(self, group: str) -> dict[str, str]:
-        """``/config/groups/<group>``: a group's configs (KIP-848/932 GROUP resource)."""
-        return self._entity_config("groups", group)
-
-    def group_configs(self) -> dict[str, dict[str, str]]:
-        return self.entity_configs("groups")
-
-    def set_group_config(self, group: str, configs: dict[str, str]) -> None:
-        self._set_entity_config("groups", group, configs, notify=True)
-
-    def client_metrics(self, name: str) -> dict[str, str]:
-        """``/config/client-metrics/<name>``: a client metrics subscription (KIP-714 CLIENT_METRICS resource)."""
-        return self._entity_config("client-metrics", name)
-
-    def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
-        self._set_entity_config("client-metrics", name, configs, notify=True)
-
-    def features(self) -> tuple[dict[str, int], int]:
-        """``/feature``: the levels UpdateFeatures set, and the node's version as their epoch."""
-        try:
-            data, stat = self.zk.get(self.path("/feature"))
-        except NoNodeError:
-            return {}, 0
-        return {name: int(level) for name, level in _json(data).get("features", {}).items()}, stat.version + 1
-
-    def set_features(self, levels: dict[str, int]) -> None:
-        p = self.path("/feature")
-        data = _dump({"version": 1, "features": levels})
-        try:
-            self.zk.set(p, data)
-        except NoNodeError:
-            self.zk.create(p, data, makepath=True)
-        self.zk.create(self.path("/config/changes/config_change_"), _dump({"version": 2, "entity_path": "feature"}),
-                       sequence=True)
-
-    def entity_configs(self, kind: str) -> dict[str, dict[str, str]]:
-        """Every entity of ``/config/<kind>`` with its configs."""
-        try:
-            names = self.zk.get_children(self.path(f"/config/{kind}"))
-        except NoNodeError:
-            return {}
-        return {name: self._entity_config(kind, name) for name in names}
-
-    def _entity_config(self, kind: str, name: str) -> dict[str, str]:
-        try:
-            return dict(_json(self.zk.get(self.path(f"/config/{kind}/{name}"))[0])["config"])
-        except NoNodeError:
-            return {}
-
-    def _set_entity_config(self, kind: str, name: str, configs: dict[str, str], notify: bool) -> None:
-        p = self.path(f"/config/{kind}/{name}")
-        data = _dump({"version": 1, "config": configs})
-        try:
-            self.zk.set(p, data)
-        except NoNodeError:
-            self.zk.create(p, data, makepath=True)
-        if notify:
-            self.zk.create(self.path("/config/changes/config_change_"),
-                           _dump({"version": 2, "entity_path": f"{kind}/{name}"}), sequence=True)
-
-    def config_changes(self, watch=None) -> list[str]:
-        return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))
-
-    def purge_notifications(self, parent: str, names, max_age_s: float = NOTIFICATION_EXPIRY_S) -> set[str]:
-        """Delete the change notifications under ``parent`` older than ``max_age_s``, as Kafka's brokers do
-        after 15 minutes (every broker has applied them by then); returns the names no longer there."""
-        now_ms = time.time() * 1000
-        gone = set()
-        for name in names:
-            path = self.path(f"{parent}/{name}")
-            try:
-                _, stat = self.zk.get(path)
-                if now_ms - stat.ctime < max_age_s * 1000:
-                    continue
-                self.zk.delete(path)
-            except NoNodeError:
-                pass
-            gone.add(name)
-        return gone
-
-    def config_change(self, name: str) -> str | None:
-        try:
-            return _json(self.zk.get(self.path(f"/config/changes/{name}"))[0]).get("entity_path")
-        except NoNodeError:
-            return None
 
     def mark_topic_for_deletion(self, topic: str) -> None:
         try:

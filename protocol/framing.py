@@ -7,7 +7,7 @@ at replication rates those copies cost as much as writing the log. This is a
 ``BufferedProtocol`` instead: the transport receives into a scratch buffer
 shared by every stream of the thread, frames that arrived whole are cut out of
 it with one copy, and a large frame that has not yet arrived whole gets a
-buffer of its own that the socket then fills in place.
+buffer of its own that the socket then fills in place (the thread's buffers: protocol/frame_buffers.py).
 
 Invariants:
 * a frame's size is checked against ``max_frame`` before anything is
@@ -39,67 +39,17 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import sys
-import threading
 
+from kbroker.protocol.frame_buffers import BUFFERS, keep, pooled
 from kbroker.protocol.receive_budget import ReceiveBudget
 
 _SIZE = struct.Struct(">i")
-SCRATCH_BYTES = 256 * 1024      # the thread's receive buffer, shared by its streams
 OWN_BUFFER_BYTES = 32 * 1024    # an incomplete frame at least this large is received straight into its own buffer
 FIRST_OWN_BYTES = 64 * 1024     # what such a buffer starts at (or the frame's size, if smaller)
 GROWTH_MAX = 16 << 20           # a buffer grows by at most this much at a time (the budget's overshoot)
 PAUSE_BYTES = 1 << 20
 PAUSE_FRAMES = 64
-POOLED_BUFFERS = 8              # a thread's buffers kept for reuse by large frames
-POOLED_BYTES_MAX = 4 << 20      # larger frames get a buffer of their own that is not kept
 _ZEROS = memoryview(bytes(GROWTH_MAX))
-
-
-def _references_when_unused() -> int:
-    """What ``sys.getrefcount`` reports for a pooled buffer seen in ``_pooled``'s loop when nothing else holds
-    it (the pool, the loop variable, the call's argument), measured rather than assumed."""
-    pool = [bytearray(1)]
-    for buf in pool:
-        return sys.getrefcount(buf)
-    raise AssertionError
-
-
-_UNREFERENCED = _references_when_unused()
-
-
-class _ThreadBuffers(threading.local):
-    """One receive buffer and one pool of large-frame buffers per thread (each event loop has its thread)."""
-
-    def __init__(self) -> None:
-        self.scratch = bytearray(SCRATCH_BYTES)
-        self.view = memoryview(self.scratch)
-        self.pool: list[bytearray] = []
-
-
-_BUFFERS = _ThreadBuffers()
-
-
-def _pooled(size: int) -> bytearray | None:
-    """A pooled buffer of at least ``size`` bytes that nothing refers to any more, or None. A buffer is free
-    when its only references are the pool's: every frame handed out is a view that holds the buffer until the
-    last slice of it is gone."""
-    for buf in _BUFFERS.pool:
-        if len(buf) >= size and sys.getrefcount(buf) <= _UNREFERENCED:
-            return buf
-    return None
-
-
-def _keep(buf: bytearray) -> None:
-    pool = _BUFFERS.pool
-    if len(buf) > POOLED_BYTES_MAX or any(b is buf for b in pool):
-        return
-    if len(pool) >= POOLED_BUFFERS:
-        smallest = min(pool, key=len)
-        if len(smallest) >= len(buf):
-            return
-        pool.remove(smallest)   # keep the larger ones: they fit more frames
-    pool.append(buf)
 
 
 class StreamEnded(ConnectionError):
@@ -122,7 +72,7 @@ class FrameStream(asyncio.BufferedProtocol):
         self._on_connect = on_connect
         self._budget = budget
         self.transport: asyncio.Transport | None = None
-        self._buffers = _BUFFERS
+        self._buffers = BUFFERS
         self._pending = b""                   # bytes received but not yet cut (a frame's start, or a backlog)
         self._pending_at = 0                  # where in ``_pending`` they start (cutting a backlog copies nothing)
         self._draining = False                # the peer has stopped sending: ``_pending`` is cut as frames are taken
@@ -234,7 +184,7 @@ class FrameStream(asyncio.BufferedProtocol):
             self._draining = False
 
     def _start_own(self, size: int, have) -> bool:
-        buf = _pooled(size)
+        buf = pooled(size)
         want = size if buf is not None else min(size, max(FIRST_OWN_BYTES, 2 * len(have)))
         if not self._take(want):
             return False
@@ -286,7 +236,7 @@ class FrameStream(asyncio.BufferedProtocol):
     def _own_done(self) -> None:
         buf, size = self._own, self._own_size
         self._own = None
-        _keep(buf)
+        keep(buf)
         self._push(memoryview(buf)[:size], self._own_granted if self._budget is not None else 0)
         if self._budget is not None:
             self._budget.frame_ended(self)

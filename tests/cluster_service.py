@@ -33,8 +33,8 @@ def main() -> int:
             except Exception as exc:   # the driver hears why and goes on
                 print(f"error {exc!r}", flush=True)
     finally:
-        cluster.stop()
-    return 0
+        codes = cluster.stop()
+    return 0 if all(code == 0 for code in codes.values()) else 1   # (non-zero: the driver keeps the logs)
 
 
 if __name__ == "__main__":

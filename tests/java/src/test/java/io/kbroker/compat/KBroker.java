@@ -8,10 +8,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 /**
  * One kbroker process on 127.0.0.1 and a port of its own choosing (0), as the Python tests start it:
@@ -85,10 +87,28 @@ public final class KBroker implements AutoCloseable {
     }
 
     @Override
-    public void close() throws InterruptedException {
+    public void close() throws InterruptedException, IOException {
         process.destroy();   // SIGTERM: the broker finishes its work and exits 0
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
             process.destroyForcibly();
+            process.waitFor();
+        }
+        removeIfClean(process, dir);
+    }
+
+    /**
+     * The temporary directory removed once its process exited 0; kept otherwise, named on stderr, so that a
+     * failure's logs are there to read (a run of the suite otherwise leaves its directories in /tmp).
+     */
+    static void removeIfClean(Process process, Path dir) throws IOException {
+        if (process.exitValue() != 0) {
+            System.err.println("kept for its logs: " + dir + " (exit " + process.exitValue() + ")");
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path path : (Iterable<Path>) paths.sorted(Comparator.reverseOrder())::iterator) {
+                Files.deleteIfExists(path);
+            }
         }
     }
 }

@@ -20,9 +20,11 @@ public final class KCluster implements AutoCloseable {
     private final BufferedReader out;
     private final PrintWriter in;
     private final String bootstrap;
+    private final Path dir;
 
-    private KCluster(Process process, BufferedReader out, PrintWriter in, String bootstrap) {
+    private KCluster(Process process, Path dir, BufferedReader out, PrintWriter in, String bootstrap) {
         this.process = process;
+        this.dir = dir;
         this.out = out;
         this.in = in;
         this.bootstrap = bootstrap;
@@ -43,7 +45,7 @@ public final class KCluster implements AutoCloseable {
             process.destroyForcibly();
             throw new IOException("the cluster did not start: " + Files.readString(dir.resolve("service.log")));
         }
-        return new KCluster(process, out, in, line.substring("cluster bootstrap ".length()));
+        return new KCluster(process, dir, out, in, line.substring("cluster bootstrap ".length()));
     }
 
     public String bootstrap() {
@@ -72,6 +74,8 @@ public final class KCluster implements AutoCloseable {
         in.close();
         if (!process.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)) {
             process.destroyForcibly();
+            process.waitFor();
         }
+        KBroker.removeIfClean(process, dir);
     }
 }

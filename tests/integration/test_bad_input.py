@@ -11,6 +11,7 @@ import pytest
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
+from tests.integration.test_metrics import metrics_port, scrape, value
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
 CREATE_PARTITIONS = 37
@@ -236,23 +237,30 @@ async def test_closed_connection_raises_for_pending_requests(broker):
         await conn.request(METADATA, 12, {"topics": None}, timeout=5)
 
 
-async def park_fetch(conn, topic: str) -> asyncio.Future:
-    """A long-polling fetch (60 s) of an empty partition, given time to park in the broker's purgatory."""
+async def park_fetch(conn, topic: str, broker) -> asyncio.Future:
+    """A long-polling fetch (60 s) of an empty partition, once the broker's fetch purgatory holds it (``broker``
+    serves its metrics: started with ``metrics.port`` 0)."""
     body = {"replica_id": -1, "max_wait_ms": 60000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
             "session_epoch": -1, "topics": [{"topic": topic, "partitions": [
                 {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    port = metrics_port(broker)
     parked = asyncio.ensure_future(conn.request(FETCH, 12, body, timeout=90))
-    await asyncio.sleep(0.3)
+    deadline = asyncio.get_running_loop().time() + 10
+    while value(await asyncio.to_thread(scrape, port), "kafka_server_delayedoperationpurgatory_purgatorysize",
+                delayedOperation="Fetch") < 1:
+        assert asyncio.get_running_loop().time() < deadline and not parked.done(), "the fetch never parked"
+        await asyncio.sleep(0.02)
     return parked
 
 
 async def test_a_bad_frame_behind_a_parked_fetch_closes_at_once_and_abandons_it(fresh_broker, topic_name):
     """Kafka drops a channel that sent garbage with whatever it had in flight. The parked fetch leaves the
     purgatory then, so the next append (which would have completed it) finds nobody, and nothing is logged."""
+    fresh_broker.overrides["metrics.port"] = "0"
     fresh_broker.start()
     await create_topic(fresh_broker, topic_name)
     conn = await connect(fresh_broker)
-    parked = await park_fetch(conn, topic_name)
+    parked = await park_fetch(conn, topic_name, fresh_broker)
     loop = asyncio.get_running_loop()
     started = loop.time()
     await conn.send_raw(b"\x00\x00\x00\x03abc")
@@ -270,10 +278,11 @@ async def test_a_bad_frame_behind_a_parked_fetch_closes_at_once_and_abandons_it(
 async def test_a_fetch_parked_when_the_broker_stops_is_answered_before_the_connection_closes(fresh_broker,
                                                                                              topic_name):
     """Shutdown is not a hang-up: requests already read are answered (parked ones at once), then it closes."""
+    fresh_broker.overrides["metrics.port"] = "0"
     fresh_broker.start()
     await create_topic(fresh_broker, topic_name)
     conn = await connect(fresh_broker)
-    parked = await park_fetch(conn, topic_name)
+    parked = await park_fetch(conn, topic_name, fresh_broker)
     assert not parked.done()
     stopped = asyncio.ensure_future(asyncio.to_thread(fresh_broker.stop))
     answer = await asyncio.wait_for(parked, 20)

@@ -168,13 +168,14 @@ def test_retention_override_takes_effect_without_restart(fresh_broker):
     tp = TopicPartition("shrinking", 0)
     try:
         assert consumer.beginning_offsets([tp])[tp] == 0
-        # (confluent-kafka's AlterConfigs: kafka-python's refuses a name DescribeConfigs does not list,
-        # which Kafka's internal.segment.bytes never is)
+        # (confluent-kafka's IncrementalAlterConfigs: kafka-python's admin refuses a name DescribeConfigs does not
+        # list, which Kafka's internal.segment.bytes never is)
         import confluent_kafka.admin as ck
-        resource = ck.ConfigResource("topic", "shrinking", set_config={"internal.segment.bytes": "2000",
-                                                                        "retention.bytes": "3000"})
+        resource = ck.ConfigResource("topic", "shrinking", incremental_configs=[
+            ck.ConfigEntry(name, value, incremental_operation=ck.AlterConfigOpType.SET)
+            for name, value in (("internal.segment.bytes", "2000"), ("retention.bytes", "3000"))])
         altering = ck.AdminClient({"bootstrap.servers": broker.bootstrap})
-        altering.alter_configs([resource])[resource].result(10)
+        altering.incremental_alter_configs([resource])[resource].result(10)
         deadline = time.monotonic() + 10
         while consumer.beginning_offsets([tp])[tp] == 0 and time.monotonic() < deadline:
             time.sleep(0.1)

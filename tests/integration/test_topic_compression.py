@@ -68,10 +68,11 @@ def test_a_batch_larger_recompressed_than_the_topic_allows_is_refused(broker, to
     MESSAGE_TOO_LARGE, as Kafka checks the size again after recompressing."""
     make_topic(broker.bootstrap, topic_name, 1, {"compression.type": "uncompressed", "max.message.bytes": "20000"})
     errors = []
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": "zstd", "linger.ms": 50,
-                         "batch.size": 1_000_000, "message.max.bytes": 1_000_000})
-    for i in range(200):   # 200 KB of zeros: a few hundred bytes compressed
-        producer.produce(topic_name, value=bytes(1000), on_delivery=lambda err, msg: errors.append(err))
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": "zstd",
+                         "message.max.bytes": 1_000_000})
+    # One record of 200 KB of zeros, a batch of its own whatever the machine's pace (records produced one by one
+    # could leave in several batches, the first small enough to be stored): a few hundred bytes compressed.
+    producer.produce(topic_name, value=bytes(200_000), on_delivery=lambda err, msg: errors.append(err))
     producer.flush(30)
     assert errors and all(e is not None and e.name() == "MSG_SIZE_TOO_LARGE" for e in errors)
     assert on_disk(broker, topic_name) == []

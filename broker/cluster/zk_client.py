@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from kbroker.broker.cluster.zk_configs import ZkConfigs, _dump, _json
+from kbroker.broker.cluster.zk_configs import ZkConfigs, dump_json, parse_json
 from kbroker.protocol.types import uuid_from_str, uuid_to_str
 
 PERSISTENT_PATHS = ("/brokers/ids", "/brokers/topics", "/brokers/seqid", "/config/topics", "/config/changes",
@@ -59,14 +59,14 @@ class BrokerInfo:
 
     def to_json(self, security_map: dict[str, str]) -> bytes:
         host, port = self.endpoints[0][1], self.endpoints[0][2]
-        return _dump({"version": 5, "host": host, "port": port, "jmx_port": -1,
+        return dump_json({"version": 5, "host": host, "port": port, "jmx_port": -1,
                       "timestamp": str(int(time.time() * 1000)),
                       "endpoints": [f"{n}://{h}:{p}" for n, h, p in self.endpoints],
                       "listener_security_protocol_map": security_map, "rack": self.rack, "features": {}})
 
     @classmethod
     def from_json(cls, broker_id: int, data: bytes) -> "BrokerInfo":
-        raw = _json(data)
+        raw = parse_json(data)
         endpoints = []
         for spec in raw.get("endpoints", []):
             name, rest = spec.split("://", 1)
@@ -85,7 +85,7 @@ class LeaderIsr:
     zk_version: int = 0
 
     def to_json(self) -> bytes:
-        return _dump({"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1,
+        return dump_json({"controller_epoch": self.controller_epoch, "leader": self.leader, "version": 1,
                       "leader_epoch": self.leader_epoch, "isr": self.isr})
 
 
@@ -155,10 +155,10 @@ class KafkaZkClient(ZkConfigs):
     def get_or_create_cluster_id(self, proposed: str) -> str:
         p = self.path("/cluster/id")
         try:
-            self.zk.create(p, _dump({"version": "1", "id": proposed}), makepath=True)
+            self.zk.create(p, dump_json({"version": "1", "id": proposed}), makepath=True)
             return proposed
         except NodeExistsError:
-            return _json(self.zk.get(p)[0])["id"]
+            return parse_json(self.zk.get(p)[0])["id"]
 
     # ------------------------------------------------------------------ brokers
     def register_broker(self, info: BrokerInfo, security_map: dict[str, str], wait_s: float) -> None:
@@ -214,12 +214,12 @@ class KafkaZkClient(ZkConfigs):
             if watch is not None:
                 self.zk.exists(self.path("/controller"), watch=watch)
             return -1
-        return int(_json(data)["brokerid"])
+        return int(parse_json(data)["brokerid"])
 
     def try_become_controller(self, broker_id: int) -> int | None:
         """Create ``/controller``; on success bump ``/controller_epoch`` (conditionally) and return it."""
         try:
-            self.zk.create(self.path("/controller"), _dump({"version": 1, "brokerid": broker_id,
+            self.zk.create(self.path("/controller"), dump_json({"version": 1, "brokerid": broker_id,
                                                             "timestamp": str(int(time.time() * 1000))}),
                            ephemeral=True)
         except NodeExistsError:
@@ -263,7 +263,7 @@ class KafkaZkClient(ZkConfigs):
             data, _ = self.zk.get(self.path(f"/brokers/topics/{topic}"), watch=watch)
         except NoNodeError:
             return None
-        raw = _json(data)
+        raw = parse_json(data)
         return TopicAssignment(topic, uuid_from_str(raw["topic_id"]) if raw.get("topic_id") else bytes(16),
                                {int(p): list(r) for p, r in raw["partitions"].items()},
                                {int(p): list(r) for p, r in (raw.get("adding_replicas") or {}).items() if r},
@@ -282,7 +282,7 @@ class KafkaZkClient(ZkConfigs):
 
     @staticmethod
     def _assignment_json(a: TopicAssignment) -> bytes:
-        return _dump({"version": 3, "topic_id": uuid_to_str(a.topic_id),
+        return dump_json({"version": 3, "topic_id": uuid_to_str(a.topic_id),
                       "partitions": {str(p): r for p, r in sorted(a.partitions.items())},
                       "adding_replicas": {str(p): r for p, r in sorted(a.adding.items()) if r},
                       "removing_replicas": {str(p): r for p, r in sorted(a.removing.items()) if r}})
@@ -316,7 +316,7 @@ class KafkaZkClient(ZkConfigs):
         for name in self.zk.get_children(parent, watch=watch):
             try:
                 data, _ = self.zk.get(f"{parent}/{name}")
-                brokers.add(int(_json(data)["broker"]))
+                brokers.add(int(parse_json(data)["broker"]))
                 self.zk.delete(f"{parent}/{name}")
             except NoNodeError:
                 pass
@@ -331,7 +331,7 @@ class KafkaZkClient(ZkConfigs):
             data, stat = self.zk.get(self._state_path(topic, partition))
         except NoNodeError:
             return None
-        raw = _json(data)
+        raw = parse_json(data)
         return LeaderIsr(raw["leader"], raw["leader_epoch"], list(raw["isr"]), raw["controller_epoch"],
                          stat.version)
 
@@ -365,12 +365,12 @@ class KafkaZkClient(ZkConfigs):
                 except NodeExistsError:
                     pass
                 continue
-            raw = _json(data)
+            raw = parse_json(data)
             start = int(raw["block_end"]) + 1 if raw else 0
             block = {"version": 1, "broker": broker_id, "block_start": str(start),
                      "block_end": str(start + size - 1)}
             try:
-                self.zk.set(p, _dump(block), version=stat.version)
+                self.zk.set(p, dump_json(block), version=stat.version)
                 return start, start + size - 1
             except BadVersionError:
                 continue

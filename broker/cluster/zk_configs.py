@@ -23,11 +23,11 @@ from kbroker.broker.configuration.quotas import QUOTA_KEYS
 NOTIFICATION_EXPIRY_S = 15 * 60   # Kafka's changeExpirationMs
 
 
-def _json(data: bytes | None):
+def parse_json(data: bytes | None):
     return json.loads(data.decode()) if data else None
 
 
-def _dump(obj) -> bytes:
+def dump_json(obj) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
@@ -118,16 +118,16 @@ class ZkConfigs:
             data, stat = self.zk.get(self.path("/feature"))
         except NoNodeError:
             return {}, 0
-        return {name: int(level) for name, level in _json(data).get("features", {}).items()}, stat.version + 1
+        return {name: int(level) for name, level in parse_json(data).get("features", {}).items()}, stat.version + 1
 
     def set_features(self, levels: dict[str, int]) -> None:
         p = self.path("/feature")
-        data = _dump({"version": 1, "features": levels})
+        data = dump_json({"version": 1, "features": levels})
         try:
             self.zk.set(p, data)
         except NoNodeError:
             self.zk.create(p, data, makepath=True)
-        self.zk.create(self.path("/config/changes/config_change_"), _dump({"version": 2, "entity_path": "feature"}),
+        self.zk.create(self.path("/config/changes/config_change_"), dump_json({"version": 2, "entity_path": "feature"}),
                        sequence=True)
 
     def entity_configs(self, kind: str) -> dict[str, dict[str, str]]:
@@ -140,20 +140,20 @@ class ZkConfigs:
 
     def _entity_config(self, kind: str, name: str) -> dict[str, str]:
         try:
-            return dict(_json(self.zk.get(self.path(f"/config/{kind}/{name}"))[0])["config"])
+            return dict(parse_json(self.zk.get(self.path(f"/config/{kind}/{name}"))[0])["config"])
         except NoNodeError:
             return {}
 
     def _set_entity_config(self, kind: str, name: str, configs: dict[str, str], notify: bool) -> None:
         p = self.path(f"/config/{kind}/{name}")
-        data = _dump({"version": 1, "config": configs})
+        data = dump_json({"version": 1, "config": configs})
         try:
             self.zk.set(p, data)
         except NoNodeError:
             self.zk.create(p, data, makepath=True)
         if notify:
             self.zk.create(self.path("/config/changes/config_change_"),
-                           _dump({"version": 2, "entity_path": f"{kind}/{name}"}), sequence=True)
+                           dump_json({"version": 2, "entity_path": f"{kind}/{name}"}), sequence=True)
 
     def config_changes(self, watch=None) -> list[str]:
         return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))
@@ -177,6 +177,6 @@ class ZkConfigs:
 
     def config_change(self, name: str) -> str | None:
         try:
-            return _json(self.zk.get(self.path(f"/config/changes/{name}"))[0]).get("entity_path")
+            return parse_json(self.zk.get(self.path(f"/config/changes/{name}"))[0]).get("entity_path")
         except NoNodeError:
             return None

@@ -11,6 +11,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import OffsetAndMetadata
 
 from tests.brokerproc import ROOT
+from tests.cluster import wait_until
 from tests.integration.workload import make_topic
 
 
@@ -176,9 +177,7 @@ def test_retention_override_takes_effect_without_restart(fresh_broker):
             for name, value in (("internal.segment.bytes", "2000"), ("retention.bytes", "3000"))])
         altering = ck.AdminClient({"bootstrap.servers": broker.bootstrap})
         altering.incremental_alter_configs([resource])[resource].result(10)
-        deadline = time.monotonic() + 10
-        while consumer.beginning_offsets([tp])[tp] == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: consumer.beginning_offsets([tp])[tp] > 0, 10, 0.1, "size retention moving the log start")
         start = consumer.beginning_offsets([tp])[tp]
         assert 0 < start < 100, "size retention did not advance the log start offset"
         assert consumer.end_offsets([tp])[tp] == 100
@@ -201,9 +200,7 @@ def test_time_retention_empties_a_topic_whose_every_record_is_past_it(fresh_brok
                              consumer_timeout_ms=10000)
     tp = TopicPartition("expired", 0)
     try:
-        deadline = time.monotonic() + 10
-        while consumer.beginning_offsets([tp])[tp] < 3 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: consumer.beginning_offsets([tp])[tp] >= 3, 10, 0.1, "time retention moving the log start")
         assert (consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]) == (3, 3)
         assert producer.send("expired", value=b"new", partition=0).get(10).offset == 3
         consumer.assign([tp])

@@ -9,7 +9,8 @@ this machine) and one of three Apache Kafka KRaft nodes, one after the other in 
   kept busy by a CPU-bound process (issue 30). Every round's MB appended per broker CPU-second (the records'
   bytes times the replication factor over the brokers' utime + stime in the round) is a figure of the table,
   and so is the median RF=3 round's over the best RF=1 round's. The data go to a tmpfs where there is one, so
-  that the disk does not decide the figures.
+  that the disk does not decide the figures. Between the two clusters, ``bench/replication_floor.py`` moves the
+  same bytes at both replication factors with plain processes that do nothing else: the floor under the ratio.
 - Latency: a librdkafka producer sends at a fixed rate (``RATE`` records/s, ``linger.ms=0``) and times each
   record from ``produce()`` to its delivery report; p50 and p99 of those.
 
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from bench import loadgen
+from bench import loadgen, replication_floor
 from tests.cluster import Cluster, wait_until
 
 PARTITIONS = 6
@@ -169,6 +170,8 @@ def measure(scale: float = 1.0, parent: str | None = None) -> list[tuple]:
     for name, start in clusters().items():
         print(f"{name}:", flush=True)
         rows += _measure(name, start, scale, parent)
+        if name == "kbroker cluster":   # (no cluster running: its idle rounds would be counted nowhere but slow it)
+            rows += replication_floor.rows(parent, MODES)
     return rows
 
 

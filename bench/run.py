@@ -198,7 +198,8 @@ def replication_table(rows: list[tuple]) -> str:
                  f"deleted after it; the two cases' rounds alternate), quiet and then with one core kept busy by "
                  f"a CPU-bound process the bench starts and stops; the produce rows give the median round. MB "
                  f"appended per broker CPU-second: the records' bytes times the replication factor over the three "
-                 f"broker processes' utime + stime during the round. Latency (quiet) at a fixed "
+                 f"broker processes' utime + stime during the round; the (floor) rows move the same bytes with "
+                 f"three plain processes doing nothing else (`bench/replication_floor.py`). Latency (quiet) at a fixed "
                  f"{replication.RATE} records/s for {replication.LATENCY_SECONDS} s with `linger.ms=0`. See "
                  f"`bench/replication.py`.")
     return "\n".join(lines)

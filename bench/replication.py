@@ -166,19 +166,24 @@ def measure(scale: float = 1.0, parent: str | None = None) -> list[tuple]:
     """``parent``: where the clusters' data goes (default: a tmpfs, as ``tmpfs``)."""
     parent = parent or tmpfs()
     print(f"  clusters' data under {parent or tempfile.gettempdir()}", flush=True)
-    rows = []
+    rows, ratios = [], {}
     for name, start in clusters().items():
         print(f"{name}:", flush=True)
-        rows += _measure(name, start, scale, parent)
+        rows += _measure(name, start, scale, parent, ratios)
         if name == "kbroker cluster":   # (no cluster running: its idle rounds would be counted nowhere but slow it)
-            rows += replication_floor.rows(parent, MODES)
+            rows += replication_floor.rows(parent, MODES, ratios)
+    for mode in MODES:
+        if ("kbroker cluster", mode) in ratios and ("floor", mode) in ratios:
+            share = ratios["kbroker cluster", mode] / ratios["floor", mode]
+            rows.append(("kbroker cluster", f"(floor) kbroker's median RF=3 / best RF=1 over the floor's, {mode}",
+                         f"{share:.2f}"))
     return rows
 
 
 MODES = {"quiet": contextlib.nullcontext, "one core busy": busy_core}
 
 
-def _measure(name: str, start, scale: float, parent: str | None) -> list[tuple]:
+def _measure(name: str, start, scale: float, parent: str | None, ratios: dict) -> list[tuple]:
     rows = []
     count = int(RECORDS * scale)
     with tempfile.TemporaryDirectory(prefix="kbroker-bench-cluster-", dir=parent) as tmp:
@@ -196,7 +201,7 @@ def _measure(name: str, start, scale: float, parent: str | None) -> list[tuple]:
                             print(f"  {name:15} {mode:13} produce {SIZE} B {label:26}: {run.mb_per_s:8.1f} MB/s "
                                   f"{run.msgs_per_s:10.0f} rec/s  brokers {run.broker_cpu:4.0%}  "
                                   f"{appended_per_cpu_second(run, rf):6.0f} MB per broker CPU-s", flush=True)
-                rows += _round_rows(name, mode, rounds)
+                rows += _round_rows(name, mode, rounds, ratios)
                 by_mode[mode] = rounds
             for label, rf, acks, configs in CASES:
                 topic = f"bench-latency-rf{rf}"
@@ -213,9 +218,10 @@ def _measure(name: str, start, scale: float, parent: str | None) -> list[tuple]:
     return rows
 
 
-def _round_rows(name: str, mode: str, rounds: dict[str, list[loadgen.Run]]) -> list[tuple]:
+def _round_rows(name: str, mode: str, rounds: dict[str, list[loadgen.Run]], ratios: dict) -> list[tuple]:
     """Each case's median round (by MB/s), every round's MB appended per broker CPU-second with its MB/s, and
-    issue 30's figure: the median RF=3 round's MB per broker CPU-second over the best RF=1 round's."""
+    issue 30's figure: the median RF=3 round's MB per broker CPU-second over the best RF=1 round's (also kept
+    in ``ratios`` under (name, mode))."""
     rows, per_cpu = [], {}
     for label, rf, _, _ in CASES:
         runs = rounds[label]
@@ -227,7 +233,7 @@ def _round_rows(name: str, mode: str, rounds: dict[str, list[loadgen.Run]]) -> l
         rows.append((name, f"MB appended per broker CPU-second, {label}, {mode}: each round (at MB/s)",
                      ", ".join(f"{mb:.0f} ({run.mb_per_s:.0f})" for mb, run in zip(per_cpu[label], runs))))
     (_, unreplicated), (_, replicated) = per_cpu.items()
-    ratio = sorted(replicated)[len(replicated) // 2] / max(unreplicated)
+    ratio = ratios[name, mode] = sorted(replicated)[len(replicated) // 2] / max(unreplicated)
     rows.append((name, f"median RF=3 round / best RF=1 round, MB per broker CPU-second, {mode}", f"{ratio:.2f}"))
     return rows
 

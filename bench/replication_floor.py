@@ -167,11 +167,14 @@ def measure(parent: str | None = None, busy=contextlib.nullcontext) -> tuple[lis
     return rounds[1], rounds[3], sorted(rounds[3])[REPEATS // 2] / max(rounds[1])
 
 
-def rows(parent: str | None, modes: dict) -> list[tuple]:
-    """The floor's rows of the Replication table (``modes``: name -> a context to run its rounds in)."""
+def rows(parent: str | None, modes: dict, ratios: dict | None = None) -> list[tuple]:
+    """The floor's rows of the Replication table (``modes``: name -> a context to run its rounds in); each mode's
+    ratio is also kept in ``ratios`` under ("floor", mode)."""
     out = []
     for mode, busy in modes.items():
         ones, threes, ratio = measure(parent, busy)
+        if ratios is not None:
+            ratios["floor", mode] = ratio
         figures = f"RF=1 {', '.join(f'{x:.0f}' for x in ones)}; RF=3 {', '.join(f'{x:.0f}' for x in threes)}"
         print(f"  floor {mode:13} MB appended per CPU-second: {figures}; median RF=3 / best RF=1 {ratio:.2f}",
               flush=True)

@@ -143,16 +143,22 @@ def _spawn(*args) -> subprocess.Popen:
 def one_round(parent: str | None, rf: int) -> tuple[float, float]:
     """(MB appended on all replicas per CPU-second of the leader and followers, MB/s produced) of one round."""
     with tempfile.TemporaryDirectory(prefix="kbroker-floor-", dir=parent) as directory:
-        leader = _spawn("--leader", directory, rf - 1)
-        port = int(leader.stdout.readline())
-        began = time.monotonic()
-        generator = _spawn("--generator", port)
-        followers = [_spawn("--follower", directory, port, i) for i in range(rf - 1)]
-        generator.wait()
-        cpu = sum(float(p.communicate(timeout=120)[0]) for p in [leader, *followers])
-        seconds = time.monotonic() - began
-        if any(p.returncode for p in [leader, generator, *followers]):
-            raise RuntimeError("a floor process failed")
+        procs = [_spawn("--leader", directory, rf - 1)]
+        try:
+            port = int(procs[0].stdout.readline())
+            began = time.monotonic()
+            procs.append(_spawn("--generator", port))
+            procs += [_spawn("--follower", directory, port, i) for i in range(rf - 1)]
+            outputs = [p.communicate(timeout=120)[0] for p in procs]
+            seconds = time.monotonic() - began
+            if any(p.returncode for p in procs):
+                raise RuntimeError("a floor process failed")
+        finally:
+            for p in procs:   # (a process hung or failed: none outlives the round)
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        cpu = sum(float(out) for p, out in zip(procs, outputs) if "--generator" not in p.args)
         return TOTAL * rf / 1e6 / cpu, TOTAL / 1e6 / seconds
 
 

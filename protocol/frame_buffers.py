@@ -15,7 +15,11 @@ import threading
 
 SCRATCH_BYTES = 256 * 1024      # the thread's receive buffer, shared by its streams
 POOLED_BUFFERS = 8              # a thread's buffers kept for reuse by large frames
-POOLED_BYTES_MAX = 4 << 20      # larger frames get a buffer of their own that is not kept
+# Large enough for a follower's fetch answers (replica.fetch.response.max.bytes, 10 MiB by default): a quarter
+# of them were over 4 MiB, and each such answer grew a fresh buffer whose pages were faulted in and zeroed as it
+# arrived (docs/BENCHMARKS.md, issue 30). Larger frames get a buffer of their own that is not kept.
+POOLED_BYTES_MAX = 16 << 20
+POOLED_TOTAL_BYTES = 32 << 20   # what a thread's pool may hold at once (eight buffers of 4 MiB, as before)
 
 
 def _references_when_unused() -> int:
@@ -53,12 +57,14 @@ def pooled(size: int) -> bytearray | None:
 
 
 def keep(buf: bytearray) -> None:
+    """Keep ``buf`` for later large frames, within ``POOLED_BUFFERS`` buffers and ``POOLED_TOTAL_BYTES``: the
+    larger ones are kept (they fit more frames), the smaller ones dropped to make room."""
     pool = BUFFERS.pool
     if len(buf) > POOLED_BYTES_MAX or any(b is buf for b in pool):
         return
-    if len(pool) >= POOLED_BUFFERS:
-        smallest = min(pool, key=len)
-        if len(smallest) >= len(buf):
-            return
-        pool.remove(smallest)   # keep the larger ones: they fit more frames
-    pool.append(buf)
+    kept = sorted(pool, key=len)
+    while kept and (len(kept) >= POOLED_BUFFERS or sum(map(len, kept)) + len(buf) > POOLED_TOTAL_BYTES):
+        if len(kept[0]) >= len(buf):
+            return   # (nothing dropped: it would make room only by dropping larger ones)
+        del kept[0]
+    pool[:] = sorted(kept + [buf], key=len)   # (smallest first: ``pooled`` hands out the smallest that fits)

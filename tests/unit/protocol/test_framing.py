@@ -9,6 +9,7 @@ import struct
 import pytest
 import uvloop
 
+from kbroker.protocol.frame_buffers import BUFFERS, POOLED_BUFFERS, POOLED_TOTAL_BYTES, keep
 from kbroker.protocol.framing import (FIRST_OWN_BYTES, GROWTH_MAX, OWN_BUFFER_BYTES, PAUSE_FRAMES, FrameStream,
                                       FrameTooLarge, StreamEnded)
 from kbroker.protocol.receive_budget import ReceiveBudget
@@ -361,3 +362,36 @@ async def test_a_frame_an_intercept_gives_back_is_read_before_the_frames_that_ca
     with pytest.raises(StreamEnded):
         await asyncio.wait_for(stream.read_frame(), 5)
     writer.close()
+
+
+@on_both_loops
+async def test_a_fetch_answer_of_10_mib_is_received_into_the_buffer_the_last_one_left():
+    """A follower's fetch answers reach replica.fetch.response.max.bytes (10 MiB): one that arrives after the
+    last was released is received into that one's buffer, not into a fresh one grown as its bytes come."""
+    BUFFERS.pool.clear()
+    stream, _, writer = await pair()
+    size = 10 << 20
+    writer.write(framed(b"\1" * size))
+    first = await stream.read_frame()
+    assert len(first) == size and bytes(first[-1:]) == b"\1"
+    buffer_id = id(first.obj)   # (not the buffer itself: a reference held here would keep it out of use)
+    first.release()
+    del first
+    writer.write(framed(b"\2" * size))
+    second = await stream.read_frame()
+    assert id(second.obj) == buffer_id and bytes(second) == b"\2" * size
+    writer.close()
+
+
+def test_the_pool_keeps_the_largest_buffers_within_its_count_and_bytes():
+    BUFFERS.pool.clear()
+    try:
+        for mib in (1, 10, 4, 12, 20, 16, 2, 8, 3, 3, 3, 3, 3, 3, 3):
+            keep(bytearray(mib << 20))
+            sizes = [len(b) >> 20 for b in BUFFERS.pool]
+            assert len(sizes) <= POOLED_BUFFERS and sum(sizes) << 20 <= POOLED_TOTAL_BYTES
+        # 20 MiB is over the largest kept; 16 MiB made room by dropping 1, 4 and 10; 8 MiB would have had to
+        # drop a larger one (and dropped nothing); the first 3 took the 2's place, the next found no room.
+        assert sizes == [3, 12, 16]
+    finally:
+        BUFFERS.pool.clear()

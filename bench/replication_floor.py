@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 import crc32c
 
@@ -140,17 +139,15 @@ def _spawn(*args) -> subprocess.Popen:
                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
 
 
-def one_round(parent: str | None, rf: int) -> tuple[float, float]:
-    """(MB appended on all replicas per CPU-second of the leader and followers, MB/s produced) of one round."""
+def one_round(parent: str | None, rf: int) -> float:
+    """MB appended on all replicas per CPU-second of the leader and followers, in one round."""
     with tempfile.TemporaryDirectory(prefix="kbroker-floor-", dir=parent) as directory:
         procs = [_spawn("--leader", directory, rf - 1)]
         try:
             port = int(procs[0].stdout.readline())
-            began = time.monotonic()
             procs.append(_spawn("--generator", port))
             procs += [_spawn("--follower", directory, port, i) for i in range(rf - 1)]
             outputs = [p.communicate(timeout=120)[0] for p in procs]
-            seconds = time.monotonic() - began
             if any(p.returncode for p in procs):
                 raise RuntimeError("a floor process failed")
         finally:
@@ -159,7 +156,7 @@ def one_round(parent: str | None, rf: int) -> tuple[float, float]:
                     p.kill()
                     p.wait()
         cpu = sum(float(out) for p, out in zip(procs, outputs) if "--generator" not in p.args)
-        return TOTAL * rf / 1e6 / cpu, TOTAL / 1e6 / seconds
+        return TOTAL * rf / 1e6 / cpu
 
 
 def measure(parent: str | None = None, busy=contextlib.nullcontext) -> tuple[list[float], list[float], float]:
@@ -169,18 +166,17 @@ def measure(parent: str | None = None, busy=contextlib.nullcontext) -> tuple[lis
     with busy():
         for _ in range(REPEATS):
             for rf in rounds:
-                rounds[rf].append(one_round(parent, rf)[0])
+                rounds[rf].append(one_round(parent, rf))
     return rounds[1], rounds[3], sorted(rounds[3])[REPEATS // 2] / max(rounds[1])
 
 
-def rows(parent: str | None, modes: dict, ratios: dict | None = None) -> list[tuple]:
+def rows(parent: str | None, modes: dict, ratios: dict) -> list[tuple]:
     """The floor's rows of the Replication table (``modes``: name -> a context to run its rounds in); each mode's
     ratio is also kept in ``ratios`` under ("floor", mode)."""
     out = []
     for mode, busy in modes.items():
         ones, threes, ratio = measure(parent, busy)
-        if ratios is not None:
-            ratios["floor", mode] = ratio
+        ratios["floor", mode] = ratio
         figures = f"RF=1 {', '.join(f'{x:.0f}' for x in ones)}; RF=3 {', '.join(f'{x:.0f}' for x in threes)}"
         print(f"  floor {mode:13} MB appended per CPU-second: {figures}; median RF=3 / best RF=1 {ratio:.2f}",
               flush=True)
@@ -201,4 +197,4 @@ if __name__ == "__main__":
     else:
         from bench.replication import MODES, tmpfs
 
-        rows(tmpfs(), MODES)
+        rows(tmpfs(), MODES, {})

@@ -1,8 +1,8 @@
 """DescribeShareGroupOffsets (KIP-932): each share partition's start offset (the first record not yet done) and,
 from v1, its lag: records up to the high watermark not yet accepted or archived (-1 where the partition's
-leader is another broker). All the group's subscribed topics when the request names none; a partition never
-fetched, of a topic that does not exist or of a group that does not exist has start offset -1, no error (as
-Kafka 4.2 answers)."""
+leader is another broker). Every partition whose share state the group initialized when the request names
+no topic, whether or not a member is there; a partition never fetched, of a topic that does not exist or of a
+group that does not exist has start offset -1, no error (as Kafka 4.2 answers)."""
 
 from kbroker.broker.handlers.common import coordinator_error
 from kbroker.coordinators.group.share.model import ShareGroup
@@ -24,6 +24,18 @@ async def _partition(broker, group: str, topic: str, topic_id: bytes, index: int
     return answer
 
 
+def _initialized(broker, group: ShareGroup) -> dict[str, list[int]]:
+    """The partitions whose share state the group has initialized, by topic name: what a request that names no
+    topic describes, whether or not any member subscribes to them now (an empty group's offsets and lag too).
+    A topic deleted since, or deleted and created again under its name, is left out."""
+    topics = {}
+    for topic_id, (name, partitions) in group.share_partitions.items():
+        meta = broker.metadata.topics.get(name)
+        if meta is not None and bytes(meta.topic_id) == topic_id:
+            topics[name] = sorted(partitions)
+    return dict(sorted(topics.items()))
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     groups = []
@@ -37,9 +49,8 @@ async def handle(ctx, request):
             groups.append({"group_id": group_id, "topics": [], "error_code": error, "error_message": None})
             continue
         # (no such group: Kafka 4.2 answers as for a share group without state, error 0)
-        subscribed = sorted(group.subscribed_topic_names()) if group is not None else []
-        asked = {t.topic_name: list(t.partitions) for t in wanted.topics} if wanted.topics is not None else {
-            name: None for name in subscribed}
+        asked = {t.topic_name: list(t.partitions) for t in wanted.topics} if wanted.topics is not None else (
+            _initialized(broker, group) if group is not None else {})
         topics = []
         for name, partitions in asked.items():
             meta = broker.metadata.topics.get(name)
@@ -48,7 +59,7 @@ async def handle(ctx, request):
                     {"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0,
                      "error_message": None} for p in partitions or []]})
                 continue
-            indexes = partitions if partitions is not None else range(meta.partitions)
+            indexes = partitions
             topics.append({"topic_name": name, "topic_id": meta.topic_id, "partitions": [
                 await _partition(broker, group_id, name, bytes(meta.topic_id), p) for p in indexes]})
         groups.append({"group_id": group_id, "topics": topics, "error_code": 0, "error_message": None})

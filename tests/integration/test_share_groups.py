@@ -173,6 +173,12 @@ def test_cli_groups_describe_shows_a_share_groups_start_offsets_and_lag(broker, 
     lines = described.stdout.splitlines()
     assert lines[0].startswith(f"Group {group} is Stable (share group, group epoch "), described.stdout
     assert f"{topic_name}\t0\t4\t6" in lines, described.stdout   # start offset 4, six records to go
+    # Its member gone, the group still shows its share partitions: their lag is what an operator looks at then
+    wait_for(lambda: share_group_members(broker.bootstrap, group) == 0, 30, "the member gone")
+    described = cli(broker, "groups", "describe", "--group", group)
+    lines = described.stdout.splitlines()
+    assert lines[0].startswith(f"Group {group} is Empty (share group, group epoch "), described.stdout
+    assert f"{topic_name}\t0\t4\t6" in lines, described.stdout
 
 
 def test_deleting_an_empty_share_group_deletes_its_share_state(broker, topic_name):

@@ -163,7 +163,8 @@ async def set_group_config_async(target, group: str) -> int:
 
 @pytest.mark.parametrize("version", [0, 1])
 async def test_describe_share_group_offsets(targets, topic, version):
-    """After a member accepted two records of five: the start offset, and from v1 the lag."""
+    """After a member accepted two records of five: the start offset, and from v1 the lag; all the group's
+    share partitions, the same once its member left."""
     async def scenario(target):
         group, member = await share_group_with_member(target, topic)
         fill(target, topic, 1, per_partition=5)
@@ -191,6 +192,11 @@ async def test_describe_share_group_offsets(targets, topic, version):
                                                           p.error_code) for p in t.partitions]) for t in g.topics])
         other = await call(target, 90, version, {"groups": [{"group_id": f"{group}-none", "topics": None}]})
         seen["no such group"] = other.groups[0].error_code
+        # An empty group: what it initialized is still described (its lag while its consumers are down)
+        assert (await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))).error_code == 0
+        answer = await call(target, 90, version, {"groups": [{"group_id": group, "topics": None}]})
+        seen["all, once the member left"] = [(t.topic_name, [(p.partition_index, p.start_offset, p.get("lag"))
+                                                             for p in t.partitions]) for t in answer.groups[0].topics]
         return seen
     await same(targets, scenario)
 

@@ -1,8 +1,9 @@
 """Mutated copies of real clients' request frames, replayed at a broker: it stays up, keeps serving a
 well-behaved client alongside, and logs no unhandled exception.
 
-Frames are recorded through a proxy from librdkafka (idempotent and transactional producers, a consumer
-group, its client telemetry: GetTelemetrySubscriptions and PushTelemetry), kafka-python (admin requests) and
+Frames are recorded through a proxy from librdkafka (idempotent and transactional producers, a classic
+consumer group, a KIP-848 consumer, a share consumer acknowledging every way, client telemetry:
+GetTelemetrySubscriptions and PushTelemetry), kafka-python (admin requests) and
 the project's client (UpdateFeatures, CLIENT_METRICS configs), beside produce frames carrying compressed
 bombs to a compacted topic, then mutated the way a broken client or a bad network would:
 bytes flipped, an int32 field set to an extreme, the API key or version changed, the size prefix made to lie,
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import struct
+import time
 
 import pytest
 
@@ -59,18 +61,50 @@ def record_sessions(port: int, topic: str) -> list[bytes]:
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-group",
                              "auto.offset.reset": "earliest", "enable.auto.commit": False,
                              "isolation.level": "read_committed", "fetch.wait.max.ms": 500})
-        consumer.subscribe([topic])
-        got = 0
-        while got < 200:
-            msg = consumer.poll(10)
-            assert msg is not None, "the recording consumer got nothing"
-            got += msg.error() is None
-        consumer.commit(asynchronous=False)
-        consumer.close()
+        _read_and_commit(consumer, topic, 200)
+        _new_group_types(bootstrap, topic)
     finally:
         asyncio.run(_advertise(port, port))
         proxy.stop()
     return [b"".join(frames) for frames in proxy.sessions if frames]
+
+
+def _read_and_commit(consumer, topic: str, count: int) -> None:
+    consumer.subscribe([topic])
+    got = 0
+    while got < count:
+        msg = consumer.poll(10)
+        assert msg is not None, f"{consumer} got nothing"
+        got += msg.error() is None
+    consumer.commit(asynchronous=False)
+    consumer.close()
+
+
+def _new_group_types(bootstrap: str, topic: str) -> None:
+    """The two newer kinds of group on the same records: a KIP-848 consumer (ConsumerGroupHeartbeat, its
+    assignment, OffsetCommit at its member epoch) and a KIP-932 share consumer (ShareGroupHeartbeat, ShareFetch
+    in a share session, every kind of acknowledgement, ShareAcknowledge on close)."""
+    from confluent_kafka import AcknowledgeType, Consumer, ShareConsumer
+
+    from tests.integration.share_members import set_group_configs
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic + "-848", "group.protocol": "consumer",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    _read_and_commit(consumer, topic, 50)
+    set_group_configs(bootstrap, topic + "-share", share_auto_offset_reset="earliest")
+    share = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": topic + "-share",
+                           "share.acknowledgement.mode": "explicit"})
+    share.subscribe([topic])
+    kinds = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT)
+    acknowledged = 0
+    deadline = time.monotonic() + 30
+    while acknowledged < 50:
+        assert time.monotonic() < deadline, "the share consumer got too little"
+        for msg in share.poll(1) or ():
+            if msg.error() is None:
+                share.acknowledge(msg, kinds[acknowledged % 3])
+                acknowledged += 1
+    share.close()
 
 
 async def _advertise(port: int, advertised: int) -> None:

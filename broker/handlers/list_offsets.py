@@ -23,7 +23,7 @@ def _refusal(partition, p, replica_id: int, api_version: int) -> ErrorCode | Non
     if not partition.is_leader and replica_id != DEBUGGING_CONSUMER:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     current = p.get("current_leader_epoch", -1)
-    if 0 <= current < partition.leader_epoch:
+    if -1 != current < partition.leader_epoch:   # (-1: no epoch named; any other is checked, as in Kafka)
         return ErrorCode.FENCED_LEADER_EPOCH
     if current > partition.leader_epoch:
         return ErrorCode.UNKNOWN_LEADER_EPOCH

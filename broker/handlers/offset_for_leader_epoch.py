@@ -12,7 +12,7 @@ def _answer(rm, topic: str, p) -> dict:
         out["error_code"] = rm.missing_error(topic, p.partition)
     elif not partition.is_leader:
         out["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
-    elif 0 <= p.current_leader_epoch < partition.leader_epoch:
+    elif -1 != p.current_leader_epoch < partition.leader_epoch:   # (-1: no epoch named)
         out["error_code"] = ErrorCode.FENCED_LEADER_EPOCH
     elif p.current_leader_epoch > partition.leader_epoch:
         out["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH

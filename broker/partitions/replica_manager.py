@@ -392,7 +392,7 @@ class ReplicaManager:
         serves consumers that may read from it (``from_follower``), at the epoch it knows."""
         if not partition.is_leader and not (from_follower and replica_id < 0 and partition.leader_id >= 0):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if request.current_leader_epoch >= 0:
+        if request.current_leader_epoch >= 0:   # (a Fetch's negative epoch names none, in Kafka's FetchRequest)
             if request.current_leader_epoch < partition.leader_epoch:
                 return ErrorCode.FENCED_LEADER_EPOCH
             if request.current_leader_epoch > partition.leader_epoch:

@@ -8,6 +8,7 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
 
 NO_OPERATIONS = -2147483648
+_NO_ID = bytes(16)
 # How long a Metadata request waits for a just-started broker's first UpdateMetadata before it is answered
 # with what the broker knows (no brokers, no controller), which clients treat as "ask again".
 FIRST_UPDATE_WAIT_S = 5.0
@@ -88,8 +89,13 @@ def answer(ctx, request):
         by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
         allow_create = broker.config["auto.create.topics.enable"] and request.allow_auto_topic_creation
         topics, asked = [], set()
+        # A request naming any topic id is answered by its ids alone (v10+), as Kafka's: the names beside them,
+        # and the topics named without one, are not looked at
+        by_ids_alone = any(bytes(item.topic_id) != _NO_ID for item in requested)
         for item in requested:
-            name = item.name
+            name = item.name if not by_ids_alone else None
+            if by_ids_alone and bytes(item.topic_id) == _NO_ID:
+                continue
             key = name if name is not None else bytes(item.topic_id)
             if key in asked:
                 continue   # (a topic asked for twice is answered once, as Kafka's)

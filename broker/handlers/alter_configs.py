@@ -7,17 +7,27 @@ that reads a changed broker config (broker/configuration/dynamic_config.py).
 
 from kbroker.broker.configuration.dynamic_config import is_sensitive, validate
 from kbroker.broker.handlers.describe_configs import BROKER, TOPIC, broker_id_refusal, refusal
+from kbroker.broker.metadata import topic_name_error
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
 from kbroker.storage.log_config import validate_topic_config
 
 
+def missing_topic(name: str) -> tuple[ErrorCode, str]:
+    """The refusal for a topic resource that is not there: INVALID_TOPIC_EXCEPTION for a name no topic can
+    have, as Kafka checks the name first, else UNKNOWN_TOPIC_OR_PARTITION."""
+    invalid = topic_name_error(name)
+    if invalid:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
+
+
 def apply_topic_configs(ctx, name: str, configs: dict[str, str], validate_only: bool) -> tuple[ErrorCode, str | None]:
     """Validate and (unless validate_only) store a topic's complete new override set."""
     broker = ctx.broker
     if name not in broker.metadata.topics:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
+        return missing_topic(name)
     for key, value in configs.items():
         problem = validate_topic_config(key, value)
         if problem:
@@ -58,6 +68,14 @@ def resource_error(resource) -> tuple[ErrorCode, str] | None:
     return None
 
 
+def duplicate_keys(configs) -> tuple[ErrorCode, str] | None:
+    """Kafka's first check of a resource: a config named twice in it is INVALID_REQUEST, nothing changes."""
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+    return None
+
+
 def null_value(configs, deleting=lambda c: False) -> tuple[ErrorCode, str] | None:
     """Kafka's refusal of a config given a null value (other than by an incremental DELETE), whatever the
     resource: INVALID_REQUEST, and nothing of the resource changes."""
@@ -71,8 +89,8 @@ async def handle(ctx, request):
     responses = []
     for resource in request.resources:
         name = resource.resource_name
-        problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource) or \
-            null_value(resource.configs)
+        problem = duplicate_keys(resource.configs) or refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) \
+            or resource_error(resource) or null_value(resource.configs)
         if problem is None:
             configs = {c.name: c.value for c in resource.configs}
             if resource.resource_type == TOPIC:

@@ -1,5 +1,6 @@
 """DescribeProducers: the idempotent and transactional producers a partition's log knows."""
 
+from kbroker.broker.metadata import topic_name_error
 from kbroker.protocol.acls import READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
@@ -13,6 +14,11 @@ def handle(ctx, request):
         if not ctx.authorized(READ, TOPIC, topic.name):
             topics.append({"name": topic.name, "partitions": [
                 {"partition_index": i, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "active_producers": []}
+                for i in topic.partition_indexes]})
+            continue
+        if topic_name_error(topic.name):   # (a name no topic can have: Kafka answers so, not that it is unknown)
+            topics.append({"name": topic.name, "partitions": [
+                {"partition_index": i, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "active_producers": []}
                 for i in topic.partition_indexes]})
             continue
         for index in topic.partition_indexes:

@@ -5,7 +5,7 @@ subscriptions (CLIENT_METRICS, KIP-714: a subscription whose configs all go is r
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
-                                                   null_value, resource_error)
+                                                   duplicate_keys, missing_topic, null_value, resource_error)
 from kbroker.broker.configuration.group_configs import validate as group_config_error
 from kbroker.broker.configuration import client_metrics
 from kbroker.broker.handlers.describe_configs import (BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, broker_id_refusal,
@@ -123,10 +123,8 @@ def _duplicated(request, resource) -> str | None:
     key = (resource.resource_type, resource.resource_name)
     if sum((r.resource_type, r.resource_name) == key for r in request.resources) > 1:
         return "Error due to duplicate resources"
-    names = [op.name for op in resource.configs]
-    if len(set(names)) != len(names):
-        return "Error due to duplicate config keys"
-    return None
+    duplicated = duplicate_keys(resource.configs)
+    return duplicated[1] if duplicated else None
 
 
 async def handle(ctx, request):
@@ -158,7 +156,7 @@ async def handle(ctx, request):
         if problem is None and resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(name)
             if meta is None:
-                problem = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+                problem = missing_topic(name)
             else:
                 updated, message = _apply(meta.configs, resource.configs, TOPIC_CONFIGS, TOPIC_LIST_KEYS,
                                           broker.default_log_config.value_of, "topic")

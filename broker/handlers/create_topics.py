@@ -60,6 +60,13 @@ def _validate(ctx, topic) -> tuple[ErrorCode, str | None, int, int]:
     other = _collides(name, broker.metadata.topics)
     if other:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}", 0, 0
+    # (the configs before the partitions and replicas: Kafka's controller checks them first)
+    for c in topic.configs:
+        if c.value is None:
+            return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}", 0, 0
+        problem = validate_topic_config(c.name, c.value)
+        if problem:
+            return ErrorCode.INVALID_CONFIG, problem, 0, 0
     if topic.assignments:
         if partitions != -1 or replication != -1:
             return (ErrorCode.INVALID_REQUEST,
@@ -81,12 +88,6 @@ def _validate(ctx, topic) -> tuple[ErrorCode, str | None, int, int]:
     if replication > live_count:
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Replication factor: {replication} larger than available brokers: {live_count}.", 0, 0)
-    for c in topic.configs:
-        if c.value is None:
-            return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}", 0, 0
-        problem = validate_topic_config(c.name, c.value)
-        if problem:
-            return ErrorCode.INVALID_CONFIG, problem, 0, 0
     return ErrorCode.NONE, None, partitions, replication
 
 

@@ -49,7 +49,9 @@ async def handle(ctx, request):
             groups.append({"group_id": group_id, "topics": [], "error_code": error, "error_message": None})
             continue
         # (no such group: Kafka 4.2 answers as for a share group without state, error 0)
-        asked = {t.topic_name: list(t.partitions) for t in wanted.topics} if wanted.topics is not None else (
+        # (a partition named twice is answered once, as Kafka's)
+        asked = {t.topic_name: list(dict.fromkeys(t.partitions)) for t in wanted.topics} \
+            if wanted.topics is not None else (
             _initialized(broker, group) if group is not None else {})
         topics = []
         for name, partitions in asked.items():

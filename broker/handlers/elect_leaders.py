@@ -16,14 +16,18 @@ async def handle(ctx, request):
                 "replica_election_results": [{"topic": t.topic, "partition_result": [
                     {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
                     for p in t.partitions]} for t in (request.topic_partitions or [])]}
+    if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
+        # (the whole request is refused, and each partition it names, before anything is looked at, as Kafka's)
+        message = f"unknown election type {request.election_type}"
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": [
+            {"topic": t.topic, "partition_result": [
+                {"partition_id": p, "error_code": ErrorCode.INVALID_REQUEST, "error_message": message}
+                for p in t.partitions]} for t in (request.topic_partitions or [])]}
     if member is None:   # one broker: every partition already has its only replica
         if wanted is None:   # (every topic, each without a partition: Kafka leaves out those not needing one)
             return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
                 {"topic": t, "partition_result": []} for t in ctx.broker.metadata.topics]}
         results = {tp: _single_broker(ctx.broker, *tp) for tp in wanted}
-    elif ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
-        results = {tp: (ErrorCode.INVALID_REQUEST, f"unknown election type {request.election_type}")
-                   for tp in (wanted or [])}
     else:
         controller = member.controller
         if controller is None or not controller.active:

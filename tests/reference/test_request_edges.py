@@ -1,0 +1,113 @@
+"""Requests at their edges, side by side, each compared by every error code in its answer: names no topic can
+have, a config named twice, unknown election types, a topic id beside a name, leader epochs below -1, empty
+group ids, a partition named twice. Found by sending mutated requests to both brokers (Kafka's answers where
+they are its own faults, UNKNOWN_SERVER_ERROR for a null where a name belongs, are left out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.reference.differential import call, same
+from tests.reference.test_groups import coordinator_found
+from tests.reference.test_produce_fetch import create
+
+pytestmark = pytest.mark.reference
+
+TOPIC_RESOURCE, UNKNOWN_ID = 2, b"\x02" * 16
+
+
+def error_codes(message, path: str = "") -> list[tuple[str, int]]:
+    """Every ``*error_code`` in an answer with where it is, in an order that does not depend on the answer's."""
+    found = []
+    if isinstance(message, dict):
+        for key, value in message.items():
+            found += [(f"{path}.{key}", value)] if key.endswith("error_code") else error_codes(value, f"{path}.{key}")
+    elif isinstance(message, list):
+        for value in message:
+            found += error_codes(value, f"{path}[]")
+    return sorted(found)
+
+
+def _metadata(topics):
+    return 3, 12, {"topics": topics, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+
+
+def _alter(name, configs):
+    return 33, 2, {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": name, "configs": [
+        {"name": k, "value": v} for k, v in configs]}], "validate_only": True}
+
+
+def _incremental(name, configs):
+    return 44, 1, {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": name, "configs": [
+        {"name": k, "config_operation": 0, "value": v} for k, v in configs]}], "validate_only": True}
+
+
+def _elect(election_type, topic, partitions=(0,)):
+    return 43, 2, {"election_type": election_type, "timeout_ms": 5000,
+                   "topic_partitions": None if topic is None else [{"topic": topic, "partitions": list(partitions)}]}
+
+
+def _create(name, partitions, replicas, configs):
+    return 19, 7, {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": replicas,
+                               "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs]}],
+                   "timeout_ms": 5000, "validate_only": True}
+
+
+def _epoch(api, topic, epoch):
+    if api == "offsets for leader epoch":
+        return 23, 4, {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
+            {"partition": 0, "current_leader_epoch": epoch, "leader_epoch": 0}]}]}
+    if api == "list offsets":
+        return 2, 8, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}]}]}
+    return 1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+                   "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                   "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                               "current_leader_epoch": epoch,
+                                                               "partition_max_bytes": 1 << 20}]}]}
+
+
+CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
+    **{f"{what} of a name no topic can have: {name[:8]}": (lambda what, name: lambda t, tid: {
+        "AlterConfigs": _alter(name, [("retention.ms", "1000")]),
+        "IncrementalAlterConfigs": _incremental(name, [("retention.ms", "1000")]),
+        "DescribeTopicPartitions": (75, 0, {"topics": [{"name": name}], "response_partition_limit": 2000,
+                                            "cursor": None}),
+        "DescribeProducers": (61, 0, {"topics": [{"name": name, "partition_indexes": [0]}]}),
+    }[what])(what, name)
+        for what in ("AlterConfigs", "IncrementalAlterConfigs", "DescribeTopicPartitions", "DescribeProducers")
+        for name in ("*", "a b", "..", "x" * 250)},
+    "AlterConfigs naming a config twice": lambda t, tid: _alter(t, [("retention.ms", "1"), ("retention.ms", "2")]),
+    "IncrementalAlterConfigs naming a config twice": lambda t, tid: _incremental(
+        t, [("retention.ms", "1"), ("retention.ms", "2")]),
+    **{f"ElectLeaders of election type {kind}, {which}": (lambda kind, which: lambda t, tid: _elect(
+        kind, None if which == "every partition" else t))(kind, which)
+       for kind in (-1, 2) for which in ("every partition", "a partition")},
+    "CreateTopics with a bad config and too many replicas": lambda t, tid: _create(
+        f"{t}-new", 3, 100, [("cleanup.policy", "neither")]),
+    "CreateTopics with an unknown config and no partitions": lambda t, tid: _create(
+        f"{t}-new", -5, 1, [("no.such.config", "1")]),
+    "Metadata by an unknown id beside a known name": lambda t, tid: _metadata([{"topic_id": UNKNOWN_ID, "name": t}]),
+    "Metadata by a known id beside a name no topic can have": lambda t, tid: _metadata([{"topic_id": tid,
+                                                                                          "name": ".."}]),
+    "Metadata by a known id and a name without one": lambda t, tid: _metadata([{"topic_id": tid, "name": None},
+                                                                               {"topic_id": bytes(16), "name": ".."}]),
+    **{f"{api} at leader epoch {epoch}": (lambda api, epoch: lambda t, tid: _epoch(api, t, epoch))(api, epoch)
+       for api in ("offsets for leader epoch", "list offsets", "fetch") for epoch in (-5, -2147483648)},
+    "ShareGroupDescribe of an empty group id": lambda t, tid: (77, 1, {"group_ids": [""],
+                                                                        "include_authorized_operations": False}),
+    "ConsumerGroupDescribe of an empty group id": lambda t, tid: (69, 1, {"group_ids": [""],
+                                                                           "include_authorized_operations": False}),
+    "DescribeShareGroupOffsets naming a partition twice": lambda t, tid: (90, 1, {"groups": [{
+        "group_id": f"s-{t}", "topics": [{"topic_name": t, "partitions": [0, 0, 1]}]}]}),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_request_edges(targets, topic, case):
+    async def scenario(target):
+        await create(target, topic, partitions=2)
+        await coordinator_found(target, f"s-{topic}")
+        metadata = await call(target, *_metadata([{"topic_id": bytes(16), "name": topic}]))
+        return error_codes(await call(target, *CASES[case](topic, bytes(metadata.topics[0].topic_id))))
+    await same(targets, scenario)

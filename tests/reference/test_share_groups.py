@@ -161,28 +161,59 @@ async def set_group_config_async(target, group: str) -> int:
     return await asyncio.to_thread(set_group_config, target, group, share_auto_offset_reset="earliest")
 
 
+async def two_of_five_accepted(target, topic: str) -> tuple[str, str]:
+    """A share group with one member that fetched five records of a one-partition topic and accepted two."""
+    group, member = await share_group_with_member(target, topic)
+    fill(target, topic, 1, per_partition=5)
+    tid = await topic_id_of(target, topic)
+    conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+    try:
+        await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))
+        await conn.request(ACKNOWLEDGE, 1, {"group_id": group, "member_id": member, "share_session_epoch": 1,
+                                            "topics": [{"topic_id": tid, "partitions": [{
+                                                "partition_index": 0, "acknowledgement_batches": [
+                                                    {"first_offset": 0, "last_offset": 1,
+                                                     "acknowledge_types": [1]}]}]}]})
+    finally:
+        await conn.close()
+    # (Kafka writes the acknowledgement's state a moment after it answered: wait for it)
+    await settled(lambda: call(target, 90, 1, {"groups": [{"group_id": group, "topics": [
+        {"topic_name": topic, "partitions": [0]}]}]}),
+        lambda a: a.groups[0].topics and a.groups[0].topics[0].partitions[0].start_offset == 2)
+    return group, member
+
+
+async def test_share_group_offsets_once_the_topic_is_deleted_and_made_again(targets, topic):
+    """An empty share group's offsets, named and all, after its topic was deleted and after one of the same name
+    was made: the new topic's partitions have no state in the group."""
+    async def scenario(target):
+        group, member = await two_of_five_accepted(target, topic)
+        await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
+
+        async def described(topics):
+            answer = await call(target, 90, 1, {"groups": [{"group_id": group, "topics": topics}]})
+            return [(t.topic_name, [(p.partition_index, p.start_offset, p.lag, p.error_code) for p in t.partitions])
+                    for t in answer.groups[0].topics]
+        named = [{"topic_name": topic, "partitions": [0]}]
+        seen = {"before": (await described(None), await described(named))}
+        deleted = await call(target, 20, 6, {"topics": [{"name": topic, "topic_id": bytes(16)}], "timeout_ms": 10000})
+        assert deleted.responses[0].error_code == 0
+        await settled(lambda: call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}),
+                      lambda a: a.topics[0].error_code == 3)   # UNKNOWN_TOPIC_OR_PARTITION
+        seen["deleted"] = (await settled(lambda: described(None), lambda a: a == [], 10), await described(named))
+        await create(target, topic)
+        seen["made again"] = (await described(None), await described(named))
+        return seen
+    await same(targets, scenario)
+
+
 @pytest.mark.parametrize("version", [0, 1])
 async def test_describe_share_group_offsets(targets, topic, version):
     """After a member accepted two records of five: the start offset, and from v1 the lag; all the group's
     share partitions, the same once its member left."""
     async def scenario(target):
-        group, member = await share_group_with_member(target, topic)
-        fill(target, topic, 1, per_partition=5)
-        tid = await topic_id_of(target, topic)
-        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
-        try:
-            await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))
-            await conn.request(ACKNOWLEDGE, 1, {"group_id": group, "member_id": member, "share_session_epoch": 1,
-                                                "topics": [{"topic_id": tid, "partitions": [{
-                                                    "partition_index": 0, "acknowledgement_batches": [
-                                                        {"first_offset": 0, "last_offset": 1,
-                                                         "acknowledge_types": [1]}]}]}]})
-        finally:
-            await conn.close()
-        # (Kafka writes the acknowledgement's state a moment after it answered: wait for it)
-        await settled(lambda: call(target, 90, 1, {"groups": [{"group_id": group, "topics": [
-            {"topic_name": topic, "partitions": [0]}]}]}),
-            lambda a: a.groups[0].topics and a.groups[0].topics[0].partitions[0].start_offset == 2)
+        group, member = await two_of_five_accepted(target, topic)
         seen = {}
         for name, topics in [("named", [{"topic_name": topic, "partitions": [0]}]), ("all", None),
                              ("unknown topic", [{"topic_name": f"{topic}-none", "partitions": [0]}])]:

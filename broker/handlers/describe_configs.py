@@ -11,6 +11,7 @@ from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  
 from kbroker.storage.log_config import BROKER_SYNONYMS, INTERNAL_CONFIGS, TOPIC_CONFIGS, LogConfig
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+RESOURCE_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 # ConfigType values (v3+)
 UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = 0, 1, 2, 3, 4, 5, 6, 7, 9
@@ -161,8 +162,23 @@ def client_metrics_entries(broker, name: str) -> list[dict]:
             for key, value, default in described(broker.metadata.client_metrics.get(name, {}))]
 
 
+def _unknown_type(request) -> dict | None:
+    """Kafka's answer to a request naming a resource type it does not know: the whole request is refused,
+    INVALID_REQUEST for every resource, the known ones too."""
+    unknown = next((r for r in request.resources if r.resource_type not in RESOURCE_TYPES), None)
+    if unknown is None:
+        return None
+    message = f"Unexpected resource type {unknown.resource_type} for resource {unknown.resource_name}"
+    return {"throttle_time_ms": 0, "results": [
+        {"error_code": ErrorCode.INVALID_REQUEST, "error_message": message, "resource_type": r.resource_type,
+         "resource_name": r.resource_name, "configs": []} for r in request.resources]}
+
+
 def handle(ctx, request):
     broker = ctx.broker
+    refused = _unknown_type(request)
+    if refused is not None:
+        return refused
     results = []
     for resource in request.resources:
         # (Kafka's answer carries "" as the message of a resource described without error)
@@ -195,9 +211,6 @@ def handle(ctx, request):
                 result["configs"] = broker_config_entries(broker)
             else:
                 result["configs"] = logger_entries()
-        else:
-            result.update(error_code=ErrorCode.INVALID_REQUEST,
-                          error_message=f"Unsupported resource type {resource.resource_type}")
         keys = resource.configuration_keys
         if keys:   # (none named, or an empty list: every config, as Kafka reads both)
             result["configs"] = [c for c in result["configs"] if c["name"] in keys]

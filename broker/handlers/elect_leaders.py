@@ -9,8 +9,9 @@ PREFERRED, UNCLEAN = 0, 1
 
 async def handle(ctx, request):
     member = ctx.broker.cluster
-    wanted = None if request.topic_partitions is None else \
+    asked = None if request.topic_partitions is None else \
         [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    wanted = None if asked is None else list(dict.fromkeys(asked))   # (each elected once, answered as asked)
     if not ctx.cluster_authorized(ALTER):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "replica_election_results": [{"topic": t.topic, "partition_result": [
@@ -36,7 +37,8 @@ async def handle(ctx, request):
             kind = "elect_unclean" if ctx.api_version >= 1 and request.election_type == UNCLEAN else "elect_preferred"
             results = await controller.enqueue(kind, wanted)
     topics: dict[str, list] = {}
-    for (topic, p), (error, message) in results.items():
+    for topic, p in (asked if asked is not None else results):
+        error, message = results[topic, p]
         topics.setdefault(topic, []).append({"partition_id": p, "error_code": error, "error_message": message})
     return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
         {"topic": t, "partition_result": ps} for t, ps in topics.items()]}

@@ -1,7 +1,8 @@
 """Requests at their edges, side by side, each compared by every error code in its answer: names no topic can
-have, a config named twice, unknown election types, a topic id beside a name, leader epochs below -1, empty
-group ids, a partition named twice. Found by sending mutated requests to both brokers (Kafka's answers where
-they are its own faults, UNKNOWN_SERVER_ERROR for a null where a name belongs, are left out)."""
+have, a config named twice, unknown election types and resource types, a topic id beside a name, leader
+epochs below -1, empty group ids, a partition named twice. Found by sending mutated requests to both brokers
+(Kafka's answers where they are its own faults, UNKNOWN_SERVER_ERROR for a null where a name belongs, are
+left out)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,11 @@ CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
                                                                         "include_authorized_operations": False}),
     "ConsumerGroupDescribe of an empty group id": lambda t, tid: (69, 1, {"group_ids": [""],
                                                                            "include_authorized_operations": False}),
+    "DescribeConfigs of an unknown resource type beside a topic": lambda t, tid: (32, 4, {"resources": [
+        {"resource_type": 100, "resource_name": t, "configuration_keys": None},
+        {"resource_type": TOPIC_RESOURCE, "resource_name": t, "configuration_keys": None}],
+        "include_synonyms": False, "include_documentation": False}),
+    "ElectLeaders naming a partition twice": lambda t, tid: _elect(0, t, (0, 1, 0)),
     "DescribeShareGroupOffsets naming a partition twice": lambda t, tid: (90, 1, {"groups": [{
         "group_id": f"s-{t}", "topics": [{"topic_name": t, "partitions": [0, 0, 1]}]}]}),
 }

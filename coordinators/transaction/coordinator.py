@@ -121,7 +121,8 @@ class TransactionCoordinator:
                 transactional_id, self.new_producer_id(), -1, timeout_ms)
         if meta.pending is not None:
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
-        if expected_producer_id >= 0 and not (
+        # (only -1 names no producer: any other id, a negative one too, must be the current or the last one)
+        if expected_producer_id != -1 and not (
                 (expected_producer_id, expected_epoch) in ((meta.producer_id, meta.producer_epoch),
                                                            (meta.last_producer_id, meta.last_producer_epoch))):
             return fenced(version >= 4), -1, -1

@@ -1,6 +1,6 @@
 """The transactional APIs' answers to a client out of turn, as raw frames side by side: InitProducerId with a
-timeout beyond the broker's bound or an empty id, AddPartitionsToTxn of a missing topic or partition or under a
-stale epoch, AddOffsetsToTxn and EndTxn out of order."""
+timeout beyond the broker's bound, an empty id or a producer that is not the transaction's, AddPartitionsToTxn
+of a missing topic or partition or under a stale epoch, AddOffsetsToTxn and EndTxn out of order."""
 
 from __future__ import annotations
 
@@ -12,6 +12,31 @@ from tests.reference.test_transactional_offsets import begin, coordinators_ready
 pytestmark = pytest.mark.reference
 
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
+
+
+async def test_init_producer_id_naming_the_producer_it_restarts(targets, topic):
+    """KIP-360: an InitProducerId naming a producer id and epoch bumps the epoch only if they are the transaction's
+    current ones (or its last); any other id, a negative one too (only -1 names none), is PRODUCER_FENCED."""
+    async def scenario(target):
+        txn = f"txn-{topic}"
+        await coordinators_ready(target, txn, f"g-{topic}")
+
+        async def init(producer_id=-1, epoch=-1):
+            answer = await settled(lambda: call(target, INIT_PRODUCER_ID, 5, {
+                "transactional_id": txn, "transaction_timeout_ms": 60000, "producer_id": producer_id,
+                "producer_epoch": epoch}), lambda a: a.error_code not in (14, 15, 16))   # (a coordinator not ready)
+            return answer.error_code, answer.producer_id, answer.producer_epoch
+        seen = {}
+        error, producer_id, epoch = await init()
+        seen["first"] = (error, epoch)
+        for case, (pid, e) in {"another id": (producer_id + 1000, epoch), "a newer epoch": (producer_id, epoch + 5),
+                               "an epoch below -1": (producer_id, -5), "an id below -1": (-128, 2),
+                               "an id below -1 with no epoch": (-128, -1)}.items():
+            seen[case] = (await init(pid, e))[0]
+        error, _, bumped = await init(producer_id, epoch)
+        seen["the current one"] = (error, bumped - epoch)
+        return seen
+    await same(targets, scenario)
 
 
 @pytest.mark.parametrize("case", ["a timeout beyond the bound", "a timeout of zero", "a negative timeout",

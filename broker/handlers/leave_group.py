@@ -10,7 +10,7 @@ def handle(ctx, request):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    error = coordinator_error(ctx, request.group_id)
+    error = coordinator_error(ctx, request.group_id, empty_id=ErrorCode.INVALID_GROUP_ID)
     if error:
         errors = [error] * len(leaving)
     else:

@@ -104,6 +104,13 @@ CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
         {"resource_type": TOPIC_RESOURCE, "resource_name": t, "configuration_keys": None}],
         "include_synonyms": False, "include_documentation": False}),
     "ElectLeaders naming a partition twice": lambda t, tid: _elect(0, t, (0, 1, 0)),
+    "Heartbeat of an empty group id": lambda t, tid: (12, 4, {"group_id": "", "generation_id": 1, "member_id": "m",
+                                                              "group_instance_id": None}),
+    "LeaveGroup of an empty group id": lambda t, tid: (13, 5, {"group_id": "", "members": [
+        {"member_id": "m", "group_instance_id": None, "reason": None}]}),
+    "SyncGroup of an empty group id": lambda t, tid: (14, 5, {"group_id": "", "generation_id": 1, "member_id": "m",
+                                                              "group_instance_id": None, "protocol_type": "consumer",
+                                                              "protocol_name": "range", "assignments": []}),
     "DescribeShareGroupOffsets naming a partition twice": lambda t, tid: (90, 1, {"groups": [{
         "group_id": f"s-{t}", "topics": [{"topic_name": t, "partitions": [0, 0, 1]}]}]}),
 }

@@ -11,7 +11,7 @@ answers it (``_VERIFICATION_ERRORS``).
 """
 
 from kbroker.broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
-from kbroker.protocol.acls import READ, TRANSACTIONAL_ID, WRITE
+from kbroker.protocol.acls import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
 
@@ -30,7 +30,35 @@ _VERIFICATION_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EP
 def handle(ctx, request):
     if not request.topics:
         return _commit(ctx, request)
+    missing = _missing(ctx, request)
+    if missing:
+        return _without_missing(ctx, request, missing)
     return _verify_then_commit(ctx, request)
+
+
+def _missing(ctx, request) -> set:
+    """The partitions that do not exist, of topics the principal may read, once the transactional id and the
+    group are authorized: Kafka answers them UNKNOWN_TOPIC_OR_PARTITION before it verifies the transaction or
+    looks at the group, and commits the others."""
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id) or \
+            not ctx.authorized(READ, GROUP, request.group_id):
+        return set()
+    exists, refused = partition_exists(ctx), topics_refused(ctx, READ, {t.name for t in request.topics})
+    return {(t.name, p.partition_index) for t in request.topics if t.name not in refused for p in t.partitions
+            if not exists(t.name, p.partition_index)}
+
+
+async def _without_missing(ctx, request, missing: set) -> dict:
+    known = [{**t, "partitions": [p for p in t.partitions if (t.name, p.partition_index) not in missing]}
+             for t in request.topics]
+    results = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in missing}
+    if any(t["partitions"] for t in known):
+        rest = type(request)({**request, "topics": [type(t)(k) for t, k in zip(request.topics, known)
+                                                    if k["partitions"]]})
+        answer = await _verify_then_commit(ctx, rest)
+        results.update({(t["name"], p["partition_index"]): p["error_code"] for t in answer["topics"]
+                        for p in t["partitions"]})
+    return _response(request, results)
 
 
 async def _verify_then_commit(ctx, request):
@@ -43,7 +71,7 @@ async def _verify_then_commit(ctx, request):
                                                             add=ctx.api_version >= 5)
         error = found.get(partition, ErrorCode.UNKNOWN_SERVER_ERROR)
         error = _VERIFICATION_ERRORS.get(error, error)
-        if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 5:
+        if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version < 4:
             error = ErrorCode.INVALID_TXN_STATE   # (the client predates KIP-890's abortable error)
     if error:
         return _response(request, {(t.name, p.partition_index): error for t in request.topics for p in t.partitions})

@@ -39,6 +39,45 @@ async def test_init_producer_id_naming_the_producer_it_restarts(targets, topic):
     await same(targets, scenario)
 
 
+@pytest.mark.parametrize("version", [3, 4, 5])
+async def test_txn_offset_commit_of_a_group_not_added(targets, topic, version):
+    """Offsets of a group the transaction has not added (no AddOffsetsToTxn): INVALID_TXN_STATE to a client
+    before v4, TRANSACTION_ABORTABLE from v4 (KIP-890 part 1), and at v5 the group joins the transaction."""
+    async def scenario(target):
+        txn, group, producer_id, epoch = await begin(target, topic, 2)
+        answer = await call(target, 28, version, {
+            "transactional_id": txn, "group_id": group, "producer_id": producer_id, "producer_epoch": epoch,
+            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": None}]}]})
+        return [p.error_code for t in answer.topics for p in t.partitions]
+    await same(targets, scenario)
+
+
+@pytest.mark.parametrize("case", ["a missing topic", "a missing partition", "a missing topic under a stale epoch",
+                                  "a missing partition beside one that exists",
+                                  "a missing partition beside one added to the transaction"])
+async def test_txn_offset_commit_of_partitions_that_do_not_exist(targets, topic, case):
+    """TxnOffsetCommit answers a partition that does not exist UNKNOWN_TOPIC_OR_PARTITION before it verifies the
+    transaction, and commits the others as it would alone."""
+    async def scenario(target):
+        txn, group, producer_id, epoch = await begin(target, topic, 2)
+        if case.endswith("added to the transaction"):
+            added = await call(target, ADD_OFFSETS_TO_TXN, 3, {"transactional_id": txn, "producer_id": producer_id,
+                                                               "producer_epoch": epoch, "group_id": group})
+            assert added.error_code == 0, added
+        named = {"a missing topic": [(f"{topic}-none", 0)], "a missing partition": [(topic, 9)],
+                 "a missing topic under a stale epoch": [(f"{topic}-none", 0)]}.get(case, [(topic, 9), (topic, 0)])
+        answer = await call(target, 28, 4, {
+            "transactional_id": txn, "group_id": group, "producer_id": producer_id,
+            "producer_epoch": epoch + 3 if "stale" in case else epoch, "generation_id": -1, "member_id": "",
+            "group_instance_id": None, "topics": [{"name": name, "partitions": [
+                {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": None}
+                for n, p in named if n == name]} for name in dict.fromkeys(n for n, _ in named)]})
+        return [(t.name == topic, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics]
+    await same(targets, scenario)
+
+
 @pytest.mark.parametrize("case", ["a timeout beyond the bound", "a timeout of zero", "a negative timeout",
                                   "an empty transactional id", "a producer id with no epoch",
                                   "an epoch with no producer id", "idempotent: a producer id with no epoch"])

@@ -104,9 +104,7 @@ def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, Erro
             session.uses_topic_ids = by_id
             session.update(request.topics, None, by_id)
         return session, False, ErrorCode.NONE
-    if session_id == 0:
-        return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
-    session = cache.get(session_id)
+    session = cache.get(session_id)   # (an incremental epoch with no session id finds none, as in Kafka)
     if session is None:
         return None, False, ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     if epoch != session.epoch:

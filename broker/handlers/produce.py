@@ -28,7 +28,7 @@ answer that leader's endpoint (KIP-951).
 import asyncio
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
-from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, resolve_topic_ids
+from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, partition_exists, resolve_topic_ids
 from kbroker.broker.partitions.replica_manager import refused_append
 from kbroker.broker.configuration.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
@@ -275,7 +275,10 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
         stale = asked is not None and ctx.broker.topic_ids.id_of(topic.name) != asked[topic.name]
         for pdata in topic.partition_data:
             record_errors, start = (), -1
-            if acks not in (-1, 0, 1):
+            # (bad acks refuse the partitions that exist and are not refused already; one that does not
+            # exist is answered so, as Kafka's handler answers it before its replica manager sees the acks)
+            if acks not in (-1, 0, 1) and (topic.name, pdata.index) not in refused \
+                    and partition_exists(ctx)(topic.name, pdata.index):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
             elif stale:
                 result_error, info, message = ErrorCode.UNKNOWN_TOPIC_ID, None, "the topic id names no topic now"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from kbroker.protocol.records import build_batch
 from tests.reference.differential import call, same
 from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create
@@ -111,6 +112,17 @@ CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
     "SyncGroup of an empty group id": lambda t, tid: (14, 5, {"group_id": "", "generation_id": 1, "member_id": "m",
                                                               "group_instance_id": None, "protocol_type": "consumer",
                                                               "protocol_name": "range", "assignments": []}),
+    "DeleteShareGroupOffsets of an empty group id": lambda t, tid: (92, 0, {"group_id": "", "topics": [
+        {"topic_name": t}]}),
+    "Fetch with an incremental epoch and no session": lambda t, tid: _epoch("fetch", t, -1)[:2] + ({
+        **_epoch("fetch", t, -1)[2], "session_id": 0, "session_epoch": 5},),
+    "Produce with acks=2 to a partition that exists and one that does not": lambda t, tid: (0, 9, {
+        "transactional_id": None, "acks": 2, "timeout_ms": 5000, "topic_data": [{"name": t, "partition_data": [
+            {"index": i, "records": build_batch([(None, b"v", [])])} for i in (0, 7)]}]}),
+    **{f"{name} of a member id of {n} characters": (lambda key, n: lambda t, tid: (key, 1, {
+        "group_id": f"s-{t}", "member_id": "m" * n, "member_epoch": 0, "rack_id": None,
+        "subscribed_topic_names": [t], **({"rebalance_timeout_ms": 10000} if key == 68 else {})}))(key, n)
+       for name, key in (("ConsumerGroupHeartbeat", 68), ("ShareGroupHeartbeat", 76)) for n in (36, 37)},
     "DescribeShareGroupOffsets naming a partition twice": lambda t, tid: (90, 1, {"groups": [{
         "group_id": f"s-{t}", "topics": [{"topic_name": t, "partitions": [0, 0, 1]}]}]}),
 }

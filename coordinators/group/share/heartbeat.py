@@ -25,6 +25,7 @@ from kbroker.coordinators.group.share.model import ShareGroup, ShareMember, shar
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.group")
+MEMBER_ID_MAX = 36   # (a UUID's length: Kafka refuses a longer share member id)
 
 
 class ShareGroupHeartbeat:
@@ -33,6 +34,9 @@ class ShareGroupHeartbeat:
         try:
             if not member_id:   # (Kafka 4.2 refuses it before its coordinator sees it: no message)
                 raise HeartbeatError(ErrorCode.INVALID_REQUEST)
+            if len(member_id) > MEMBER_ID_MAX:
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST,
+                                     f"MemberId can't be longer than {MEMBER_ID_MAX} characters.")
             if not group_id:
                 raise HeartbeatError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
             if rack_id == "":

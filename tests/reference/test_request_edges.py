@@ -112,6 +112,8 @@ CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
     "SyncGroup of an empty group id": lambda t, tid: (14, 5, {"group_id": "", "generation_id": 1, "member_id": "m",
                                                               "group_instance_id": None, "protocol_type": "consumer",
                                                               "protocol_name": "range", "assignments": []}),
+    "AlterShareGroupOffsets of an empty group id": lambda t, tid: (91, 0, {"group_id": "", "topics": [
+        {"topic_name": t, "partitions": [{"partition_index": 0, "start_offset": 0}]}]}),
     "DeleteShareGroupOffsets of an empty group id": lambda t, tid: (92, 0, {"group_id": "", "topics": [
         {"topic_name": t}]}),
     "Fetch with an incremental epoch and no session": lambda t, tid: _epoch("fetch", t, -1)[:2] + ({

@@ -336,6 +336,12 @@ class ReplicaManager:
         plog = partition.log
         if request.last_fetched_epoch >= 0:
             epoch, end = plog.leader_epoch_cache.end_offset_for(request.last_fetched_epoch, plog.log_end_offset)
+            if end < 0 and replica_id < 0:
+                # A consumer's epoch newer than any this log has (Kafka: OFFSET_OUT_OF_RANGE, and the consumer
+                # resets its position), told no offsets with it as below
+                result.error = ErrorCode.OFFSET_OUT_OF_RANGE
+                result.high_watermark = result.last_stable_offset = result.log_start_offset = -1
+                return result
             if epoch < request.last_fetched_epoch or end < request.fetch_offset:
                 # The fetcher's log diverges from ours: it truncates to this point first (KIP-320).
                 result.diverging_epoch = (epoch, end)

@@ -116,6 +116,9 @@ CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
         {"topic_name": t, "partitions": [{"partition_index": 0, "start_offset": 0}]}]}),
     "DeleteShareGroupOffsets of an empty group id": lambda t, tid: (92, 0, {"group_id": "", "topics": [
         {"topic_name": t}]}),
+    "Fetch with a last fetched epoch newer than the leader's": lambda t, tid: _epoch("fetch", t, -1)[:2] + ({
+        **_epoch("fetch", t, -1)[2], "topics": [{"topic": t, "partitions": [{
+            **_epoch("fetch", t, -1)[2]["topics"][0]["partitions"][0], "last_fetched_epoch": 127}]}]},),
     "Fetch with an incremental epoch and no session": lambda t, tid: _epoch("fetch", t, -1)[:2] + ({
         **_epoch("fetch", t, -1)[2], "session_id": 0, "session_epoch": 5},),
     "Produce with acks=2 to a partition that exists and one that does not": lambda t, tid: (0, 9, {

@@ -76,6 +76,31 @@ async def created(target, topic: str, partitions: int) -> None:
     assert epoch > 0
 
 
+@pytest.mark.parametrize("case", ["a member asked for its id", "a member that left"])
+async def test_a_consumer_member_replaces_an_empty_classic_group(targets, topic, case):
+    """A classic group in state Empty, with a member still pending its id or one that joined, synced and left,
+    becomes a consumer group at the first ConsumerGroupHeartbeat."""
+    async def scenario(target):
+        await create(target, topic, partitions=2)
+        group = f"g-{topic}"
+        await coordinator_found(target, group)
+        first = await settled(lambda: classic_join(target, group, topic),   # (Kafka's group shard may still load)
+                              lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        seen = {"asked for an id": first.error_code}
+        if case == "a member that left":
+            joined = await classic_join(target, group, topic, first.member_id)
+            synced = await classic_sync(target, group, first.member_id, joined.generation_id)
+            left = await call(target, LEAVE_GROUP, 5, {"group_id": group, "members": [
+                {"member_id": first.member_id, "group_instance_id": None, "reason": None}]})
+            seen["joined, synced, left"] = (joined.error_code, synced.error_code, left.error_code)
+        answer = await call(target, HEARTBEAT, 1, beat(group, uuid.uuid4().hex[:22], 0, rebalance_timeout_ms=10000,
+                                                       subscribed_topic_names=[topic], topic_partitions=[]))
+        seen["consumer member"] = (answer.error_code, answer.member_epoch > 0)
+        seen["type"] = await group_type(target, group)
+        return seen
+    await same(targets, scenario)
+
+
 async def test_a_classic_member_joins_a_consumer_group(targets, topic):
     """It is given a member id, then answered at once with its member epoch as the generation and no leader;
     it waits (empty assignment, then REBALANCE_IN_PROGRESS) until the consumer member gave its partition up."""

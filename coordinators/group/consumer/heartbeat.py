@@ -27,6 +27,7 @@ from kbroker.coordinators.group.consumer.records import (
     target_record, wire)
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.group import GroupMetadata
+from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.regex import InvalidRegex, compiled, matching
 from kbroker.protocol.types import uuid_to_str
@@ -132,7 +133,9 @@ class ConsumerGroupHeartbeat:
         group = self.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             return group
-        if group is None or (isinstance(group, GroupMetadata) and group.is_empty and not group.members):
+        # (a classic group in state Empty, a member that was asked for its id still pending or not, is
+        # replaced, as Kafka replaces it)
+        if group is None or (isinstance(group, GroupMetadata) and group.is_(GroupState.EMPTY) and not group.members):
             if not create:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             if group is not None and group.generation_id > 0:

@@ -7,7 +7,8 @@ from kbroker.protocol.messages.leave_group import LEAVE_GROUP as API  # noqa: F4
 
 def handle(ctx, request):
     if ctx.api_version >= 3:
-        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+        # (no member, or a null list of them: answered with none, as Kafka answers)
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members or ()]
     else:
         leaving = [(request.member_id, None)]
     error = coordinator_error(ctx, request.group_id, empty_id=ErrorCode.INVALID_GROUP_ID)
@@ -18,8 +19,6 @@ def handle(ctx, request):
     if ctx.api_version < 3:
         return when_replicated(ctx, *group_shard(ctx, request.group_id),
                                {"throttle_time_ms": 0, "error_code": error or errors[0]})
-    if not leaving:
-        error = error or ErrorCode.INVALID_REQUEST
     members = [] if error else [{"member_id": member_id, "group_instance_id": instance_id, "error_code": e}
                                 for (member_id, instance_id), e in zip(leaving, errors)]
     response = {"throttle_time_ms": 0, "error_code": error, "members": members}

@@ -36,9 +36,9 @@ class OffsetManager:
         def all_(error: ErrorCode) -> dict:
             return {tp: error for tp in offsets}
 
-        # A generation-aware commit needs a group that knows the member.
-        aware = generation_id >= 0 or bool(member_id) or group_instance_id is not None
-        group, error = self._commit_target(group_id, create=not aware)
+        # A commit at a generation needs a group that knows the member; one at none (-1) makes a simple group
+        # if there is none, whatever member or instance id it names, and is taken while the group is Empty
+        group, error = self._commit_target(group_id, create=generation_id < 0)
         if error == ErrorCode.GROUP_ID_NOT_FOUND:
             error = ErrorCode.ILLEGAL_GENERATION if generation_id >= 0 else ErrorCode.UNKNOWN_MEMBER_ID
         if error:

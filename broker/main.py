@@ -69,6 +69,7 @@ async def run_broker(config: BrokerConfig) -> None:
 
 
 SLOW_SHUTDOWN_S = 15
+LEFTOVER_TASKS_S = 5.0
 
 
 def _log_pending_tasks() -> None:
@@ -91,9 +92,38 @@ def serve(properties: str | None, overrides: list[str], log_level: str = "INFO")
     import uvloop
 
     raise_open_files_limit()
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
     try:
-        uvloop.run(run_broker(config))
+        loop.run_until_complete(run_broker(config))
     except ConfigError as exc:   # a setting only checked as the broker builds what it names (a TLS keystore...)
         print(f"kbroker: {exc}", file=sys.stderr)
         return 2
+    finally:
+        close_loop(loop)
     return 0
+
+
+def close_loop(loop: asyncio.AbstractEventLoop, timeout: float = LEFTOVER_TASKS_S) -> None:
+    """``asyncio.run``'s clean-up, bounded: the tasks still running once the broker stopped are cancelled and
+    given ``timeout`` to end. One that does not (it swallowed its cancellation, or waits on something nothing
+    will finish) is named in the log and left behind, so that the process exits: ``asyncio.run`` would wait on
+    it for ever, and a broker that stopped cleanly would end in a SIGKILL."""
+    leftover = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in leftover:
+        task.cancel()
+    if leftover:
+        ended, stuck = loop.run_until_complete(asyncio.wait(leftover, timeout=timeout))
+        for task in ended:   # (as asyncio.run reports them)
+            if not task.cancelled() and task.exception() is not None:
+                loop.call_exception_handler({"message": "unhandled exception during shutdown",
+                                             "exception": task.exception(), "task": task})
+        for task in stuck:
+            frames = [f"{f.f_code.co_filename.rsplit('/', 2)[-1]}:{f.f_lineno} {f.f_code.co_name}"
+                      for f in task.get_stack(limit=8)]
+            structlog.get_logger("broker").warning("shutdown_task_stuck", task=task.get_name(),
+                                                   coroutine=task.get_coro().__qualname__, waiting_in=frames)
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.run_until_complete(loop.shutdown_default_executor())
+    asyncio.set_event_loop(None)
+    loop.close()

@@ -85,14 +85,15 @@ def txn_shard(ctx, transactional_id: str) -> tuple[str, list[int]]:
     return "__transaction_state", [ctx.broker.txn_coordinator.partition_for(transactional_id)]
 
 
-def coordinator_error(ctx, group_id: str, operation: int = READ, empty_id: ErrorCode | None = None) -> ErrorCode:
+def coordinator_error(ctx, group_id: str, operation: int = READ, refuse_empty_id: bool = False) -> ErrorCode:
     """Why this broker cannot act on the group for this request: the principal may not do ``operation`` on it
-    (GROUP_AUTHORIZATION_FAILED, checked first as in Kafka), the group id is empty (``empty_id``, for the APIs
-    whose Kafka checks that before it looks for the coordinator), or it is not the group's coordinator."""
+    (GROUP_AUTHORIZATION_FAILED, checked first as in Kafka), the group id is empty (INVALID_GROUP_ID, with
+    ``refuse_empty_id``: the APIs whose Kafka checks that before it looks for the coordinator), or it is not
+    the group's coordinator."""
     if not ctx.authorized(operation, GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
-    if empty_id is not None and not group_id:
-        return empty_id
+    if refuse_empty_id and not group_id:
+        return ErrorCode.INVALID_GROUP_ID
     return ctx.broker.coordination.group_coordinator_error(group_id)
 
 

@@ -18,7 +18,7 @@ def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
     groups = []
     for group_id in request.group_ids:
-        error = coordinator_error(ctx, group_id, DESCRIBE, empty_id=ErrorCode.INVALID_GROUP_ID)
+        error = coordinator_error(ctx, group_id, DESCRIBE, refuse_empty_id=True)
         group = coordinator.groups.get(group_id) if not error else None
         if error:
             groups.append(_refused(group_id, error))

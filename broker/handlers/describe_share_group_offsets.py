@@ -59,10 +59,9 @@ async def handle(ctx, request):
             if meta is None:   # (Kafka: no error, no start offset)
                 topics.append({"topic_name": name, "topic_id": bytes(16), "partitions": [
                     {"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": 0,
-                     "error_message": None} for p in partitions or []]})
+                     "error_message": None} for p in partitions]})
                 continue
-            indexes = partitions
             topics.append({"topic_name": name, "topic_id": meta.topic_id, "partitions": [
-                await _partition(broker, group_id, name, bytes(meta.topic_id), p) for p in indexes]})
+                await _partition(broker, group_id, name, bytes(meta.topic_id), p) for p in partitions]})
         groups.append({"group_id": group_id, "topics": topics, "error_code": 0, "error_message": None})
     return {"throttle_time_ms": 0, "groups": groups}

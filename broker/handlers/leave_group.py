@@ -1,7 +1,6 @@
 """LeaveGroup: one member (v0-2) or a batch of members, dynamic or static (v3+)."""
 
 from kbroker.broker.handlers.common import coordinator_error, group_shard, when_replicated
-from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.leave_group import LEAVE_GROUP as API  # noqa: F401  (the registry reads API)
 
 
@@ -11,7 +10,7 @@ def handle(ctx, request):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members or ()]
     else:
         leaving = [(request.member_id, None)]
-    error = coordinator_error(ctx, request.group_id, empty_id=ErrorCode.INVALID_GROUP_ID)
+    error = coordinator_error(ctx, request.group_id, refuse_empty_id=True)
     if error:
         errors = [error] * len(leaving)
     else:

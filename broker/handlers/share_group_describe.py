@@ -2,7 +2,6 @@
 
 from kbroker.broker.handlers.common import coordinator_error
 from kbroker.protocol.acls import DESCRIBE
-from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE as API  # noqa: F401
 
 
@@ -10,7 +9,7 @@ def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
     groups = []
     for group_id in request.group_ids:
-        error = coordinator_error(ctx, group_id, DESCRIBE, empty_id=ErrorCode.INVALID_GROUP_ID)
+        error = coordinator_error(ctx, group_id, DESCRIBE, refuse_empty_id=True)
         if error:
             groups.append({"error_code": error, "error_message": None, "group_id": group_id, "group_state": "",
                            "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],

@@ -9,7 +9,7 @@ from kbroker.protocol.errors import ErrorCode
 
 def empty_share_group(ctx, group_id: str, deleting: bool = False):
     """(error, the group); altering the offsets of no group makes it, as Kafka 4.2 does."""
-    error = coordinator_error(ctx, group_id, DELETE if deleting else READ, empty_id=ErrorCode.INVALID_GROUP_ID)
+    error = coordinator_error(ctx, group_id, DELETE if deleting else READ, refuse_empty_id=True)
     if error:
         return error, None
     coordinator = ctx.broker.group_coordinator

@@ -2,12 +2,11 @@
 
 from kbroker.broker.handlers.common import answer_when_called, coordinator_error, group_shard, when_replicated
 from kbroker.coordinators.group.coordinator import sync_result
-from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.sync_group import SYNC_GROUP as API  # noqa: F401  (the registry reads API)
 
 
 def handle(ctx, request):
-    error = coordinator_error(ctx, request.group_id, empty_id=ErrorCode.INVALID_GROUP_ID)
+    error = coordinator_error(ctx, request.group_id, refuse_empty_id=True)
     shape = lambda result: {"throttle_time_ms": 0, **result}  # noqa: E731
     if error:
         return shape(sync_result(error))

@@ -62,11 +62,15 @@ def _epoch(api, topic, epoch):
     if api == "list offsets":
         return 2, 8, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
             {"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}]}]}
+    return _fetch(topic, current_leader_epoch=epoch)
+
+
+def _fetch(topic, session_epoch=-1, **partition):
+    """A consumer's Fetch v12 of partition 0 from offset 0 (``partition``: more of that partition's fields)."""
     return 1, 12, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
-                   "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                   "session_id": 0, "session_epoch": session_epoch, "forgotten_topics_data": [], "rack_id": "",
                    "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                               "current_leader_epoch": epoch,
-                                                               "partition_max_bytes": 1 << 20}]}]}
+                                                               "partition_max_bytes": 1 << 20, **partition}]}]}
 
 
 CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
@@ -116,11 +120,8 @@ CASES = {   # case -> (api key, version, body) as a function of (topic, its id)
         {"topic_name": t, "partitions": [{"partition_index": 0, "start_offset": 0}]}]}),
     "DeleteShareGroupOffsets of an empty group id": lambda t, tid: (92, 0, {"group_id": "", "topics": [
         {"topic_name": t}]}),
-    "Fetch with a last fetched epoch newer than the leader's": lambda t, tid: _epoch("fetch", t, -1)[:2] + ({
-        **_epoch("fetch", t, -1)[2], "topics": [{"topic": t, "partitions": [{
-            **_epoch("fetch", t, -1)[2]["topics"][0]["partitions"][0], "last_fetched_epoch": 127}]}]},),
-    "Fetch with an incremental epoch and no session": lambda t, tid: _epoch("fetch", t, -1)[:2] + ({
-        **_epoch("fetch", t, -1)[2], "session_id": 0, "session_epoch": 5},),
+    "Fetch with a last fetched epoch newer than the leader's": lambda t, tid: _fetch(t, last_fetched_epoch=127),
+    "Fetch with an incremental epoch and no session": lambda t, tid: _fetch(t, session_epoch=5),
     "Produce with acks=2 to a partition that exists and one that does not": lambda t, tid: (0, 9, {
         "transactional_id": None, "acks": 2, "timeout_ms": 5000, "topic_data": [{"name": t, "partition_data": [
             {"index": i, "records": build_batch([(None, b"v", [])])} for i in (0, 7)]}]}),

@@ -39,17 +39,21 @@ async def test_init_producer_id_naming_the_producer_it_restarts(targets, topic):
     await same(targets, scenario)
 
 
+def _txn_offsets(txn: str, group: str, producer_id: int, epoch: int, partitions: list[tuple[str, int]]) -> dict:
+    """A TxnOffsetCommit of offset 1 for each (topic, partition), outside any generation."""
+    return {"transactional_id": txn, "group_id": group, "producer_id": producer_id, "producer_epoch": epoch,
+            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": name, "partitions": [
+                {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": None}
+                for n, p in partitions if n == name]} for name in dict.fromkeys(n for n, _ in partitions)]}
+
+
 @pytest.mark.parametrize("version", [3, 4, 5])
 async def test_txn_offset_commit_of_a_group_not_added(targets, topic, version):
     """Offsets of a group the transaction has not added (no AddOffsetsToTxn): INVALID_TXN_STATE to a client
     before v4, TRANSACTION_ABORTABLE from v4 (KIP-890 part 1), and at v5 the group joins the transaction."""
     async def scenario(target):
         txn, group, producer_id, epoch = await begin(target, topic, 2)
-        answer = await call(target, 28, version, {
-            "transactional_id": txn, "group_id": group, "producer_id": producer_id, "producer_epoch": epoch,
-            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
-                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
-                 "committed_metadata": None}]}]})
+        answer = await call(target, 28, version, _txn_offsets(txn, group, producer_id, epoch, [(topic, 0)]))
         return [p.error_code for t in answer.topics for p in t.partitions]
     await same(targets, scenario)
 
@@ -68,12 +72,8 @@ async def test_txn_offset_commit_of_partitions_that_do_not_exist(targets, topic,
             assert added.error_code == 0, added
         named = {"a missing topic": [(f"{topic}-none", 0)], "a missing partition": [(topic, 9)],
                  "a missing topic under a stale epoch": [(f"{topic}-none", 0)]}.get(case, [(topic, 9), (topic, 0)])
-        answer = await call(target, 28, 4, {
-            "transactional_id": txn, "group_id": group, "producer_id": producer_id,
-            "producer_epoch": epoch + 3 if "stale" in case else epoch, "generation_id": -1, "member_id": "",
-            "group_instance_id": None, "topics": [{"name": name, "partitions": [
-                {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": None}
-                for n, p in named if n == name]} for name in dict.fromkeys(n for n, _ in named)]})
+        answer = await call(target, 28, 4, _txn_offsets(txn, group, producer_id,
+                                                        epoch + 3 if "stale" in case else epoch, named))
         return [(t.name == topic, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answer.topics]
     await same(targets, scenario)
 

@@ -1,8 +1,10 @@
 """OffsetFetch: committed offsets of one group (v1-7) or several (v8+); -1 where nothing is committed.
 
 From v9 a group's request may carry KIP-848's member id and epoch: a consumer group's member must read at its
-current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); a classic group does not check them (as Kafka). From v10 topics are named by id (KIP-516): partitions of an id no topic has are
-UNKNOWN_TOPIC_ID, and a group's committed topics that no longer exist are left out of an all-topics answer.
+current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); a classic group does not check them (as Kafka). A group's
+error is answered with no topics from v2; v0-1 have no group error field, so each partition asked carries it. From
+v10 topics are named by id (KIP-516): partitions of an id no topic has are UNKNOWN_TOPIC_ID, and a group's
+committed topics that no longer exist are left out of an all-topics answer.
 """
 
 from collections import defaultdict
@@ -20,7 +22,7 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool, member=(None,
     unstable: set = set()
     refused: set[str] = set()
     if error:
-        if requested is None:
+        if requested is None or ctx.api_version >= 2:
             return error, []
         found = {tp: None for tp in requested}
     else:

@@ -110,7 +110,12 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ InitProducerId
     def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int,
                          expected_epoch: int, version: int) -> tuple[ErrorCode, int, int]:
-        """(error, producer id, epoch) for a (re)starting transactional producer; fences older instances."""
+        """(error, producer id, epoch) for a (re)starting transactional producer; fences older instances.
+
+        As Kafka's coordinator: a request naming a producer (KIP-360: any id but -1) must name the current id,
+        or the one an exhausted epoch left; then its epoch must be the current one (bumped, and remembered as
+        the last) or the last one (a retry of the bump that made the current: answered with it, unbumped).
+        Without one the epoch is bumped and no last is kept, so the instance before cannot retry."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
@@ -121,10 +126,9 @@ class TransactionCoordinator:
                 transactional_id, self.new_producer_id(), -1, timeout_ms)
         if meta.pending is not None:
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
-        # (only -1 names no producer: any other id, a negative one too, must be the current or the last one)
-        if expected_producer_id != -1 and not (
-                (expected_producer_id, expected_epoch) in ((meta.producer_id, meta.producer_epoch),
-                                                           (meta.last_producer_id, meta.last_producer_epoch))):
+        expected = expected_producer_id != -1   # (only -1 names none: a negative id too must be a known one)
+        if expected and not (meta.producer_epoch == -1 or expected_producer_id == meta.producer_id or (
+                expected_producer_id == meta.last_producer_id and expected_epoch >= MAX_EPOCH)):
             return fenced(version >= 4), -1, -1
         if meta.state in (T.PREPARE_COMMIT, T.PREPARE_ABORT, T.PREPARE_EPOCH_FENCE):
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
@@ -133,13 +137,22 @@ class TransactionCoordinator:
             # client retries (CONCURRENT_TRANSACTIONS is retriable) and gets the next epoch.
             self._fence_and_abort(meta, "a new producer instance started")
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        current = meta.producer_epoch
+        if current >= MAX_EPOCH and (not expected or expected_epoch == current):
+            producer_id, epoch, last = self.new_producer_id(), 0, current if expected else -1
+        elif not expected:
+            producer_id, epoch, last = meta.producer_id, current + 1, -1
+        elif current == -1 or expected_epoch == current:
+            producer_id, epoch, last = meta.producer_id, current + 1, current
+        elif expected_epoch == meta.last_producer_epoch:
+            producer_id, epoch, last = meta.producer_id, current, meta.last_producer_epoch
+        else:
+            return fenced(version >= 4), -1, -1
         meta.timeout_ms = timeout_ms
-        producer_id, epoch = meta.producer_id, meta.producer_epoch + 1
-        if epoch > MAX_EPOCH:
-            producer_id, epoch = self.new_producer_id(), 0
         error = self._write(meta, T.EMPTY, producer_id=producer_id, epoch=epoch, partitions=set(), start_ms=-1)
         if error:
             return error, -1, -1
+        meta.last_producer_epoch = last
         log.info("transactional_producer_initialised", transactional_id=transactional_id,
                  producer_id=producer_id, epoch=epoch)
         return ErrorCode.NONE, producer_id, epoch
@@ -202,25 +215,31 @@ class TransactionCoordinator:
         once the Prepare is written and completes afterwards; without it, before this returns.
 
         EndTxn v5 ends a version 2 transaction under the next epoch (``producer_after_end`` says which producer
-        id and epoch the client goes on with). A version 2 retry names the epoch before the bump: it is
-        answered as the first was while the transaction is decided or complete, and anything else with an
-        epoch that is not the current one is PRODUCER_FENCED."""
+        id and epoch the client goes on with). Which checks apply is the request's version, whatever the
+        transaction began as (as Kafka: a v5 end is version 2's). A version 2 retry names the epoch before the
+        bump: it is answered as the first was while the transaction is decided or complete, and anything else
+        with an epoch that is not the current one is PRODUCER_FENCED. A version 2 abort with no transaction
+        open still ends one: the epoch is bumped all the same."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
+        version_2 = version >= 5
         meta = self.transactions.get(transactional_id)
-        if meta is not None and meta.client_version >= 2 and meta.pending is None:
-            error, retry = meta.version_2_end_check(producer_id, epoch)
-        else:   # (version 1: the epoch does not move at an end, so the same epoch is a retry)
+        if not version_2:   # (version 1: the epoch does not move at an end, so the same epoch is a retry)
             error, meta = self._validate(transactional_id, producer_id, epoch, version >= 2)
             retry = True
+        elif meta is None:
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif meta.pending is not None:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        else:
+            error, retry = meta.version_2_end_check(producer_id, epoch)
         if error:
             return error
-        state, version_2 = meta.state, version >= 5
+        state = meta.state
         if state is T.ONGOING:
             return self._prepare_end(meta, commit, after_response, version_2=version_2)
-        if state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT):
-            if retry:
-                return ErrorCode.NONE if commit == (state is T.COMPLETE_COMMIT) else ErrorCode.INVALID_TXN_STATE
+        if state in (T.COMPLETE_COMMIT, T.COMPLETE_ABORT) and retry:
+            return ErrorCode.NONE if commit == (state is T.COMPLETE_COMMIT) else ErrorCode.INVALID_TXN_STATE
         if state in (T.EMPTY, T.COMPLETE_COMMIT, T.COMPLETE_ABORT):
             if not commit and version_2:
                 # A version 2 client aborts a transaction it began even if no partition reached this

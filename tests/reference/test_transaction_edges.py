@@ -151,3 +151,87 @@ async def test_a_transaction_out_of_turn(targets, topic, case):
         seen["end at last"] = await end(committed=False)
         return seen
     await same(targets, scenario)
+
+
+DESCRIBE_TRANSACTIONS = 65
+
+
+async def _decided(target, txn: str) -> str:
+    """The transaction's state once its markers are written (DescribeTransactions: no Prepare* left)."""
+    answer = await settled(lambda: call(target, DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn]}),
+                           lambda a: not a.transaction_states[0].transaction_state.startswith("Prepare"))
+    return answer.transaction_states[0].transaction_state
+
+
+async def _add(target, txn: str, producer_id: int, epoch: int, topic: str) -> int:
+    answer = await call(target, ADD_PARTITIONS_TO_TXN, 3, {
+        "v3_and_below_transactional_id": txn, "v3_and_below_producer_id": producer_id,
+        "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": topic, "partitions": [0]}]})
+    return answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+
+
+async def _fenced_producer(target, topic, after_a_v5_end=False):
+    """A producer whose open transaction a second InitProducerId fenced and aborted: (txn, pid, its epoch,
+    what was seen). The abort moves the epoch on once; the client still holds the one before. ``after_a_v5_end``:
+    its transaction before ended with EndTxn v5 (transactions V2), which the client took the epoch from."""
+    txn, _, pid, epoch = await begin(target, topic, 1)
+    if after_a_v5_end:
+        ended = await call(target, END_TXN, 5, {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
+                                                "committed": False})
+        pid, epoch = ended.producer_id, ended.producer_epoch
+        await _decided(target, txn)
+    added = await _add(target, txn, pid, epoch, topic)
+    fence = await call(target, INIT_PRODUCER_ID, 5, {"transactional_id": txn, "transaction_timeout_ms": 60000,
+                                                     "producer_id": -1, "producer_epoch": -1})
+    seen = {"added": added, "fence": fence.error_code, "after the fence": await _decided(target, txn)}
+    return txn, pid, epoch, seen
+
+
+async def test_init_producer_id_retried_with_the_epoch_before_a_bump(targets, topic):
+    """KIP-360 as Kafka 4.2 keeps it: an InitProducerId naming the epoch before the current one (the last) is a
+    retry of the bump that made the current one, answered with it unbumped, for as long as no other bump came
+    between; one naming the current epoch bumps it (and makes it the last); any other epoch is PRODUCER_FENCED,
+    and a bump that named no producer keeps no last."""
+    async def scenario(target):
+        txn, pid, epoch, seen = await _fenced_producer(target, topic)
+
+        async def init(producer_id=pid, producer_epoch=epoch):
+            answer = await call(target, INIT_PRODUCER_ID, 5, {
+                "transactional_id": txn, "transaction_timeout_ms": 60000, "producer_id": producer_id,
+                "producer_epoch": producer_epoch})
+            return answer.error_code, answer.producer_epoch - epoch if answer.error_code == 0 else None
+        seen["the epoch before the fence"] = await init()
+        seen["again"] = await init()
+        seen["the current epoch"] = await init(producer_epoch=epoch + 1)
+        seen["its retry"] = await init(producer_epoch=epoch + 1)
+        seen["two epochs back"] = await init()
+        seen["naming no producer"] = await init(-1, -1)
+        seen["the epoch before that"] = await init(producer_epoch=epoch + 2)
+        return seen
+    seen = await same(targets, scenario)
+    assert seen["the epoch before the fence"] == (0, 1) and seen["naming no producer"] == (0, 3)
+
+
+@pytest.mark.parametrize("case", ["v4 after a fence", "v5 abort after a v4 commit"])
+async def test_end_txn_is_checked_as_its_own_version_asks(targets, topic, case):
+    """Kafka 4.2 checks an EndTxn by the request's version, not by how the transaction began: a v4 end (version 1)
+    needs the current epoch, so the epoch a fence moved past is PRODUCER_FENCED; a v5 abort (version 2) ends even a
+    transaction that is complete and bumps the epoch."""
+    async def scenario(target):
+        if case == "v4 after a fence":
+            txn, pid, epoch, seen = await _fenced_producer(target, topic, after_a_v5_end=True)
+            for committed in (True, False):
+                answer = await call(target, END_TXN, 4, {"transactional_id": txn, "producer_id": pid,
+                                                         "producer_epoch": epoch, "committed": committed})
+                seen[f"committed={committed}"] = answer.error_code
+            return seen
+        txn, _, pid, epoch = await begin(target, topic, 1)
+        seen = {"added": await _add(target, txn, pid, epoch, topic)}
+        ended = await call(target, END_TXN, 4, {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
+                                                "committed": True})
+        seen["v4 commit"] = (ended.error_code, await _decided(target, txn))
+        aborted = await call(target, END_TXN, 5, {"transactional_id": txn, "producer_id": pid,
+                                                  "producer_epoch": epoch, "committed": False})
+        seen["v5 abort"] = (aborted.error_code, aborted.producer_epoch - epoch, await _decided(target, txn))
+        return seen
+    await same(targets, scenario)

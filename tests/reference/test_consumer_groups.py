@@ -78,10 +78,10 @@ async def test_heartbeat_refusals(targets, topic):
     assert seen["join"] == (0, None, True) and seen["v1 without a member id"][0] == 42
 
 
-async def settled_member(target, group: str, member: str, topics, partitions: int):
+async def settled_member(target, group: str, member: str, topics, partitions: int, **fields):
     """Join, then heartbeat until the member holds every partition: Kafka's coordinator may see a topic made a
     moment ago only at a later heartbeat (its metadata image lags), so the first target can be empty."""
-    answer = await first_join(target, group, member, topics)
+    answer = await first_join(target, group, member, topics, **fields)
     epoch, held = answer.member_epoch, shape(answer)[3]
     for _ in range(50):
         if held == list(range(partitions)):
@@ -131,6 +131,41 @@ async def test_epochs_of_a_joining_rejoining_and_leaving_member(targets, topic):
                              for g in described.groups)
         return seen
     await same(targets, scenario)
+
+
+async def test_a_revoking_member_that_unsubscribes_or_is_asked_for_more(targets, topic):
+    """Kafka 4.2's reconciliation, with the range assignor so that the targets are the members' sorted order
+    (a- < b- < c-). A member still revoking that unsubscribes gives up everything at once, at its epoch; one
+    that revoked while the target took more from it revokes again at the same epoch, not the next."""
+    async def scenario(target):
+        await create(target, topic, partitions=4)
+        group, tag = f"g-{topic}", uuid.uuid4().hex[:8]
+        first, second, third = f"c-{tag}", f"a-{tag}", f"b-{tag}"
+        base = await settled_member(target, group, first, [topic], 4, server_assignor="range")
+        topic_id = (await call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                "include_topic_authorized_operations": False})).topics[0].topic_id
+
+        def relative(answer) -> tuple:
+            code, _, epoch, held = shape(answer)
+            return code, epoch - base if epoch > 0 else epoch, held
+
+        def owned(*partitions):
+            return [{"topic_id": topic_id, "partitions": list(partitions)}]
+        seen = {"second joins": relative(await call(target, HEARTBEAT, 1, join(
+            group, second, [topic], server_assignor="range")))}
+        seen["first told to revoke"] = relative(await call(target, HEARTBEAT, 1, beat(group, first, base)))
+        seen["third joins"] = relative(await call(target, HEARTBEAT, 1, join(
+            group, third, [topic], server_assignor="range")))
+        seen["first revoked, asked for more"] = relative(await call(target, HEARTBEAT, 1, beat(
+            group, first, base, topic_partitions=owned(2, 3))))
+        seen["first unsubscribes"] = relative(await call(target, HEARTBEAT, 1, beat(
+            group, first, base, subscribed_topic_names=[])))
+        described = await call(target, DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+        seen["described"] = sorted((m.member_id[:1], m.member_epoch - base, sorted(
+            p for t in m.assignment.topic_partitions for p in t.partitions)) for m in described.groups[0].members)
+        return seen
+    seen = await same(targets, scenario)
+    assert seen["first revoked, asked for more"] == (0, 0, [3]) and seen["first unsubscribes"] == (0, 0, [])
 
 
 async def test_a_members_commits_and_fetches_are_checked_against_its_epoch(targets, topic):

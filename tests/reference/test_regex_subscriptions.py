@@ -45,10 +45,15 @@ async def test_a_member_subscribed_by_regex(targets, topic):
         first = await settled(assigned, lambda a: a is not None and len(a) == 2, timeout=30)
         await create(target, f"rx-{topic}-b")
         later = await settled(assigned, lambda a: a is not None and len(a) == 3, timeout=40)
+        # a full heartbeat (what a client sends after an error: its timeout, subscription and owned partitions)
+        # is answered with the whole assignment, the subscription a regex as much as names
+        full = await call(target, HEARTBEAT, 1, beat(group, member, epoch, rebalance_timeout_ms=30000,
+                                                     subscribed_topic_regex=f"rx-{topic}-.*", topic_partitions=[]))
         described = await call(target, DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
         members = [(m.subscribed_topic_regex.replace(topic, "T"), m.subscribed_topic_names)
                    for g in described.groups for m in g.members]
-        return {"first": first, "after a matching topic was made": later, "described": members}
+        return {"first": first, "after a matching topic was made": later, "described": members,
+                "a full heartbeat's answer": (full.error_code, full.assignment is not None)}
     await same(targets, scenario)
 
 

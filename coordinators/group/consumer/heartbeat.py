@@ -250,7 +250,8 @@ class ConsumerGroupHeartbeat:
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": current.member_id,
                     "member_epoch": current.member_epoch,
                     "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms, "assignment": None}
-        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and names is not None and owned is not None)
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
+                                     and owned is not None)
         if full or current.assigned != member.assigned:
             response["assignment"] = wire_assignment(current.assigned)
         return response
@@ -297,8 +298,12 @@ class ConsumerGroupHeartbeat:
             targets[updated.member_id] = group.target.get(predecessor, {})
             entries.append(target_record(group_id, updated.member_id, targets[updated.member_id]))
         owners = group.partition_owners()
+        # (a subscription is a set of names, as Kafka compares them: the same topics in another order are no change)
+        subscription_changed = (set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
+                                or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         reconciled = next_member(updated, target_epoch, normalized(targets.get(updated.member_id, {})),
-                                 lambda t, p: owners.get((t, p)), owned)
+                                 lambda t, p: owners.get((t, p)), owned, per_member[updated.member_id],
+                                 subscription_changed)
         if reconciled != updated or new_member:
             entries.append(current_record(group_id, reconciled))
         error = self._store(group_id, entries)

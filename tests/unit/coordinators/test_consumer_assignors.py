@@ -77,6 +77,22 @@ def test_a_member_revokes_before_it_moves_to_the_new_epoch():
         MemberState.STABLE, 2, 1, {})
 
 
+def test_a_member_revoking_that_leaves_a_topic_gives_it_up_at_once_at_its_epoch():
+    member = ConsumerMember("a", member_epoch=1, assigned={T1: frozenset({0, 1, 2}), T2: frozenset({0})})
+    told = next_member(member, 2, {T1: frozenset({0, 1}), T2: frozenset({0})}, lambda t, p: "a", owned=None)
+    assert (told.state, told.assigned, told.pending_revocation) == (
+        MemberState.UNREVOKED_PARTITIONS, {T1: frozenset({0, 1}), T2: frozenset({0})}, {T1: frozenset({2})})
+    # unsubscribed from T2 while still revoking T1's 2: T2's partition joins the revocation, no new epoch
+    left = next_member(told, 2, {T1: frozenset({0, 1}), T2: frozenset({0})}, lambda t, p: "a", owned=None,
+                       subscribed=frozenset({T1}), subscription_changed=True)
+    assert (left.state, left.member_epoch, left.assigned, left.pending_revocation) == (
+        MemberState.UNREVOKED_PARTITIONS, 1, {T1: frozenset({0, 1})}, {T1: frozenset({2}), T2: frozenset({0})})
+    # once revoked, the target's partitions of T2 are not given back: it no longer subscribes to T2
+    done = next_member(left, 2, {T1: frozenset({0, 1}), T2: frozenset({0})}, lambda t, p: None,
+                       owned={T1: frozenset({0, 1})}, subscribed=frozenset({T1}))
+    assert (done.state, done.member_epoch, done.assigned) == (MemberState.STABLE, 2, {T1: frozenset({0, 1})})
+
+
 def test_a_partition_another_member_still_holds_is_withheld_until_released():
     member = ConsumerMember("b", member_epoch=1)
     owners = {(T1, 2): "a"}

@@ -168,6 +168,31 @@ async def test_a_revoking_member_that_unsubscribes_or_is_asked_for_more(targets,
     assert seen["first revoked, asked for more"] == (0, 0, [3]) and seen["first unsubscribes"] == (0, 0, [])
 
 
+async def test_what_moves_the_group_epoch_and_which_assignor_a_tie_picks(targets, topic):
+    """A member's rack or server assignor changing does not bump the group epoch (only its subscription does, or
+    the topics' metadata); the group's assignor is the one most members ask for, uniform on a tie."""
+    async def scenario(target):
+        await create(target, topic, partitions=2)
+        group, first, second = f"g-{topic}", uuid.uuid4().hex, uuid.uuid4().hex
+        base = await settled_member(target, group, first, [topic], 2, server_assignor="range")
+
+        async def described():
+            answer = await call(target, DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+            g = answer.groups[0]
+            return g.group_epoch - base, g.assignor_name
+        seen = {}
+        for name, fields in [("rack", {"rack_id": "r1"}), ("assignor", {"server_assignor": "uniform"}),
+                             ("both back", {"rack_id": "r2", "server_assignor": "range"})]:
+            answer = await call(target, HEARTBEAT, 1, beat(group, first, base, **fields))
+            seen[name] = (answer.error_code, answer.member_epoch - base, await described())
+        await call(target, HEARTBEAT, 1, beat(group, first, base, server_assignor="uniform"))
+        joined = await call(target, HEARTBEAT, 1, join(group, second, [topic], server_assignor="range"))
+        seen["a tie"] = (joined.error_code, await described())
+        return seen
+    seen = await same(targets, scenario)
+    assert seen["rack"] == (0, 0, (0, "range")) and seen["a tie"] == (0, (1, "uniform"))
+
+
 async def test_a_members_commits_and_fetches_are_checked_against_its_epoch(targets, topic):
     async def scenario(target):
         await create(target, topic, partitions=1)

@@ -145,6 +145,8 @@ ASSIGNORS = {"uniform": uniform_assign, "range": range_assign}
 
 def assignor_of(members, default: str) -> str:
     """The group's assignor: the one most of its members ask for (``group.remote.assignor``), else the
-    broker's first of ``group.consumer.assignors``."""
+    broker's first of ``group.consumer.assignors``. A tie goes to uniform, as in Kafka 4.2, where the first of
+    the tied in its count map's hash order wins, and "uniform" hashes before "range" at every table size."""
     chosen = [m.server_assignor for m in members if m.server_assignor]
-    return max(sorted(set(chosen)), key=chosen.count) if chosen else default
+    return max(sorted(set(chosen), key=lambda name: (name != "uniform", name)), key=chosen.count) if chosen \
+        else default

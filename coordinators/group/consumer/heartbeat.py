@@ -273,8 +273,9 @@ class ConsumerGroupHeartbeat:
                    updated.member_id: updated}
         per_member, counts, metadata_hash = self._subscribed_metadata(group, members)
         group_epoch = group.group_epoch
+        subscription_changed = updated.subscription() != member.subscription()
         # (a static member back under a new id takes its predecessor's place: no new epoch for that)
-        if (group_epoch == 0 or (new_member and not replacing) or updated.subscription() != member.subscription()
+        if (group_epoch == 0 or (new_member and not replacing) or subscription_changed
                 or metadata_hash != group.metadata_hash):
             group_epoch += 1
             entries.append(epoch_record(group_id, group_epoch, metadata_hash))
@@ -298,9 +299,6 @@ class ConsumerGroupHeartbeat:
             targets[updated.member_id] = group.target.get(predecessor, {})
             entries.append(target_record(group_id, updated.member_id, targets[updated.member_id]))
         owners = group.partition_owners()
-        # (a subscription is a set of names, as Kafka compares them: the same topics in another order are no change)
-        subscription_changed = (set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
-                                or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         reconciled = next_member(updated, target_epoch, normalized(targets.get(updated.member_id, {})),
                                  lambda t, p: owners.get((t, p)), owned, per_member[updated.member_id],
                                  subscription_changed)

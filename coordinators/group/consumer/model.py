@@ -75,13 +75,14 @@ class ConsumerMember:
         return replace(self, **changes)
 
     def subscription(self) -> tuple:
-        """What decides the group's assignment for this member: a change bumps the group epoch."""
-        return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.rack_id,
-                self.instance_id)
+        """What the member subscribes to, its topic names as a set: a change bumps the group epoch. (Its rack or
+        server assignor changing does not, as in Kafka 4.2: they count from the next assignment on.)"""
+        return frozenset(self.subscribed_topic_names), self.subscribed_topic_regex
 
     def stored(self) -> tuple:
-        """What its member record holds besides the subscription: a change writes the record again."""
-        return (self.subscription(), self.client_id, self.client_host, self.rebalance_timeout_ms, self.classic)
+        """What its member record holds: a change writes the record again."""
+        return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.rack_id,
+                self.instance_id, self.client_id, self.client_host, self.rebalance_timeout_ms, self.classic)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch

@@ -19,12 +19,13 @@ async def handle(ctx, request):
     if error:
         return answer(error)
     named = named_partitions(request)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
     shares = SharePartitions(ctx, group, member)
     await shares.load([(t, p) for t, p, _ in named])
     for topic_id, partition, batches in named:
         e = shares.entry(topic_id, partition)
         if not e["error_code"]:
-            e["error_code"] = await shares.acknowledge(topic_id, partition, batches)
+            e["error_code"] = await shares.acknowledge(topic_id, partition, batches, renew)
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         await manager.release_session(session)

@@ -9,6 +9,7 @@ import structlog
 
 from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import LeaderDiscovery
+from kbroker.broker.shares.partition import RENEW
 from kbroker.protocol.acls import GROUP, READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 
@@ -126,11 +127,15 @@ class SharePartitions:
         if leader is not None:
             e["current_leader"] = leader
 
-    async def acknowledge(self, topic_id: bytes, partition: int, batches) -> ErrorCode:
+    async def acknowledge(self, topic_id: bytes, partition: int, batches, renew: bool = False) -> ErrorCode:
+        """``renew``: the request says it renews (v2's IsRenewAck, KIP-1222); a renew type (4) without it is
+        INVALID_REQUEST, as Kafka checks before it looks at any record."""
         e = self.entry(topic_id, partition)
         loaded = self.loaded.get((topic_id, partition))
         if loaded is None:
             error = ErrorCode(e["error_code"] or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        elif not renew and any(RENEW in b.acknowledge_types for b in batches):
+            error = ErrorCode.INVALID_REQUEST
         else:
             error = await self.manager.acknowledge(
                 (self.group, self.names[topic_id], partition), loaded, self.member,

@@ -58,19 +58,24 @@ async def handle(ctx, request):
             for partition in forgotten.partitions:
                 session.partitions.pop((bytes(forgotten.topic_id), partition), None)
     shares = SharePartitions(ctx, group, member)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
     acknowledged = [(t, p, batches) for t, p, batches in named if batches]
     await shares.load([(t, p) for t, p, _ in acknowledged])   # (an acknowledgement needs the partition's state)
     for topic_id, partition, batches in acknowledged:
         shares.entry(topic_id, partition)["acknowledge_error_code"] = \
-            await shares.acknowledge(topic_id, partition, batches)
+            await shares.acknowledge(topic_id, partition, batches, renew)
     lock_ms = manager.lock_ms(group)
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         await manager.release_session(session)
         return shares.answer(lock_ms)
-    if (ctx.api_version < 2 or not request.is_renew_ack) and request.max_records > 0:   # (0: acquire nothing)
+    if not renew and request.max_records > 0:   # (0: acquire nothing)
         shares.begin_loads([*session.partitions, *((t, p) for t, p, _ in named)])
         await _acquire(ctx, request, shares, session)
+        if epoch == 0:   # a session's first answer names every partition it could read, records or not (Kafka's)
+            for key in session.partitions:
+                if key in shares.loaded:
+                    shares.entry(*key)
     return shares.answer(lock_ms)
 
 

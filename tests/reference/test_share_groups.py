@@ -436,7 +436,8 @@ async def test_share_fetch_edges(targets, topic, case):
 
 @pytest.mark.parametrize("case", [
     "a partition the topic lacks", "past the acquired records", "epoch 0 (no session)", "after the closing one",
-    "an unknown topic id", "no partitions", "a wrong epoch", "batches that overlap", "v2 renewal"])
+    "an unknown topic id", "no partitions", "a wrong epoch", "batches that overlap", "v2 renewal",
+    "a renewal at v1", "a v2 renewal the request does not flag"])
 async def test_share_acknowledge_edges(targets, topic, case):
     """What ShareAcknowledge answers at its edges (the request's error, each partition's), after the member's
     first ShareFetch acquired offsets 0-4."""
@@ -467,8 +468,41 @@ async def test_share_acknowledge_edges(targets, topic, case):
                 "a wrong epoch": lambda: ack(5, {0: one(0, 0)}),
                 "batches that overlap": lambda: ack(1, {0: one(0, 2) + one(1, 3)}),
                 "v2 renewal": lambda: ack(1, {0: one(0, 1, 4)}, version=2, is_renew_ack=True),
+                "a renewal at v1": lambda: ack(1, {0: one(0, 1, 4)}),
+                "a v2 renewal the request does not flag": lambda: ack(1, {0: one(0, 1, 4)}, version=2,
+                                                                      is_renew_ack=False),
             }[case]())
             return seen
         finally:
             await conn.close()
     await same(targets, scenario)
+
+
+async def test_a_share_sessions_first_answer_names_its_partitions_with_or_without_records(targets, topic):
+    """A member's first ShareFetch (the one that opens its session) answers every partition it could read, even
+    with nothing to acquire (another member holds every record); a later fetch leaves out a partition with
+    nothing new, as an incremental answer does."""
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        other = uuid.uuid4().hex
+        await assigned_member(target, group, other, topic)
+        fill(target, topic, 1, per_partition=3)
+        tid = await topic_id_of(target, topic)
+        mine = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        theirs = await KafkaConnection.open("127.0.0.1", target.port, client_id="other")
+
+        def shown(answer):
+            return answer.error_code, [(p.partition_index, p.error_code, len(p.acquired_records))
+                                       for t in answer.responses for p in t.partitions]
+        try:
+            seen = {"all acquired": shown(await mine.request(FETCH, 1, share_fetch(group, member, 0, tid, [0],
+                                                                                   max_wait=2000)))}
+            seen["the other's first fetch"] = shown(await theirs.request(FETCH, 1, share_fetch(
+                group, other, 0, tid, [0], max_wait=300)))
+            seen["its next"] = shown(await theirs.request(FETCH, 1, share_fetch(group, other, 1, tid, [0])))
+            return seen
+        finally:
+            await mine.close()
+            await theirs.close()
+    seen = await same(targets, scenario)
+    assert seen["the other's first fetch"] == (0, [(0, 0, 0)]) and seen["its next"] == (0, [])

@@ -13,7 +13,14 @@ The checks follow Kafka 3.x (``ProducerAppendInfo.checkSequence``, KIP-360):
   Int32.MaxValue to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
 * a batch under a newer epoch while the producer's transaction is open in
   this partition is INVALID_TXN_STATE: only the marker that ends the open
-  transaction moves the epoch on (transactions V2 bump it at every end).
+  transaction moves the epoch on (transactions V2 bump it at every end);
+* while a transactional producer is being verified here (KIP-890: its first
+  write of a transaction asked the coordinator, ``start_verification``), a
+  sequence above the lowest one it was verified with is OUT_OF_ORDER_SEQUENCE_NUMBER
+  (a retry after a failed verification cannot slip a later batch in first), and
+  a transactions V2 producer with no state here must start at sequence 0. Its
+  next transactional batch or marker ends the verification (a V2 marker of the
+  verified epoch does not: that is the next transaction starting).
 
 State is rebuilt at start-up from the newest `.snapshot` plus the batches after it (``Log._load``).
 """
@@ -66,10 +73,36 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
+@dataclass(slots=True)
+class Verification:
+    """A producer's transaction verification at this partition (Kafka's VerificationStateEntry): the lowest
+    sequence seen while verifying under ``epoch``; a newer epoch starts it again. Leader state only, in memory."""
+    started_ms: int
+    lowest_sequence: int
+    epoch: int
+    supports_epoch_bump: bool
+
+    def note(self, sequence: int, epoch: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch, self.lowest_sequence = epoch, sequence
+
+
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}   # producer id -> first offset of its open transaction
+        self.verifications: dict[int, Verification] = {}
+
+    def start_verification(self, producer_id: int, sequence: int, epoch: int, supports_epoch_bump: bool,
+                           now_ms: int) -> None:
+        """A transactional batch about to be verified with its coordinator (its transaction not open here)."""
+        verification = self.verifications.get(producer_id)
+        if verification is None:
+            verification = self.verifications[producer_id] = Verification(now_ms, sequence, epoch,
+                                                                           supports_epoch_bump)
+        verification.note(sequence, epoch)
 
     # ------------------------------------------------------------------ transactions
     def track_transaction(self, header: BatchHeader, first_offset: int) -> None:
@@ -92,6 +125,8 @@ class ProducerStateManager:
                 if pid not in self.ongoing and e.last_timestamp >= 0 and now_ms - e.last_timestamp > expiration_ms]
         for pid in idle:
             del self.producers[pid]
+        for pid in [pid for pid, v in self.verifications.items() if now_ms - v.started_ms >= expiration_ms]:
+            del self.verifications[pid]   # (a verification that never led to a write)
         return len(idle)
 
     def check(self, header: BatchHeader) -> BatchMetadata | None:
@@ -101,16 +136,27 @@ class ProducerStateManager:
         InvalidBatch for a stale epoch or a sequence gap; None means append it.
         """
         entry = self.producers.get(header.producer_id)
-        if entry is None:
-            return None  # unknown producer: any sequence is accepted (KIP-360)
-        if header.producer_epoch < entry.epoch:
-            raise InvalidBatch("INVALID_PRODUCER_EPOCH",
-                               f"epoch {header.producer_epoch} is older than current epoch {entry.epoch}")
-        duplicate = entry.find_duplicate(header)
-        if duplicate is not None:
-            return duplicate
+        if entry is not None:
+            if header.producer_epoch < entry.epoch:
+                raise InvalidBatch("INVALID_PRODUCER_EPOCH",
+                                   f"epoch {header.producer_epoch} is older than current epoch {entry.epoch}")
+            duplicate = entry.find_duplicate(header)
+            if duplicate is not None:
+                return duplicate
         if header.base_sequence == NO_SEQUENCE:
             return None
+        verification = self.verifications.get(header.producer_id)
+        if verification is not None and not header.is_control:
+            if verification.supports_epoch_bump and header.base_sequence != 0 and (entry is None or not entry.batches):
+                raise InvalidBatch("OUT_OF_ORDER_SEQUENCE_NUMBER",
+                                   f"a transactions V2 producer with no state here must start at sequence 0, "
+                                   f"got {header.base_sequence}")
+            if header.base_sequence > verification.lowest_sequence:
+                raise InvalidBatch("OUT_OF_ORDER_SEQUENCE_NUMBER",
+                                   f"sequence {header.base_sequence} is past {verification.lowest_sequence}, the "
+                                   f"earliest seen while verifying the transaction")
+        if entry is None:
+            return None  # unknown producer: any sequence is accepted (KIP-360)
         if header.producer_epoch != entry.epoch:
             if header.producer_id in self.ongoing and not header.is_control:
                 # A transaction under a newer epoch while this partition's marker for the open one is not in:
@@ -144,11 +190,16 @@ class ProducerStateManager:
             entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence, first_offset,
                                                first_offset + header.last_offset_delta, header.max_timestamp))
         entry.last_timestamp = header.max_timestamp
+        verification = self.verifications.get(header.producer_id) if header.is_transactional else None
+        if verification is not None and not (verification.supports_epoch_bump and header.is_control
+                                             and header.producer_epoch == verification.epoch):
+            del self.verifications[header.producer_id]
 
     def clear(self) -> None:
-        """Forget every producer and open transaction (the log's replay then rebuilds them)."""
+        """Forget every producer, open transaction and verification (the log's replay then rebuilds them)."""
         self.producers.clear()
         self.ongoing.clear()
+        self.verifications.clear()
 
 
 # ---------------------------------------------------------------------- snapshots

@@ -26,6 +26,7 @@ answer that leader's endpoint (KIP-951).
 """
 
 import asyncio
+import time
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
 from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, partition_exists, resolve_topic_ids
@@ -219,7 +220,11 @@ def _handle(ctx, request, refused, checked: dict | None):
             found = _needs_verification(rm, topic.name, pdata.index, pdata.records)
             if found is not None:
                 to_verify[(topic.name, pdata.index)] = found[:2]
-                validated[(topic.name, pdata.index)] = found[2]
+                validated[(topic.name, pdata.index)] = header = found[2]
+                # (Kafka's verification state: a later batch cannot pass this one's sequence while it is verified)
+                rm.get(topic.name, pdata.index).log.producer_state.start_verification(
+                    header.producer_id, header.base_sequence, header.producer_epoch, ctx.api_version >= 12,
+                    int(time.time() * 1000))
     if not to_verify:
         return _append_all(ctx, request, refused, checked=checked)
     return _verify_then_append(ctx, request, to_verify, refused, validated, checked)

@@ -235,3 +235,26 @@ async def test_end_txn_is_checked_as_its_own_version_asks(targets, topic, case):
         seen["v5 abort"] = (aborted.error_code, aborted.producer_epoch - epoch, await _decided(target, txn))
         return seen
     await same(targets, scenario)
+
+
+async def test_a_write_past_the_sequence_a_failed_verification_saw(targets, topic):
+    """KIP-890's verification state at the partition leader: a transactional write to a partition the transaction
+    has not added fails its verification, and leaves the sequence it carried as the lowest seen; once the partition
+    is added, a write past that sequence is OUT_OF_ORDER_SEQUENCE_NUMBER and one at it is taken."""
+    from kbroker.protocol.records import build_batch
+    from tests.reference.test_produce_fetch import produce
+
+    async def scenario(target):
+        txn, _, pid, epoch = await begin(target, topic, 1)
+
+        async def write(sequence):
+            batch = build_batch([(b"k", b"v", [])], producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                                transactional=True)
+            return (await produce(target, topic, batch, transactional_id=txn)).error_code
+        seen = {"before the partition is added": await write(0), "added": await _add(target, txn, pid, epoch, topic)}
+        seen["past the sequence seen"] = await write(3)
+        seen["at it"] = await write(0)
+        seen["then the next"] = await write(1)
+        return seen
+    seen = await same(targets, scenario)
+    assert seen["past the sequence seen"] == 45 and seen["at it"] == 0

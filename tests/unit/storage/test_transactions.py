@@ -131,3 +131,30 @@ def test_idle_producers_expire_but_not_with_an_open_transaction(tmp_path):
     assert log.producer_state.expire(now_ms=100_000, expiration_ms=50_000) == 1
     assert set(log.producer_state.producers) == {2}
     log.close()
+
+
+def test_a_verified_transaction_holds_later_sequences_back_until_its_first_write(tmp_path):
+    """KIP-890's verification state: while a producer's first transactional write here is being verified, a
+    batch past the lowest sequence verified is OUT_OF_ORDER_SEQUENCE_NUMBER; its write ends the verification."""
+    import pytest
+    from kbroker.protocol.records import InvalidBatch
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    state = log.producer_state
+    state.start_verification(5, 0, 0, supports_epoch_bump=False, now_ms=1_000)
+    state.start_verification(5, 3, 0, supports_epoch_bump=False, now_ms=1_000)   # (the lowest seen is kept)
+    with pytest.raises(InvalidBatch) as refused:
+        txn_data(log, 5, 3, [b"x"])
+    assert refused.value.error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    txn_data(log, 5, 0, [b"a"])
+    assert 5 not in state.verifications
+    # transactions V2: a producer unknown here starts at 0; a marker of the verified epoch keeps the verification
+    state.start_verification(6, 4, 1, supports_epoch_bump=True, now_ms=1_000)
+    with pytest.raises(InvalidBatch) as refused:
+        txn_data(log, 6, 4, [b"y"], epoch=1)
+    assert refused.value.error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and "start at sequence 0" in str(refused.value)
+    marker(log, 6, True, epoch=1)
+    assert 6 in state.verifications
+    # one that never led to a write goes with idle producers
+    state.expire(now_ms=1_000 + 60_000, expiration_ms=50_000)
+    assert not state.verifications
+    log.close()

@@ -248,8 +248,18 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         if header.has_producer_id:
             duplicate = self.producer_state.check(header)
             if duplicate is not None:
+                # Acknowledged without a write: rare (a retry whose first answer was lost), and what an
+                # acknowledged write that is not in the log would look like, so it is said with where it was.
+                log.info("produce_duplicate_acknowledged", topic=self.topic, partition=self.partition,
+                         producer_id=header.producer_id, epoch=header.producer_epoch, sequence=header.base_sequence,
+                         first_offset=duplicate.first_offset, log_end_offset=self.log_end_offset)
                 return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1,
                                   self.log_start_offset, duplicate=True)
+            if header.base_sequence > 0 and header.producer_id not in self.producer_state.producers:
+                # (KIP-360: a producer this log has no state for is taken at any sequence; rare, and said)
+                log.info("producer_unknown_sequence_taken", topic=self.topic, partition=self.partition,
+                         producer_id=header.producer_id, epoch=header.producer_epoch, sequence=header.base_sequence,
+                         log_end_offset=self.log_end_offset)
         now_ms = self._now_ms()
         segment = self._maybe_roll(len(records), now_ms)
         first_offset = self.log_end_offset

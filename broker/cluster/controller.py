@@ -34,6 +34,7 @@ from kbroker.protocol.errors import ErrorCode
 log = structlog.get_logger("broker.cluster.controller")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+LEADERS_FIRST_S = 2.0   # how long UpdateMetadata waits for new leaders' LeaderAndIsr answers (a broker may hang)
 LEADER_DURING_DELETE = -2
 
 
@@ -211,9 +212,10 @@ class KafkaController(LeaderElectionMixin):
                                           or tp in self.offline_replicas.get(r, ())])
         return body
 
-    def _send_leader_and_isr(self, broker_id: int, partitions) -> None:
+    def _send_leader_and_isr(self, broker_id: int, partitions) -> asyncio.Future | None:
+        """The request's answer, as a future (None if nothing was sent)."""
         if not partitions or broker_id not in self.live:
-            return
+            return None
         topics: dict[str, list] = {}
         for tp in sorted(partitions):
             topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=True,
@@ -227,6 +229,7 @@ class KafkaController(LeaderElectionMixin):
         done = self.channel.send(broker_id, LEADER_AND_ISR, 7, body)
         if done is not None:
             done.add_done_callback(lambda f: self._storage_errors(broker_id, f))
+        return done
 
     def _storage_errors(self, broker_id: int, answered: asyncio.Future) -> None:
         """A LeaderAndIsr answer: partitions with KAFKA_STORAGE_ERROR are replicas in a failed log dir."""
@@ -268,15 +271,26 @@ class KafkaController(LeaderElectionMixin):
             self.channel.send(broker_id, UPDATE_METADATA, 8, body)
 
     async def _publish(self, changed: set) -> None:
-        """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker."""
+        """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker.
+
+        A partition's new leader answers its LeaderAndIsr before any broker is told who leads (up to
+        ``LEADERS_FIRST_S``): a client that learnt of the new leader from another broker's metadata first would
+        send it writes it refuses as a follower, then writes it takes as leader; an idempotent producer whose
+        first batch was refused and second taken there counts the first delivered (librdkafka does), and a
+        leader with no state for the producer takes the second at any sequence (KIP-360)."""
         if changed:
             await self._write_pending()
             by_broker: dict[int, list] = {}
             for tp in changed:
                 for r in self._replicas(tp):
                     by_broker.setdefault(r, []).append(tp)
+            leaders_told = []
             for broker_id, tps in by_broker.items():
-                self._send_leader_and_isr(broker_id, tps)
+                done = self._send_leader_and_isr(broker_id, tps)
+                if done is not None and any(self.states[tp].leader == broker_id for tp in tps):
+                    leaders_told.append(done)
+            if leaders_told:
+                await asyncio.wait(leaders_told, timeout=LEADERS_FIRST_S)
         self._send_update_metadata(set(self.live))
 
     # ------------------------------------------------------------------ events

@@ -26,7 +26,6 @@ answer that leader's endpoint (KIP-951).
 """
 
 import asyncio
-import time
 
 from kbroker.broker.network.context import CLOSE_CONNECTION, NO_RESPONSE
 from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, partition_exists, resolve_topic_ids
@@ -52,9 +51,12 @@ def _flags(records) -> int:
     return records[_TRANSACTIONAL_BYTE]
 
 
-def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, BatchHeader] | None:
+def _start_verification(rm, topic: str, index: int, records, supports_epoch_bump: bool
+                        ) -> tuple[int, int, BatchHeader] | None:
     """(producer id, epoch, validated header) of a transactional batch opening a transaction in this partition,
-    else None. (The append takes the header as validated: the CRC pass over the batch is made once.)"""
+    else None; for such a batch the partition notes the verification (Kafka's verification state: a later
+    batch cannot pass this one's sequence while it is verified). (The append takes the header as validated:
+    the CRC pass over the batch is made once.)"""
     partition = rm.get(topic, index)
     if partition is None or records is None or len(records) < HEADER_SIZE:
         return None   # the append reports what is wrong
@@ -73,6 +75,8 @@ def _needs_verification(rm, topic: str, index: int, records) -> tuple[int, int, 
         return None   # a bad batch gets its own error from the append, not a verification
     if known is not None and header.producer_epoch < known.epoch:
         return None   # a stale epoch: the append answers INVALID_PRODUCER_EPOCH, as Produce does
+    state.start_verification(header.producer_id, header.base_sequence, header.producer_epoch, supports_epoch_bump,
+                             rm.now_ms())
     return header.producer_id, header.producer_epoch, header
 
 
@@ -217,14 +221,10 @@ def _handle(ctx, request, refused, checked: dict | None):
         for pdata in topic.partition_data:
             if (topic.name, pdata.index) in refused:
                 continue
-            found = _needs_verification(rm, topic.name, pdata.index, pdata.records)
+            found = _start_verification(rm, topic.name, pdata.index, pdata.records, ctx.api_version >= 12)
             if found is not None:
                 to_verify[(topic.name, pdata.index)] = found[:2]
-                validated[(topic.name, pdata.index)] = header = found[2]
-                # (Kafka's verification state: a later batch cannot pass this one's sequence while it is verified)
-                rm.get(topic.name, pdata.index).log.producer_state.start_verification(
-                    header.producer_id, header.base_sequence, header.producer_epoch, ctx.api_version >= 12,
-                    int(time.time() * 1000))
+                validated[(topic.name, pdata.index)] = found[2]
     if not to_verify:
         return _append_all(ctx, request, refused, checked=checked)
     return _verify_then_append(ctx, request, to_verify, refused, validated, checked)

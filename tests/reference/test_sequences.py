@@ -24,6 +24,7 @@ from kbroker.protocol.records import build_batch
 from tests.reference.differential import call, settled
 from tests.reference.test_consumer_groups import beat, join, settled_member
 from tests.reference.test_produce_fetch import create
+from tests.reference.test_transaction_edges import decided
 from tests.reference.test_transactional_offsets import begin
 
 pytestmark = pytest.mark.reference
@@ -152,13 +153,6 @@ def txn_run(seed: int, steps: int) -> list[str]:
     return [rng.choice(TXN_STEPS) for _ in range(steps)]
 
 
-async def _decided(target, txn: str) -> None:
-    """Until no end is being written (DescribeTransactions: no Prepare* state): Kafka writes markers after it
-    answers, so what follows an end would otherwise race them."""
-    await settled(lambda: call(target, DESCRIBE_TXNS, 0, {"transactional_ids": [txn]}),
-                  lambda a: not a.transaction_states[0].transaction_state.startswith("Prepare"))
-
-
 async def _txn_answers(target, topic: str, run) -> list:
     txn, group, pid, epoch = await begin(target, topic, 2)
     base = epoch
@@ -181,7 +175,7 @@ async def _txn_answers(target, topic: str, run) -> list:
             if answer.error_code == 0:
                 pid, epoch, sequence = answer.producer_id, answer.producer_epoch, {0: 0, 1: 0}
             seen.append((step, answer.error_code, relative(answer.producer_epoch) if answer.error_code == 0 else None))
-            await _decided(target, txn)
+            await decided(target, txn)
         elif step in ("add", "add one", "add stale"):
             answer = await call(target, ADD_PARTITIONS, 3, {
                 "v3_and_below_transactional_id": txn, "v3_and_below_producer_id": pid,
@@ -222,7 +216,7 @@ async def _txn_answers(target, topic: str, run) -> list:
                     sequence = {0: 0, 1: 0}
                 pid, epoch = answer.producer_id, answer.producer_epoch
             seen.append((step, answer.error_code, relative(answer.producer_epoch) if bumped else None))
-            await _decided(target, txn)
+            await decided(target, txn)
         elif step == "describe":
             state = (await call(target, DESCRIBE_TXNS, 0, {"transactional_ids": [txn]})).transaction_states[0]
             seen.append((step, state.error_code, state.transaction_state, relative(state.producer_epoch),

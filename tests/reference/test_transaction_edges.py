@@ -156,8 +156,9 @@ async def test_a_transaction_out_of_turn(targets, topic, case):
 DESCRIBE_TRANSACTIONS = 65
 
 
-async def _decided(target, txn: str) -> str:
-    """The transaction's state once its markers are written (DescribeTransactions: no Prepare* left)."""
+async def decided(target, txn: str) -> str:
+    """The transaction's state once its markers are written (DescribeTransactions: no Prepare* left): Kafka
+    writes them after it answers EndTxn, so what follows an end would otherwise race them."""
     answer = await settled(lambda: call(target, DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn]}),
                            lambda a: not a.transaction_states[0].transaction_state.startswith("Prepare"))
     return answer.transaction_states[0].transaction_state
@@ -179,11 +180,11 @@ async def _fenced_producer(target, topic, after_a_v5_end=False):
         ended = await call(target, END_TXN, 5, {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
                                                 "committed": False})
         pid, epoch = ended.producer_id, ended.producer_epoch
-        await _decided(target, txn)
+        await decided(target, txn)
     added = await _add(target, txn, pid, epoch, topic)
     fence = await call(target, INIT_PRODUCER_ID, 5, {"transactional_id": txn, "transaction_timeout_ms": 60000,
                                                      "producer_id": -1, "producer_epoch": -1})
-    seen = {"added": added, "fence": fence.error_code, "after the fence": await _decided(target, txn)}
+    seen = {"added": added, "fence": fence.error_code, "after the fence": await decided(target, txn)}
     return txn, pid, epoch, seen
 
 
@@ -229,10 +230,10 @@ async def test_end_txn_is_checked_as_its_own_version_asks(targets, topic, case):
         seen = {"added": await _add(target, txn, pid, epoch, topic)}
         ended = await call(target, END_TXN, 4, {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
                                                 "committed": True})
-        seen["v4 commit"] = (ended.error_code, await _decided(target, txn))
+        seen["v4 commit"] = (ended.error_code, await decided(target, txn))
         aborted = await call(target, END_TXN, 5, {"transactional_id": txn, "producer_id": pid,
                                                   "producer_epoch": epoch, "committed": False})
-        seen["v5 abort"] = (aborted.error_code, aborted.producer_epoch - epoch, await _decided(target, txn))
+        seen["v5 abort"] = (aborted.error_code, aborted.producer_epoch - epoch, await decided(target, txn))
         return seen
     await same(targets, scenario)
 

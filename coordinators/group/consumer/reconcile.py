@@ -29,13 +29,12 @@ def next_member(member: ConsumerMember, target_epoch: int, target: Assignment, o
     subscription, so partitions of topics it left are taken from it at once, even at its target's epoch or
     while it still revokes others (as Kafka 4.2)."""
     if member.state is MemberState.STABLE:
-        if member.member_epoch != target_epoch:
-            return _compute(member, member.member_epoch, target_epoch, target, owner_of, owned, subscribed)
+        waits = member.member_epoch == target_epoch   # (reconciled already)
+    else:   # (one still revoking waits until it no longer reports what it gives up; one withheld never waits)
+        waits = member.state is MemberState.UNREVOKED_PARTITIONS and owns_any(owned, member.pending_revocation)
+    if waits:
         return _leave_unsubscribed(member, owned, subscribed) if subscription_changed else member
-    if member.state is MemberState.UNREVOKED_PARTITIONS:
-        if owns_any(owned, member.pending_revocation):
-            return _leave_unsubscribed(member, owned, subscribed) if subscription_changed else member
-    return _compute(member, member.member_epoch, target_epoch, target, owner_of, owned, subscribed)
+    return _compute(member, target_epoch, target, owner_of, owned, subscribed)
 
 
 def _leave_unsubscribed(member: ConsumerMember, owned: Assignment | None,
@@ -56,8 +55,10 @@ def _leave_unsubscribed(member: ConsumerMember, owned: Assignment | None,
     return member.with_(assigned=assigned)
 
 
-def _compute(member: ConsumerMember, epoch: int, target_epoch: int, target: Assignment, owner_of,
+def _compute(member: ConsumerMember, target_epoch: int, target: Assignment, owner_of,
              owned: Assignment | None, subscribed: frozenset[bytes] | None = None) -> ConsumerMember:
+    """The member's next step: revoking at its own epoch if it still holds what the target took, else at the
+    target's epoch with what it may have now."""
     assigned: dict[bytes, frozenset[int]] = {}
     revoking: dict[bytes, frozenset[int]] = {}
     to_assign: dict[bytes, frozenset[int]] = {}
@@ -79,8 +80,7 @@ def _compute(member: ConsumerMember, epoch: int, target_epoch: int, target: Assi
         if new:
             to_assign[topic_id] = frozenset(new)
     if revoking and owns_any(owned, revoking):
-        return member.with_(state=MemberState.UNREVOKED_PARTITIONS, member_epoch=epoch,
-                            previous_member_epoch=member.member_epoch,
+        return member.with_(state=MemberState.UNREVOKED_PARTITIONS, previous_member_epoch=member.member_epoch,
                             assigned=assigned, pending_revocation=revoking)
     for topic_id, partitions in to_assign.items():
         assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions

@@ -131,11 +131,7 @@ class KafkaController(LeaderElectionMixin):
         for name in names:
             await self._load_topic(name)
         self.broker.on_controller_seen(self.broker_id)
-        self._elect_offline(set(self.states))
-        await self._write_pending()
-        self._send_update_metadata(set(self.live))
-        for broker_id in self.live:
-            self._send_leader_and_isr(broker_id, [tp for tp in self.states if self._hosts(broker_id, tp)])
+        await self._publish(self._elect_offline(set(self.states)), everything_to=set(self.live))
         await self._on_delete_topics()
         await self._on_log_dir_event()
         await self.reassignments.maybe_complete(set(self.states))   # one the last controller left half done
@@ -270,24 +266,27 @@ class KafkaController(LeaderElectionMixin):
         for broker_id in brokers:
             self.channel.send(broker_id, UPDATE_METADATA, 8, body)
 
-    async def _publish(self, changed: set) -> None:
-        """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker.
+    async def _publish(self, changed: set, everything_to=frozenset()) -> None:
+        """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker;
+        ``everything_to`` (brokers just started, or every broker under a new controller) are told every
+        partition they host instead.
 
         A partition's new leader answers its LeaderAndIsr before any broker is told who leads (up to
         ``LEADERS_FIRST_S``): a client that learnt of the new leader from another broker's metadata first would
         send it writes it refuses as a follower, then writes it takes as leader; an idempotent producer whose
         first batch was refused and second taken there counts the first delivered (librdkafka does), and a
         leader with no state for the producer takes the second at any sequence (KIP-360)."""
-        if changed:
+        if changed or everything_to:
             await self._write_pending()
-            by_broker: dict[int, list] = {}
+            by_broker = {b: [tp for tp in self.states if self._hosts(b, tp)] for b in everything_to}
             for tp in changed:
                 for r in self._replicas(tp):
-                    by_broker.setdefault(r, []).append(tp)
+                    if r not in everything_to:
+                        by_broker.setdefault(r, []).append(tp)
             leaders_told = []
             for broker_id, tps in by_broker.items():
                 done = self._send_leader_and_isr(broker_id, tps)
-                if done is not None and any(self.states[tp].leader == broker_id for tp in tps):
+                if done is not None and any(self.states[tp].leader == broker_id for tp in tps if tp in changed):
                     leaders_told.append(done)
             if leaders_told:
                 await asyncio.wait(leaders_told, timeout=LEADERS_FIRST_S)
@@ -315,14 +314,7 @@ class KafkaController(LeaderElectionMixin):
             if dead_in_isr and tp not in changed and state.leader != NO_LEADER:
                 self._change(tp, state.leader, [r for r in state.isr if r not in gone])
                 changed.add(tp)
-        await self._write_pending()
-        self._send_update_metadata(set(self.live))
-        for tp in changed:
-            for r in self._replicas(tp):
-                if r not in born:
-                    self._send_leader_and_isr(r, [tp])
-        for b in born:   # a (re)started broker learns every partition it hosts, as follower or leader
-            self._send_leader_and_isr(b, [tp for tp in self.states if self._hosts(b, tp)])
+        await self._publish(changed, everything_to=born)   # (a started broker learns all it hosts)
 
     async def _on_topic_change(self) -> None:
         if not self.active:

@@ -1,5 +1,6 @@
 """Faults and bad input in a cluster: controller kill -9, a divergent leader returning, a broker paused past its
-ZooKeeper session, ZooKeeper itself going away, and requests that carry stale epochs or a stranger's replica id."""
+ZooKeeper session, ZooKeeper itself going away, a new leader paused as it is elected, and requests that carry
+stale epochs or a stranger's replica id."""
 
 from __future__ import annotations
 
@@ -250,4 +251,58 @@ def test_a_broker_not_yet_told_the_partitions_calls_the_topic_unknown_not_empty(
         assert (topic.error_code, list(topic.partitions)) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
         wait_until(lambda: len(describe(other.bootstrap, topic_name)) == 2, 30, 0.2, "the partitions known")
     finally:
+        cluster.stop()
+
+
+async def leaders_named(broker, topic: str, seconds: float) -> set[int]:
+    """Every leader of ``topic``-0 that ``broker``'s Metadata names while asked for ``seconds``."""
+    conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="fault-test")
+    named, deadline = set(), time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            answer = await conn.request(METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                       "include_topic_authorized_operations": False})
+            named |= {p.leader_id for t in answer.topics for p in t.partitions}
+    finally:
+        await conn.close()
+    return named
+
+
+@pytest.mark.parametrize("the_leader_controls", [False, True], ids=["leader", "leader-and-controller"])
+def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, topic_name, the_leader_controls):
+    """A leader leaves (its ZooKeeper session closed at once: no controlled shutdown) while the replica elected
+    in its place is paused. Until that replica has answered its LeaderAndIsr (or the controller has waited
+    ``LEADERS_FIRST_S`` for it), no broker's Metadata names it: a client sent there first has one batch refused
+    by a follower and the next taken by the leader it became, and librdkafka counts the refused one delivered.
+    With the old leader the controller too, the next controller's first round elects the new leader, and
+    holds to the same order. Its own cluster: sessions long enough to pause a broker through it."""
+    from tests.cluster import Cluster
+    from tests.integration.test_cluster_elections import create_on
+
+    cluster = Cluster(str(tmp_path / "cluster"), overrides={"controlled.shutdown.enable": "false",
+                                                            "zookeeper.session.timeout.ms": "15000"}).start()
+    client = zk(cluster)
+    try:
+        controller = wait_until(lambda: controller_of(cluster), 30, 0.2, "a controller")
+        others = [b for b in sorted(cluster.brokers) if b != controller]
+        old, new, watcher = (controller, *others) if the_leader_controls else (others[0], others[1], controller)
+        create_on(cluster.bootstrap, topic_name, [old, new, watcher])
+        wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
+        produce_values(cluster, topic_name, [b"before"])
+
+        cluster.brokers[new].pause()
+        try:
+            assert cluster.brokers[old].stop() == 0
+            wait_until(lambda: client.partition_state(topic_name, 0).leader == new, 30, 0.02,
+                       f"broker {new} written as the leader")
+            named = asyncio.run(leaders_named(cluster.brokers[watcher], topic_name, 0.5))
+        finally:
+            cluster.brokers[new].resume()
+        assert named and new not in named, f"broker {watcher} named {sorted(named)} while {new} was paused"
+        wait_until(lambda: leader_of(cluster.brokers[watcher].bootstrap, topic_name, 0) == new, 30, 0.1,
+                   f"broker {new} named once it leads")
+        produce_values(cluster, topic_name, [b"after"])
+        assert [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)] == [b"before", b"after"]
+    finally:
+        client.stop()
         cluster.stop()

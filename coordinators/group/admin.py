@@ -65,7 +65,7 @@ class GroupAdmin:
         members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
                     "client_host": m.client_host,
                     "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                    "member_assignment": m.assignment if stable else b""} for m in group.members.values()]
+                    "member_assignment": m.assignment} for m in group.members.values()]   # (the last one synced)
         return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
                 "protocol_type": group.protocol_type or "",
                 "protocol_data": (group.protocol_name or "") if stable else "", "members": members}

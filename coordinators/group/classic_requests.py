@@ -89,14 +89,14 @@ class ClassicRequests:
         error = self._validate_member(group, member_id, group_instance_id)
         if error:
             return error
+        if generation_id != group.generation_id:   # (before the state, as Kafka 4.2 checks it)
+            return ErrorCode.ILLEGAL_GENERATION
         if group.is_(S.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members[member_id]
         if group.is_(S.PREPARING_REBALANCE):
             self._heartbeat(group, member)
             return ErrorCode.REBALANCE_IN_PROGRESS
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
         self._heartbeat(group, member)
         return ErrorCode.NONE
 
@@ -124,13 +124,14 @@ class ClassicRequests:
             if member_id in group.pending_members:
                 group.pending_members.discard(member_id)
                 self.scheduler.cancel(("heartbeat", group_id, member_id))
-                self._maybe_complete_join(group)
                 errors.append(ErrorCode.NONE)
                 continue
             member = group.members.get(member_id)
             if member is None:
                 errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 continue
-            self._remove_member_and_update_group(group, member, "left the group")
+            self._remove_member(group, member, "left the group")
             errors.append(ErrorCode.NONE)
+        if ErrorCode.NONE in errors:   # one rebalance for all who left, a pending member too, as in Kafka 4.2
+            self._after_removal(group, "members left the group")
         return ErrorCode.NONE, errors

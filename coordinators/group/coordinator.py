@@ -351,9 +351,6 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
         # Dynamic members that did not rejoin in time are gone; static ones keep their place (KIP-345).
         for member in [m for m in group.members.values() if m.join_callback is None and not m.is_static]:
             self._remove_member(group, member, "did not rejoin in time")
-        for pending in list(group.pending_members):
-            group.pending_members.discard(pending)
-            self.scheduler.cancel(("heartbeat", group.group_id, pending))
         if group.members and not group.maybe_elect_new_joined_leader():
             # Only static members that have not rejoined remain: wait for them (or their session timeout).
             self.scheduler.schedule(("join", group.group_id), group.rebalance_timeout_ms,
@@ -436,6 +433,10 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
         self._remove_member(group, member, reason)
+        self._after_removal(group, reason)
+
+    def _after_removal(self, group: GroupMetadata, reason: str) -> None:
+        """Members were removed: a settled group rebalances, a rebalancing one may now complete its join."""
         if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, reason)
         elif group.is_(S.PREPARING_REBALANCE):

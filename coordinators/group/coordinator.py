@@ -427,7 +427,7 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
     def _remove_member(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
         group.remove(member.member_id)
         self.scheduler.cancel(("heartbeat", group.group_id, member.member_id))
-        self._answer_join(group, member, join_result(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        self._answer_join(group, member, join_result(ErrorCode.UNKNOWN_MEMBER_ID, ""))   # (Kafka names no member)
         self._answer_sync(group, member, sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         log.info("member_removed", group=group.group_id, member=member.member_id, reason=reason)
 

@@ -101,7 +101,8 @@ async def test_a_classic_group_out_of_turn(targets, topic, case):
 
 
 BETWEEN = ["a pending member joins after a generation completed without it", "a pending member leaves",
-           "a heartbeat of the last generation while rebalancing", "describe while completing a rebalance"]
+           "a heartbeat of the last generation while rebalancing", "describe while completing a rebalance",
+           "a member that leaves while its join waits"]
 
 
 @pytest.mark.parametrize("case", BETWEEN)
@@ -109,7 +110,8 @@ async def test_a_classic_group_between_generations(targets, topic, case):
     """Kafka 4.2's classic group across rebalances: a member id handed out with MEMBER_ID_REQUIRED stays the
     member's to join with until its session times out, even after a generation completed without it, and its
     leaving rebalances the group; a heartbeat's generation is checked before the group's state; DescribeGroups
-    shows each member's last assignment while the group rebalances. Each case failed on kbroker before its fix."""
+    shows each member's last assignment while the group rebalances; a member that leaves while its JoinGroup
+    waits is answered UNKNOWN_MEMBER_ID naming no member. Each case failed on kbroker before its fix."""
     async def scenario(target):
         group = f"g-{topic}"
         await coordinator_found(target, group)
@@ -148,6 +150,15 @@ async def test_a_classic_group_between_generations(targets, topic, case):
                                                                         "member_id": newcomer}))
                 await until_rebalancing(later)
                 return await heartbeat(member, generation - 1), await heartbeat(member, generation)
+            if case == "a member that leaves while its join waits":
+                newcomer = (await b.request(JOIN_GROUP, 5, join_request(group))).member_id
+                later = asyncio.ensure_future(b.request(JOIN_GROUP, 5, {**join_request(group),
+                                                                        "member_id": newcomer}))
+                await until_rebalancing(later)
+                left = await admin.request(LEAVE_GROUP, 3, {"group_id": group, "members": [
+                    {"member_id": newcomer, "group_instance_id": None}]})
+                answer = await later
+                return [m.error_code for m in left.members], answer.error_code, answer.member_id
             if case == "describe while completing a rebalance":
                 rejoined = await a.request(JOIN_GROUP, 5, {**join_request(group), "member_id": member})
                 described = await state()

@@ -281,8 +281,9 @@ def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, top
 
     cluster = Cluster(str(tmp_path / "cluster"), overrides={"controlled.shutdown.enable": "false",
                                                             "zookeeper.session.timeout.ms": "15000"}).start()
-    client = zk(cluster)
+    client = None
     try:
+        client = zk(cluster)
         controller = wait_until(lambda: controller_of(cluster), 30, 0.2, "a controller")
         others = [b for b in sorted(cluster.brokers) if b != controller]
         old, new, watcher = (controller, *others) if the_leader_controls else (others[0], others[1], controller)
@@ -304,5 +305,6 @@ def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, top
         produce_values(cluster, topic_name, [b"after"])
         assert [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)] == [b"before", b"after"]
     finally:
-        client.stop()
+        if client is not None:
+            client.stop()
         cluster.stop()

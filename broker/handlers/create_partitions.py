@@ -54,8 +54,8 @@ def handle(ctx, request):
             broker.admin.add_partitions(topic.name, topic.count, assignment)
         results.append({"name": topic.name, "error_code": error, "error_message": message})
     response = {"throttle_time_ms": mutation_throttle(ctx, quota), "results": results}
-    if broker.cluster is None or request.validate_only:
-        return response
+    if broker.cluster is None or request.validate_only or request.timeout_ms <= 0:
+        return response   # (no time to wait: answered at once, as CreateTopics)
     return _wait_for_leaders(broker, request, response)
 
 

@@ -93,8 +93,8 @@ def _validate(ctx, topic) -> tuple[ErrorCode, str | None, int, int]:
 
 def handle(ctx, request):
     response = _create(ctx, request)
-    if ctx.broker.cluster is None or request.validate_only:
-        return response
+    if ctx.broker.cluster is None or request.validate_only or request.timeout_ms <= 0:
+        return response   # (no time to wait: answered at once, the leaders come after, as ZooKeeper-mode Kafka)
     return _wait_for_leaders(ctx, request, response)
 
 

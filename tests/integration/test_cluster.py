@@ -152,6 +152,28 @@ def test_partitions_added_and_configs_changed_reach_every_broker(cluster, topic_
     wait_until(retention_everywhere, 30, 0.5, "the new retention.ms on every broker")
 
 
+async def test_a_creation_with_no_time_to_wait_is_answered_at_once_and_completes(cluster, topic_name):
+    """CreateTopics and CreatePartitions with ``timeout_ms`` 0 (librdkafka's operation timeout 0: "return
+    immediately after triggering topic creation") are answered NONE at once, as ZooKeeper-mode Kafka answered
+    them, and the partitions get their leaders after. Answering REQUEST_TIMED_OUT for a topic that was made would
+    send a retrying client to TOPIC_ALREADY_EXISTS."""
+    broker = next(iter(cluster.brokers.values()))
+    conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="no-wait")
+    try:
+        created = await conn.request(19, 7, {"topics": [{"name": topic_name, "num_partitions": 1,
+                                                          "replication_factor": 3, "assignments": [], "configs": []}],
+                                             "timeout_ms": 0, "validate_only": False})
+        assert [t.error_code for t in created.topics] == [ErrorCode.NONE]
+        await known_to(broker.port, topic_name, 1)
+        grown = await conn.request(37, 3, {"topics": [{"name": topic_name, "count": 3, "assignments": None}],
+                                           "timeout_ms": 0, "validate_only": False})
+        assert [r.error_code for r in grown.results] == [ErrorCode.NONE]
+    finally:
+        await conn.close()
+    for b in cluster.brokers.values():
+        await known_to(b.port, topic_name, 3)
+
+
 def test_controlled_shutdown_moves_leadership_before_exit(cluster, topic_name):
     create(cluster.bootstrap, topic_name, 3, 3)
     wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()), 30, 0.2,

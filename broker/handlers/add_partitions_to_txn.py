@@ -8,9 +8,18 @@ from kbroker.protocol.messages.add_partitions_to_txn import ADD_PARTITIONS_TO_TX
 
 
 def _results(topics, errors: dict) -> list[dict]:
+    """Each topic and partition answered as the request named it, twice if it is named twice (as Kafka does)."""
     return [{"name": t.name, "results_by_partition": [
         {"partition_index": p, "partition_error_code": errors[(t.name, p)]} for p in t.partitions]}
         for t in topics]
+
+
+def _verified(errors: dict) -> list[dict]:
+    """A verification's answer: each partition once, however often it was named (Kafka keys them by partition)."""
+    by_topic: dict[str, list] = {}
+    for (name, p), error in errors.items():
+        by_topic.setdefault(name, []).append({"partition_index": p, "partition_error_code": error})
+    return [{"name": name, "results_by_partition": partitions} for name, partitions in by_topic.items()]
 
 
 def _add(ctx, transactional_id: str, producer_id: int, epoch: int, topics, verify_only: bool) -> dict:
@@ -50,6 +59,7 @@ def handle(ctx, request):
         if not txn.verify_only:
             written += txn_shard(ctx, txn.transactional_id)[1]
         errors = _add(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only)
-        results.append({"transactional_id": txn.transactional_id, "topic_results": _results(txn.topics, errors)})
+        results.append({"transactional_id": txn.transactional_id, "topic_results":
+                        _verified(errors) if txn.verify_only else _results(txn.topics, errors)})
     response = {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": results}
     return when_replicated(ctx, "__transaction_state", written, response)

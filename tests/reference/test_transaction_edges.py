@@ -259,3 +259,27 @@ async def test_a_write_past_the_sequence_a_failed_verification_saw(targets, topi
         return seen
     seen = await same(targets, scenario)
     assert seen["past the sequence seen"] == 45 and seen["at it"] == 0
+
+
+@pytest.mark.parametrize("case", ["a verification naming a partition twice", "a verification naming a topic twice",
+                                  "an add naming a topic twice", "a v3 add naming a partition twice"])
+async def test_add_partitions_to_txn_naming_one_partition_twice(targets, topic, case):
+    """A verification (v4+, verify_only, the brokers' own ask) answers each partition once, however often it was
+    named; an add answers what it was asked, twice where it was named twice. kbroker answered a verification as
+    asked before 2026-11-28."""
+    async def scenario(target):
+        txn, _, pid, epoch = await begin(target, topic, 1)
+        once = {"name": topic, "partitions": [0]}
+        twice = [{"name": topic, "partitions": [0, 0]}] if "partition" in case else [once, once]
+        if case.startswith("a v3"):
+            answer = await call(target, ADD_PARTITIONS_TO_TXN, 3, {
+                "v3_and_below_transactional_id": txn, "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": twice})
+            return [[p.partition_error_code for p in t.results_by_partition]
+                    for t in answer.results_by_topic_v3_and_below]
+        answer = await call(target, ADD_PARTITIONS_TO_TXN, 5, {"transactions": [{
+            "transactional_id": txn, "producer_id": pid, "producer_epoch": epoch,
+            "verify_only": case.startswith("a verification"), "topics": twice}]})
+        return answer.error_code, [[[p.partition_error_code for p in t.results_by_partition] for t in r.topic_results]
+                                   for r in answer.results_by_transaction]
+    await same(targets, scenario)

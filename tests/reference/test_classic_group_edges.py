@@ -126,6 +126,14 @@ async def test_a_classic_group_between_generations(targets, topic, case):
             while not answer.done() and (await state()).group_state != "PreparingRebalance":
                 await asyncio.sleep(0.02)
 
+        async def newcomer_waiting():
+            """A new member whose JoinGroup (with the id it was handed) waits in the rebalance it started."""
+            nonlocal later
+            newcomer = (await b.request(JOIN_GROUP, 5, join_request(group))).member_id
+            later = asyncio.ensure_future(b.request(JOIN_GROUP, 5, {**join_request(group), "member_id": newcomer}))
+            await until_rebalancing(later)
+            return newcomer
+
         async def heartbeat(member, generation):
             return (await a.request(HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
                                                    "member_id": member, "group_instance_id": None})).error_code
@@ -145,16 +153,10 @@ async def test_a_classic_group_between_generations(targets, topic, case):
                     {"member_id": pending, "group_instance_id": None}]})
                 return [m.error_code for m in left.members], await heartbeat(member, generation)
             if case == "a heartbeat of the last generation while rebalancing":
-                newcomer = (await b.request(JOIN_GROUP, 5, join_request(group))).member_id
-                later = asyncio.ensure_future(b.request(JOIN_GROUP, 5, {**join_request(group),
-                                                                        "member_id": newcomer}))
-                await until_rebalancing(later)
+                await newcomer_waiting()
                 return await heartbeat(member, generation - 1), await heartbeat(member, generation)
             if case == "a member that leaves while its join waits":
-                newcomer = (await b.request(JOIN_GROUP, 5, join_request(group))).member_id
-                later = asyncio.ensure_future(b.request(JOIN_GROUP, 5, {**join_request(group),
-                                                                        "member_id": newcomer}))
-                await until_rebalancing(later)
+                newcomer = await newcomer_waiting()
                 left = await admin.request(LEAVE_GROUP, 3, {"group_id": group, "members": [
                     {"member_id": newcomer, "group_instance_id": None}]})
                 answer = await later

@@ -9,6 +9,7 @@ The checks follow Kafka 3.x (``ProducerAppendInfo.checkSequence``, KIP-360):
   not written again;
 * a new epoch must start at sequence 0, unless the producer is unknown here
   (its state may have been removed), in which case any sequence is accepted;
+  so is any from a producer whose last batch here carried no epoch (-1), as in Kafka;
 * within an epoch the first sequence must follow the last one (wrapping from
   Int32.MaxValue to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
 * a batch under a newer epoch while the producer's transaction is open in
@@ -155,8 +156,10 @@ class ProducerStateManager:
                 raise InvalidBatch("OUT_OF_ORDER_SEQUENCE_NUMBER",
                                    f"sequence {header.base_sequence} is past {verification.lowest_sequence}, the "
                                    f"earliest seen while verifying the transaction")
-        if entry is None:
-            return None  # unknown producer: any sequence is accepted (KIP-360)
+        if entry is None or entry.epoch < 0:
+            # Unknown producer (its state may have been removed): any sequence is accepted (KIP-360). Kafka
+            # accepts any sequence from a producer whose last batch here carried no epoch, too.
+            return None
         if header.producer_epoch != entry.epoch:
             if header.producer_id in self.ongoing and not header.is_control:
                 # A transaction under a newer epoch while this partition's marker for the open one is not in:

@@ -97,3 +97,20 @@ async def test_an_idempotent_retry_of_an_older_batch_and_a_wrapping_sequence(tar
         seen["log end"] = await list_offset(target, topic, -1)
         return seen
     await same(targets, scenario)
+
+
+async def test_a_producer_whose_batches_carry_no_epoch(targets, topic):
+    """A batch with a producer id and epoch -1 (no client sends one) leaves that producer with no epoch here, and
+    Kafka then takes any sequence from it, as from a producer it does not know: not a gap, not a duplicate."""
+    async def scenario(target):
+        await create(target, topic)
+        init = await init_producer_id(target)
+
+        async def send(seq, n, epoch=-1):
+            batch = build_batch(records(n), producer_id=init.producer_id, producer_epoch=epoch, base_sequence=seq)
+            p = (await _produce(target, [{"name": topic, "partition_data": [_partition(batch)]}]))[0][1][0][1]
+            return p["error_code"], p["base_offset"]
+        return {"first": await send(0, 2), "a sequence again": await send(0, 1), "a gap": await send(9, 1),
+                "the same batch again": await send(9, 1), "an epoch, from 3": await send(3, 1, init.producer_epoch),
+                "then no epoch": await send(4, 1), "then a gap in the epoch": await send(7, 1, init.producer_epoch)}
+    await same(targets, scenario)

@@ -47,11 +47,14 @@ class AppendInfo:
 
 @dataclass(slots=True)
 class FetchSlice:
-    """Bytes of a log file that answer a fetch: ``length`` bytes of ``segment`` at ``position``."""
+    """Bytes of a log file that answer a fetch: ``length`` bytes of ``segment`` at ``position``, whole batches.
+    ``span`` (at least ``length``) is how far Kafka's read would have reached: it ends where the fetch's bounds
+    fall, inside a batch if need be (clients drop the part), and bounds the aborted transactions it lists there."""
 
     segment: LogSegment
     position: int
     length: int
+    span: int = 0
 
     def fileno(self) -> int:
         return self.segment.fd
@@ -343,7 +346,8 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
             max_position = segment.size if max_offset >= self._segment_end(i) else segment.position_of(max_offset)
             found = segment.read(offset, max_bytes, max_position, min_one_batch)
             if found is not None:
-                return FetchSlice(segment, found[0], found[1])
+                return FetchSlice(segment, found[0], found[1],
+                                  max(found[1], min(max_bytes, max_position - found[0])))
             i += 1
         return None
 

@@ -12,6 +12,8 @@ files beside its log). Invariants:
 
 from __future__ import annotations
 
+import bisect
+
 import glob
 import os
 
@@ -105,13 +107,28 @@ class ProducerLogMixin:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset a read_committed consumer may not read: the oldest open transaction, or the HW."""
+        """The first offset a read_committed consumer may not read: the oldest open transaction, or the HW; never
+        below the log start (DeleteRecords or retention may pass an open transaction's start, as in Kafka)."""
         unstable = self.producer_state.first_unstable_offset()
-        return self.high_watermark if unstable is None else min(unstable, self.high_watermark)
+        if unstable is None:
+            return self.high_watermark
+        return min(max(unstable, self.log_start_offset), self.high_watermark)
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions with records in [fetch_offset, upper_bound), from the segments' indexes."""
         found: list[AbortedTxn] = []
         for segment in self.segments[self._segment_for(fetch_offset):]:
-            found.extend(segment.txn_index.overlapping(fetch_offset, upper_bound))
+            if segment.txn_index.collect(fetch_offset, upper_bound, found):
+                break
         return found
+
+    def fetch_upper_bound(self, found) -> int:
+        """The offset below which a fetch answered with the slice ``found`` may hold records, as Kafka bounds
+        the aborted transactions it lists: the first offset indexed at or past where Kafka's read would have ended
+        (``span``) in the slice's segment (the index is sparse, so a little past it), else the segment's end."""
+        segment = found.segment
+        index = segment.offset_index
+        i = bisect.bisect_left(index.values, found.position + max(found.length, found.span))
+        if i < len(index.values):
+            return index.keys[i]
+        return self._segment_end(self._segment_for(segment.base_offset))

@@ -50,9 +50,17 @@ class TransactionIndex:
         with open(self.path, "ab") as f:
             f.write(data)
 
-    def overlapping(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """Entries of transactions that may have records in [fetch_offset, upper_bound)."""
-        return [e for e in self.entries if e.last_offset >= fetch_offset and e.first_offset < upper_bound]
+    def collect(self, fetch_offset: int, upper_bound: int, into: list[AbortedTxn]) -> bool:
+        """Add the entries of transactions that may have records in [fetch_offset, upper_bound) to ``into``;
+        whether no later segment can hold more. One can not once an entry's last stable offset reaches
+        ``upper_bound``: every transaction open below it had ended by that abort (Kafka's rule: a read looks
+        no further than the segments it needs)."""
+        for e in self.entries:
+            if e.last_offset >= fetch_offset and e.first_offset < upper_bound:
+                into.append(e)
+            if e.last_stable_offset >= upper_bound:
+                return True
+        return False
 
     def truncate_from(self, offset: int) -> None:
         """Drop entries whose marker is at or past ``offset`` (they are rebuilt from the log)."""

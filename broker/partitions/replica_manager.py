@@ -383,7 +383,7 @@ class ReplicaManager:
                 # Clients drop an aborted producer's records from its first offset to its marker.
                 result.aborted_transactions = [
                     {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                    for a in plog.aborted_transactions(request.fetch_offset, bound)]
+                    for a in plog.aborted_transactions(request.fetch_offset, plog.fetch_upper_bound(found))]
         return result
 
     def leader_throttled(self, partition: Partition, replica_id: int) -> bool:

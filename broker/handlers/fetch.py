@@ -99,7 +99,7 @@ def _session(ctx, request, by_id: bool) -> tuple[FetchSession | None, bool, Erro
     if epoch == CLOSE_EPOCH:
         return None, False, ErrorCode.NONE
     if epoch == FULL_EPOCH:
-        session = cache.create(follower)
+        session = cache.create(follower, sum(len(t.partitions) for t in request.topics))
         if session is not None:
             session.uses_topic_ids = by_id
             session.update(request.topics, None, by_id)

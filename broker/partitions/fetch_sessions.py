@@ -15,9 +15,12 @@ A request's ``(session_id, session_epoch)`` says what it is:
 
 Invariants: a session answers a partition whenever it has records, an error, or a high watermark, last
 stable offset or log start offset other than the one last sent, so that a client never misses a change;
-at most ``max.incremental.fetch.session.cache.slots`` sessions live, and when a new one needs room the least
-recently used one that has been idle ``min.incremental.fetch.session.eviction.ms`` goes, followers' last
-(Kafka's FetchSessionCache keeps the same two rules).
+at most ``max.incremental.fetch.session.cache.slots`` sessions live. When a new one needs room, Kafka's
+FetchSessionCache rules decide which goes, if any: the least recently used session, if it has been idle
+``min.incremental.fetch.session.eviction.ms``; else the least valuable session that the new one outranks, a
+follower's outranking a consumer's and a session of more partitions one of fewer, where a follower's session
+may take any consumer's, and any session one created that long ago (so that a follower keeps its session
+beside many consumers, and a large session is not starved by small ones that fetch all the time).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class FetchSession:
     partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
     epoch: int = 1          # the epoch the next incremental request must carry
     last_used: float = 0.0
+    created: float = 0.0
     uses_topic_ids: bool = False   # opened by Fetch v13+: every request in it must name topics by id
     rest: object = None   # its partitions at rest (a SessionRest, made by the fetch handler's first round)
     _topic_ids: dict | None = None   # topic_ids(), made once per change of the partitions (None: not made yet)
@@ -144,30 +148,38 @@ class FetchSessionCache:
         if session is not None:
             session.close()
 
-    def create(self, is_follower: bool) -> FetchSession | None:
-        """A new session, or None when every slot is taken by a session still in use (the client then goes on
-        with full fetches, session id 0, as Kafka answers)."""
+    def create(self, is_follower: bool, size: int = 0) -> FetchSession | None:
+        """A new session of ``size`` partitions, or None when every slot is taken by a session it may not evict
+        (the client then goes on with full fetches, session id 0, as Kafka answers)."""
         if self.slots <= 0:
             return None
-        if len(self.sessions) >= self.slots and not self._evict_one(is_follower):
+        if len(self.sessions) >= self.slots and not self._evict_one(is_follower, size):
             return None
         session_id = random.randint(1, 0x7FFFFFFF)
         while session_id in self.sessions:
             session_id = random.randint(1, 0x7FFFFFFF)
-        session = FetchSession(session_id, is_follower, last_used=self.clock())
+        now = self.clock()
+        session = FetchSession(session_id, is_follower, last_used=now, created=now)
         self.sessions[session_id] = session
         self.created += 1
         return session
 
-    def _evict_one(self, for_follower: bool) -> bool:
+    def _evict_one(self, for_follower: bool, size: int) -> bool:
         now = self.clock()
-        candidates = [s for s in self.sessions.values() if now - s.last_used >= self.min_eviction_s]
-        # A consumer's session goes before a follower's; a follower's only to make room for another follower.
-        for session in sorted(candidates, key=lambda s: (s.is_follower, s.last_used)):
-            if session.is_follower and not for_follower:
-                break
-            del self.sessions[session.session_id]
-            session.close()
-            self.evicted += 1
-            return True
-        return False
+        least_recent = next(iter(self.sessions.values()))
+        if now - least_recent.last_used >= self.min_eviction_s:
+            return self._evict(least_recent)
+        settled = [s for s in self.sessions.values() if now - s.created >= self.min_eviction_s
+                   or (for_follower and not s.is_follower)]
+        if not settled:
+            return False
+        least = min(settled, key=lambda s: (s.is_follower, len(s.partitions), s.session_id))
+        if (for_follower, size) <= (least.is_follower, len(least.partitions)):
+            return False
+        return self._evict(least)
+
+    def _evict(self, session: FetchSession) -> bool:
+        del self.sessions[session.session_id]
+        session.close()
+        self.evicted += 1
+        return True

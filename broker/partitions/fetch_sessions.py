@@ -111,8 +111,11 @@ class FetchSession:
 
     def answer(self, results, incremental: bool) -> list:
         """The results to send: in an incremental answer only the partitions with something new. Records what
-        the client now knows (and, past records sent, where it will fetch next)."""
+        the client now knows (and, past records sent, where it will fetch next). A partition an incremental
+        answer sends records of moves to the end of the session, as in Kafka: the next round reads the others
+        first, so a response's byte bound cannot keep serving the same partitions."""
         kept = []
+        served = []
         for r in results:
             cached = self.partitions.get((r.topic, r.partition))
             if cached is None:
@@ -125,6 +128,10 @@ class FetchSession:
             cached.log_start_offset = r.log_start_offset
             if not incremental or has_records or changed or r.error or r.diverging_epoch is not None:
                 kept.append(r)
+            if incremental and has_records:
+                served.append((r.topic, r.partition))
+        for key in served:
+            self.partitions.move_to_end(key)
         return kept
 
 

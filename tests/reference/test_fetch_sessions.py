@@ -1,6 +1,6 @@
 """Consumers' incremental fetch sessions (KIP-227) side by side: opening, continuing, closing, the epoch and id
-errors, forgetting every partition (Kafka then closes the session) and a version that names topics otherwise
-than the request that opened the session."""
+errors, forgetting every partition (Kafka then closes the session), a version that names topics otherwise
+than the request that opened the session, and partitions served in turn when a response's bound holds one."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.records import build_batch
 from tests.reference.differential import call, same
-from tests.reference.test_produce_fetch import create_written, produce
+from tests.reference.test_produce_fetch import create, create_written, produce
 
 pytestmark = pytest.mark.reference
 
@@ -79,3 +79,35 @@ async def test_a_consumers_fetch_session(targets, topic, case):
         finally:
             await conn.close()
     await same(targets, scenario)
+
+
+async def test_a_session_serves_its_partitions_in_turn_under_a_response_bound(targets, topic):
+    """Three partitions of records, a response bound of about one batch, the client moving past what it got: in
+    Kafka a partition an incremental answer sends records of goes to the end of its session, so the rounds serve
+    each partition in turn (and answer them in the session's order) instead of the first again and again."""
+    async def scenario(target):
+        await create(target, topic, 3)
+        for partition in range(3):
+            for _ in range(4):
+                await produce(target, topic, build_batch([(None, b"v" * 200, [])]), partition)
+        known = await call(target, METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                  "include_topic_authorized_operations": False})
+        tid = bytes(known.topics[0].topic_id)
+        conn = await KafkaConnection.open("127.0.0.1", target.port)
+        offsets, served = [0, 0, 0], []
+        try:
+            sid, epoch, named = 0, 0, [0, 1, 2]
+            for _ in range(6):
+                body = fetch_body(sid, epoch, [(p, offsets[p]) for p in named], tid)
+                answer = await conn.request(FETCH, 16, {**body, "max_bytes": 100})
+                sid, epoch = answer.session_id, epoch + 1
+                got = [(p.partition_index, bool(p.records)) for t in answer.responses for p in t.partitions]
+                named = [p for p, records in got if records]
+                for p in named:
+                    offsets[p] += 1   # (a batch of one record each)
+                served.append(got)
+            return served
+        finally:
+            await conn.close()
+    served = await same(targets, scenario)
+    assert [[p for p, records in got if records] for got in served[1:]] == [[0], [1], [2], [0], [1]]

@@ -109,7 +109,8 @@ async def test_offset_fetch(targets, topic, case):
 
 
 MEMBER_CASES = ["another generation", "generation -1 in a group with members", "a stranger",
-                "the member itself", "an empty member id", "while the group rebalances"]
+                "the member itself", "an empty member id", "while the group rebalances",
+                "a stranger, beside partitions that do not exist"]
 
 
 @pytest.mark.parametrize("case", MEMBER_CASES)
@@ -128,6 +129,12 @@ async def test_a_classic_members_commit(targets, topic, case):
             during = await settled(refused, lambda a: a[0][1][0][1] != 0)
             joining.cancel()
             return during
+        if case == "a stranger, beside partitions that do not exist":   # (refused before the group is asked)
+            topics = [{"name": topic, "partitions": [_partition(0), _partition(9)]},
+                      {"name": topic + "-none", "partitions": [_partition(0)]}]
+            # (in any order: Kafka answers the partitions it refused itself before the group's)
+            return sorted((name, sorted(parts)) for name, parts in await _commit(target, group, topics, generation,
+                                                                                 "nobody"))
         generation, member = {"another generation": (generation + 1, member),
                               "generation -1 in a group with members": (-1, ""),
                               "a stranger": (generation, "nobody"),

@@ -12,7 +12,9 @@ for a well-formed one, once the output passes the bound.
 Every failure is ``InvalidBatch("INVALID_RECORD", why)``; nothing is appended.
 
 ``check_timestamps`` holds a CreateTime batch's records within the topic's
-``message.timestamp.before/after.max.ms`` of the broker's clock (KIP-937).
+``message.timestamp.before/after.max.ms`` of the broker's clock (KIP-937);
+``check_no_log_append_time`` refuses a producer's batch that says its
+timestamps are the log's to a LogAppendTime topic, as Kafka does.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from __future__ import annotations
 from construct import StreamError
 
 from kbroker.protocol.inflate import CorruptBody, InflateLimit, chunks
-from kbroker.protocol.records import HEADER_SIZE, BatchHeader, InvalidBatch, iter_records, zigzag_at
+from kbroker.protocol.records import (HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, InvalidBatch, iter_records,
+                                      zigzag_at)
 
 
 LONG_MAX = (1 << 63) - 1   # message.timestamp.before.max.ms unset: no lower bound
@@ -140,3 +143,14 @@ def check_timestamps(data, header: BatchHeader, now_ms: int, before_ms: int, aft
                            f"errors in total: timestamps out of [{low}, {high}]",
                            tuple((n, f"Timestamp {ts} of message with offset {n} is out of range. The timestamp "
                                      f"should be within [{low}, {high}]") for n, ts in bad))
+
+
+def check_no_log_append_time(header: BatchHeader) -> None:
+    """INVALID_TIMESTAMP, naming every record, for a producer's batch with the LogAppendTime bit bound for a
+    LogAppendTime topic (Kafka's validator: the producer may not set that type; a CreateTime topic takes the
+    batch, and reads its timestamps as the batch's maximum)."""
+    if header.attributes & TIMESTAMP_TYPE_BIT:
+        why = "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime."
+        raise InvalidBatch("INVALID_TIMESTAMP", f"One or more records have been rejected due to "
+                           f"{header.records_count} record errors in total: {why}",
+                           tuple((n, why) for n in range(header.records_count)))

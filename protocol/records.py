@@ -177,6 +177,9 @@ def validate_produce_records(records, max_message_bytes: int, allow_control: boo
         raise InvalidBatch("CORRUPT_MESSAGE", "record batch CRC mismatch")
     if header.records_count <= 0 or header.last_offset_delta < 0:
         raise InvalidBatch("INVALID_RECORD", "batch has no records")
+    if header.last_offset_delta + 1 != header.records_count and not allow_control:
+        raise InvalidBatch("INVALID_RECORD", f"Inconsistent batch offset range [0, {header.last_offset_delta}] and "
+                                             f"count of records {header.records_count}")
     if header.is_control and not allow_control:
         raise InvalidBatch("INVALID_RECORD", "clients may not produce control batches")
     return header

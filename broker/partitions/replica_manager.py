@@ -22,7 +22,7 @@ from kbroker.broker.partitions.partition import READ_COMMITTED, Partition
 from kbroker.broker.partitions.purgatory import Purgatory
 from kbroker.broker.replication.delayed_produce import DelayedProduce
 from kbroker.protocol.errors import ErrorCode
-from kbroker.protocol.record_check import check_keyed_batch, check_timestamps
+from kbroker.protocol.record_check import check_keyed_batch, check_no_log_append_time, check_timestamps
 from kbroker.protocol.records import BatchHeader, InvalidBatch, validate_produce_records
 from kbroker.protocol.types import FileRegion
 from kbroker.storage.log import AppendInfo, OffsetOutOfRange
@@ -256,6 +256,8 @@ class ReplicaManager:
             if config.message_timestamp_type == "CreateTime" and not from_coordinator and not header.is_control:
                 check_timestamps(records, header, self.now_ms(), config.message_timestamp_before_max_ms,
                                  config.message_timestamp_after_max_ms, config.max_inflated_bytes)
+            elif not from_coordinator and not header.is_control:
+                check_no_log_append_time(header)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))

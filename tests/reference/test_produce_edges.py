@@ -1,21 +1,24 @@
-"""Produce at its edges, as raw frames side by side: two batches for one partition, a partition or topic named
-twice, odd base offsets and timestamps, an idempotent producer retrying an older batch and wrapping its
-sequence, and what each leaves in the log."""
+"""Produce at its edges, as raw frames side by side: two batches for one partition, a partition or topic named twice,
+odd base offsets and timestamps, a last offset delta that disagrees with the count, an idempotent producer
+retrying an older batch and wrapping its sequence, and what each leaves in the log."""
 
 from __future__ import annotations
 
 import re
+import struct
 import time
 
+import crc32c
 import pytest
 
-from kbroker.protocol.records import build_batch
+from kbroker.protocol.records import ATTRIBUTES_OFFSET, CRC_OFFSET, build_batch
 from tests.reference.differential import call, same
 from tests.reference.test_produce_fetch import create, init_producer_id, list_offset, produced, records
 
 pytestmark = pytest.mark.reference
 
 PRODUCE = 0
+LAST_OFFSET_DELTA_OFFSET = ATTRIBUTES_OFFSET + 2   # (a batch header's attributes, then its last offset delta)
 INT_MAX = 0x7FFFFFFF
 
 
@@ -57,7 +60,17 @@ SHAPES = {
     "no partitions": lambda topic: [{"name": topic, "partition_data": []}],
     "a leader epoch in the batch": lambda topic: [{"name": topic, "partition_data": [
         _partition(build_batch(records(1), partition_leader_epoch=77))]}],
+    "a last offset delta that is not the count's": lambda topic: [{"name": topic, "partition_data": [
+        _partition(_last_offset_delta(build_batch(records(3)), 4))]}],
 }
+
+
+def _last_offset_delta(batch: bytes, delta: int) -> bytes:
+    """``batch`` claiming another last offset delta than its records count, its CRC made anew."""
+    out = bytearray(batch)
+    struct.pack_into(">i", out, LAST_OFFSET_DELTA_OFFSET, delta)
+    struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
+    return bytes(out)
 
 
 @pytest.mark.parametrize("case", list(SHAPES))

@@ -405,6 +405,12 @@ def control_type(batch) -> int:
     return _CONTROL_KEY.unpack_from(record.key)[1]
 
 
+def marker_coordinator_epoch(batch) -> int:
+    """The transaction coordinator's epoch that a marker (a control batch) carries in its record's value."""
+    record = next(iter_records(batch))
+    return _MARKER_VALUE.unpack_from(record.value)[1]
+
+
 def build_marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                        timestamp_ms: int) -> bytes:
     """A transaction marker: a control batch of one record, as WriteTxnMarkers appends it."""

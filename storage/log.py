@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from kbroker.protocol.records import BatchHeader, patch_base_offset
+from kbroker.protocol.records import BatchHeader, marker_coordinator_epoch, patch_base_offset
 from kbroker.storage.log_config import LogConfig
 from kbroker.storage.producer_log import ProducerLogMixin
 from kbroker.storage.producer_state import ProducerStateManager
@@ -248,7 +248,9 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         length, leader epoch) are written from a fresh buffer and the rest of
         the batch straight from the received frame.
         """
-        if header.has_producer_id:
+        if header.is_control and header.has_producer_id:
+            self.producer_state.check_marker(header.producer_id, marker_coordinator_epoch(records))
+        elif header.has_producer_id:
             duplicate = self.producer_state.check(header)
             if duplicate is not None:
                 # Acknowledged without a write: rare (a retry whose first answer was lost), and what an

@@ -19,7 +19,7 @@ import os
 
 import structlog
 
-from kbroker.protocol.records import CONTROL_ABORT, BatchHeader, control_type
+from kbroker.protocol.records import CONTROL_ABORT, BatchHeader, control_type, marker_coordinator_epoch
 from kbroker.storage.checkpoint import write_atomically
 from kbroker.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshot, decode_snapshot, encode_snapshot
 from kbroker.storage.segment import LogSegment, segment_name
@@ -98,7 +98,7 @@ class ProducerLogMixin:
         if not header.is_control:
             self.producer_state.track_transaction(header, first_offset)
             return
-        first = self.producer_state.complete_transaction(header.producer_id)
+        first = self.producer_state.complete_transaction(header.producer_id, marker_coordinator_epoch(batch()))
         if first is not None and control_type(batch()) == CONTROL_ABORT:
             marker = first_offset + header.last_offset_delta
             unstable = self.producer_state.first_unstable_offset()

@@ -55,6 +55,7 @@ class ProducerEntry:
     epoch: int = -1
     batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
     last_timestamp: int = -1
+    coordinator_epoch: int = -1   # the transaction coordinator's, from the producer's last marker here
 
     @property
     def last_seq(self) -> int:
@@ -111,9 +112,23 @@ class ProducerStateManager:
         if header.is_transactional and not header.is_control:
             self.ongoing.setdefault(header.producer_id, first_offset)
 
-    def complete_transaction(self, producer_id: int) -> int | None:
-        """A marker ends the producer's open transaction; returns its first offset (None if none was open)."""
+    def complete_transaction(self, producer_id: int, coordinator_epoch: int) -> int | None:
+        """A marker ends the producer's open transaction; returns its first offset (None if none was open).
+        The producer keeps the marker's coordinator epoch (``check_marker``)."""
+        entry = self.producers.get(producer_id)
+        if entry is not None:
+            entry.coordinator_epoch = coordinator_epoch
         return self.ongoing.pop(producer_id, None)
+
+    def check_marker(self, producer_id: int, coordinator_epoch: int) -> None:
+        """A marker from a transaction coordinator older than the one whose marker this producer last had
+        here is TRANSACTION_COORDINATOR_FENCED (a coordinator that lost its partition, writing late), as in
+        Kafka; only the leader checks: a follower copies what its leader took."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            raise InvalidBatch("TRANSACTION_COORDINATOR_FENCED",
+                               f"marker of coordinator epoch {coordinator_epoch} for producer {producer_id}, "
+                               f"which had one of epoch {entry.coordinator_epoch} here")
 
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing.values()) if self.ongoing else None
@@ -207,9 +222,11 @@ class ProducerStateManager:
 
 # ---------------------------------------------------------------------- snapshots
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2   # (1 had no coordinator epoch: read as -1)
 _SNAP_HEADER = struct.Struct(">hIi")          # version, crc32c of the rest, producer count
-_SNAP_PRODUCER = struct.Struct(">qhqqb")      # pid, epoch, last timestamp, open txn first offset, batches
+_SNAP_PRODUCER = struct.Struct(">qhqqbi")     # pid, epoch, last timestamp, open txn first offset, batches,
+#                                               coordinator epoch
+_SNAP_PRODUCER_V1 = struct.Struct(">qhqqb")
 _SNAP_BATCH = struct.Struct(">iiqqq")         # first seq, last seq, first offset, last offset, timestamp
 
 
@@ -223,12 +240,12 @@ def encode_snapshot(state: "ProducerStateManager") -> bytes:
     body = bytearray()
     for pid, entry in state.producers.items():
         body += _SNAP_PRODUCER.pack(pid, entry.epoch, entry.last_timestamp, state.ongoing.get(pid, -1),
-                                    len(entry.batches))
+                                    len(entry.batches), entry.coordinator_epoch)
         for b in entry.batches:
             body += _SNAP_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
     for pid, first in state.ongoing.items():   # a transaction opened by a producer with no sequence state
         if pid not in state.producers:
-            body += _SNAP_PRODUCER.pack(pid, -1, -1, first, 0)
+            body += _SNAP_PRODUCER.pack(pid, -1, -1, first, 0, -1)
     count = len(state.producers) + sum(1 for pid in state.ongoing if pid not in state.producers)
     payload = struct.pack(">i", count) + bytes(body)
     return struct.pack(">h", SNAPSHOT_VERSION) + struct.pack(">I", crc32c.crc32c(payload)) + payload
@@ -239,19 +256,21 @@ def decode_snapshot(data: bytes, state: "ProducerStateManager") -> None:
     if len(data) < _SNAP_HEADER.size:
         raise CorruptSnapshot("snapshot too short")
     version, crc, count = _SNAP_HEADER.unpack_from(data)
-    if version != SNAPSHOT_VERSION or crc32c.crc32c(data[6:]) != crc:
+    if version not in (1, SNAPSHOT_VERSION) or crc32c.crc32c(data[6:]) != crc:
         raise CorruptSnapshot("snapshot version or CRC mismatch")
+    layout = _SNAP_PRODUCER if version == SNAPSHOT_VERSION else _SNAP_PRODUCER_V1
     state.clear()
     pos = _SNAP_HEADER.size
     try:
         for _ in range(count):
-            pid, epoch, last_ts, open_first, n = _SNAP_PRODUCER.unpack_from(data, pos)
-            pos += _SNAP_PRODUCER.size
+            pid, epoch, last_ts, open_first, n, *rest = layout.unpack_from(data, pos)
+            pos += layout.size
             if open_first >= 0:
                 state.ongoing[pid] = open_first
             if epoch < 0 and n == 0:
                 continue
-            entry = state.producers[pid] = ProducerEntry(pid, epoch, last_timestamp=last_ts)
+            entry = state.producers[pid] = ProducerEntry(pid, epoch, last_timestamp=last_ts,
+                                                         coordinator_epoch=rest[0] if rest else -1)
             for _ in range(n):
                 entry.batches.append(BatchMetadata(*_SNAP_BATCH.unpack_from(data, pos)))
                 pos += _SNAP_BATCH.size

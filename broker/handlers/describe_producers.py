@@ -30,7 +30,7 @@ def handle(ctx, request):
                 continue
             state = partition.log.producer_state
             producers = [{"producer_id": pid, "producer_epoch": entry.epoch, "last_sequence": entry.last_seq,
-                          "last_timestamp": entry.last_timestamp, "coordinator_epoch": -1,
+                          "last_timestamp": entry.last_timestamp, "coordinator_epoch": entry.coordinator_epoch,
                           "current_txn_start_offset": state.ongoing.get(pid, -1)}
                          for pid, entry in state.producers.items()]
             partitions.append({"partition_index": index, "error_code": 0, "active_producers": producers})

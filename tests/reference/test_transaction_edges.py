@@ -1,17 +1,20 @@
 """The transactional APIs' answers to a client out of turn, as raw frames side by side: InitProducerId with a
 timeout beyond the broker's bound, an empty id or a producer that is not the transaction's, AddPartitionsToTxn
-of a missing topic or partition or under a stale epoch, AddOffsetsToTxn and EndTxn out of order."""
+of a missing topic or partition or under a stale epoch, AddOffsetsToTxn and EndTxn out of order, and a marker
+from an older transaction coordinator."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.reference.differential import call, same, settled
+from tests.reference.test_produce_fetch import create, init_producer_id, list_offset
 from tests.reference.test_transactional_offsets import begin, coordinators_ready
 
 pytestmark = pytest.mark.reference
 
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
+WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS = 27, 61
 
 
 async def test_init_producer_id_naming_the_producer_it_restarts(targets, topic):
@@ -283,3 +286,25 @@ async def test_add_partitions_to_txn_naming_one_partition_twice(targets, topic, 
         return answer.error_code, [[[p.partition_error_code for p in t.results_by_partition] for t in r.topic_results]
                                    for r in answer.results_by_transaction]
     await same(targets, scenario)
+
+
+async def test_a_marker_from_an_older_transaction_coordinator(targets, topic):
+    """Markers written straight for a producer (WriteTxnMarkers, as a transaction coordinator sends them): once a
+    marker of coordinator epoch 5 is in, one of epoch 3 (a coordinator that lost its partition, writing late) is
+    TRANSACTION_COORDINATOR_FENCED and not appended; epoch 5 again, or 6, is taken. DescribeProducers then names
+    the last coordinator epoch."""
+    async def scenario(target):
+        await create(target, topic)
+        init = await init_producer_id(target)
+        seen = []
+        for coordinator_epoch in (5, 3, 5, 6):
+            marker = await call(target, WRITE_TXN_MARKERS, 1, {"markers": [{
+                "producer_id": init.producer_id, "producer_epoch": init.producer_epoch, "transaction_result": True,
+                "coordinator_epoch": coordinator_epoch, "topics": [{"name": topic, "partition_indexes": [0]}]}]})
+            seen.append(marker.markers[0].topics[0].partitions[0].error_code)
+        described = await call(target, DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]})
+        producers = described.topics[0].partitions[0].active_producers
+        return seen, [(p.producer_epoch, p.coordinator_epoch, p.current_txn_start_offset) for p in producers], \
+            await list_offset(target, topic, -1)
+    seen = await same(targets, scenario)
+    assert seen[0] == [0, 52, 0, 0] and seen[2] == (0, 3)

@@ -158,3 +158,35 @@ def test_a_verified_transaction_holds_later_sequences_back_until_its_first_write
     state.expire(now_ms=1_000 + 60_000, expiration_ms=50_000)
     assert not state.verifications
     log.close()
+
+
+def test_a_producers_coordinator_epoch_fences_older_markers_and_survives_a_restart(tmp_path):
+    """The marker's coordinator epoch is kept per producer; an older one is refused (nothing appended); the
+    snapshot keeps it, and a version 1 snapshot (written before it was kept) still loads, with none."""
+    import struct
+
+    import crc32c
+    import pytest
+
+    from kbroker.protocol.records import InvalidBatch
+    from kbroker.storage.producer_state import _SNAP_PRODUCER_V1, decode_snapshot
+
+    directory = str(tmp_path / "t-0")
+    log = Log(directory, "t", 0, LogConfig())
+    txn_data(log, 9, 0, [b"a"])
+    append(log, build_marker_batch(9, 0, True, coordinator_epoch=4, timestamp_ms=1))
+    txn_data(log, 9, 1, [b"b"])
+    end = log.log_end_offset
+    with pytest.raises(InvalidBatch) as refused:
+        append(log, build_marker_batch(9, 0, False, coordinator_epoch=3, timestamp_ms=1))
+    assert refused.value.error == "TRANSACTION_COORDINATOR_FENCED" and log.log_end_offset == end
+    log.close()
+    reopened = Log(directory, "t", 0, LogConfig(), high_watermark=end, clean_shutdown=True)
+    assert reopened.producer_state.producers[9].coordinator_epoch == 4
+    reopened.close()
+
+    payload = struct.pack(">i", 1) + _SNAP_PRODUCER_V1.pack(9, 2, 100, -1, 0)
+    old = struct.pack(">h", 1) + struct.pack(">I", crc32c.crc32c(payload)) + payload
+    state = reopened.producer_state
+    decode_snapshot(old, state)
+    assert state.producers[9].epoch == 2 and state.producers[9].coordinator_epoch == -1

@@ -98,8 +98,9 @@ class ProducerLogMixin:
         if not header.is_control:
             self.producer_state.track_transaction(header, first_offset)
             return
-        first = self.producer_state.complete_transaction(header.producer_id, marker_coordinator_epoch(batch()))
-        if first is not None and control_type(batch()) == CONTROL_ABORT:
+        data = batch()   # (a read of the file when loading: once for both fields)
+        first = self.producer_state.complete_transaction(header.producer_id, marker_coordinator_epoch(data))
+        if first is not None and control_type(data) == CONTROL_ABORT:
             marker = first_offset + header.last_offset_delta
             unstable = self.producer_state.first_unstable_offset()
             segment.txn_index.append(AbortedTxn(header.producer_id, first, marker,

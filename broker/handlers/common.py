@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-from kbroker.protocol.acls import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
+from kbroker.protocol.acls import (ALTER_CONFIGS, DELETE, DESCRIBE, DESCRIBE_CONFIGS, GROUP, READ, TOPIC,
+                                   TRANSACTIONAL_ID, WRITE)
 from kbroker.protocol.errors import ErrorCode
 
 
@@ -95,6 +96,20 @@ def coordinator_error(ctx, group_id: str, operation: int = READ, refuse_empty_id
     if refuse_empty_id and not group_id:
         return ErrorCode.INVALID_GROUP_ID
     return ctx.broker.coordination.group_coordinator_error(group_id)
+
+
+# Kafka's operations on a group (AclEntry.supportedOperations), in its groups' ``authorized_operations``.
+GROUP_OPERATIONS = (READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS)
+
+
+def with_group_operations(ctx, groups: list[dict], asked: bool) -> list[dict]:
+    """Each described group that was found (error 0) told the operations this principal may do on it, when the
+    request asks (``include_authorized_operations``), as Kafka answers; the rest keep the schema's default."""
+    if asked:
+        for g in groups:
+            if not g.get("error_code"):
+                g["authorized_operations"] = ctx.authorized_operations(GROUP, g["group_id"], GROUP_OPERATIONS)
+    return groups
 
 
 def transaction_error(ctx, transactional_id: str) -> ErrorCode:

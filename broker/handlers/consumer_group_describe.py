@@ -1,6 +1,6 @@
 """ConsumerGroupDescribe (KIP-848): epochs, assignor and each member's current and target assignment."""
 
-from kbroker.broker.handlers.common import coordinator_error
+from kbroker.broker.handlers.common import coordinator_error, with_group_operations
 from kbroker.coordinators.group.consumer.describe import consumer_group_description
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.protocol.acls import DESCRIBE
@@ -30,4 +30,4 @@ def handle(ctx, request):
         else:
             groups.append(consumer_group_description(group, coordinator.topic_names_by_id(),
                                                      coordinator.config.consumer_assignors[0]))
-    return {"throttle_time_ms": 0, "groups": groups}
+    return {"throttle_time_ms": 0, "groups": with_group_operations(ctx, groups, request.include_authorized_operations)}

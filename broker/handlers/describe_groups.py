@@ -1,7 +1,7 @@
 """DescribeGroups: state, protocol and members of each group (member metadata only when Stable). A group
 that does not exist is Dead; from v6 (KIP-1043) it is also GROUP_ID_NOT_FOUND, as Kafka 4 answers."""
 
-from kbroker.broker.handlers.common import coordinator_error
+from kbroker.broker.handlers.common import coordinator_error, with_group_operations
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.acls import DESCRIBE
 from kbroker.protocol.errors import ErrorCode
@@ -22,4 +22,5 @@ def handle(ctx, request):
             if ctx.api_version >= 6 and described["group_state"] == DEAD:
                 described.update(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.")
             groups.append(described)
-    return {"throttle_time_ms": 0, "groups": groups}
+    asked = ctx.api_version >= 3 and request.include_authorized_operations
+    return {"throttle_time_ms": 0, "groups": with_group_operations(ctx, groups, asked)}

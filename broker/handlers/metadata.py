@@ -19,7 +19,13 @@ CLUSTER_OPERATIONS = (acls.CREATE, acls.CLUSTER_ACTION, acls.DESCRIBE_CONFIGS, a
 
 
 def cluster_operations(ctx, asked: bool) -> int:
-    return ctx.authorized_operations(acls.CLUSTER, acls.CLUSTER_NAME, CLUSTER_OPERATIONS) if asked else NO_OPERATIONS
+    """The cluster's ``authorized_operations`` when asked: none (0) to a principal that may not Describe the
+    cluster, as Kafka answers, whatever else it may do there."""
+    if not asked:
+        return NO_OPERATIONS
+    if not ctx.authorized(acls.DESCRIBE, acls.CLUSTER, acls.CLUSTER_NAME, log_denied=False):
+        return 0
+    return ctx.authorized_operations(acls.CLUSTER, acls.CLUSTER_NAME, CLUSTER_OPERATIONS)
 
 
 def brokers(ctx) -> list[dict]:

@@ -1,6 +1,6 @@
 """ShareGroupDescribe (KIP-932): a share group's epoch and each member's assignment."""
 
-from kbroker.broker.handlers.common import coordinator_error
+from kbroker.broker.handlers.common import coordinator_error, with_group_operations
 from kbroker.protocol.acls import DESCRIBE
 from kbroker.protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE as API  # noqa: F401
 
@@ -16,4 +16,4 @@ def handle(ctx, request):
                            "authorized_operations": -2147483648})
         else:
             groups.append(coordinator.describe_share_group(group_id))
-    return {"throttle_time_ms": 0, "groups": groups}
+    return {"throttle_time_ms": 0, "groups": with_group_operations(ctx, groups, request.include_authorized_operations)}

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.reference
 PRODUCE, FETCH, METADATA, OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP = 0, 1, 3, 8, 10, 11
 INIT_PRODUCER_ID, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_ACLS, DESCRIBE_ACLS = 22, 19, 20, 32, 30, 29
 DELETE_ACLS = 31
+DESCRIBE_GROUPS, DESCRIBE_CLUSTER = 15, 60
 
 
 async def call_as(user: str, target: Target, api_key: int, version: int, body: dict):
@@ -168,3 +169,45 @@ async def test_acl_bindings_kafka_stores_or_refuses(secured, topic, case):
             await call_as("admin", target, DELETE_ACLS, 3, {"filters": [{**match, "pattern_type_filter": 1}]})
         return seen
     await same(secured, scenario)
+
+
+async def test_the_operations_a_user_is_told_it_may_do_on_a_group_and_the_cluster(secured, topic):
+    """A group's authorized operations (DescribeGroups v3+, asked for) are those of Kafka's five on groups that
+    the ACLs allow; the cluster's (DescribeCluster, Metadata v8-10) are none (0) until the user may Describe the
+    cluster, whatever else it may do there (here IdempotentWrite), then every one allowed."""
+    group = f"g-{topic}"
+    cluster_filter = {"resource_type_filter": 4, "resource_name_filter": None, "pattern_type_filter": 1,
+                      "principal_filter": "User:alice", "host_filter": None, "operation": 1, "permission_type": 1}
+
+    async def told(target):
+        groups = await call_as("alice", target, DESCRIBE_GROUPS, 5, {"groups": [group],
+                                                                     "include_authorized_operations": True})
+        cluster = await call_as("alice", target, DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True})
+        metadata = await call_as("alice", target, METADATA, 10, {
+            "topics": [], "allow_auto_topic_creation": False, "include_cluster_authorized_operations": True,
+            "include_topic_authorized_operations": False})
+        return ((groups.groups[0].error_code, groups.groups[0].authorized_operations),
+                cluster.cluster_authorized_operations, metadata.cluster_authorized_operations)
+
+    async def with_acls(target, bindings, until):
+        await call_as("admin", target, CREATE_ACLS, 3, {"creations": bindings})
+        # (Kafka's authorizer has new ACLs a moment after CreateAcls answered)
+        return await settled(lambda: told(target), until)
+
+    async def scenario(target):
+        # (the group's coordinator found first: Kafka makes __consumer_offsets at the first FindCoordinator)
+        await settled(lambda: call_as("admin", target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                      lambda a: a.error_code == 0)
+        try:
+            before = await with_acls(target, [acl(3, group, "User:alice", 3), acl(3, group, "User:alice", 6),
+                                              acl(4, "kafka-cluster", "User:alice", 12)],
+                                     lambda seen: seen[0][0] == 0)
+            after = await with_acls(target, [acl(4, "kafka-cluster", "User:alice", 8)], lambda seen: seen[1] != 0)
+            return before, after
+        finally:
+            await call_as("admin", target, DELETE_ACLS, 3, {"filters": [
+                cluster_filter, {**cluster_filter, "resource_type_filter": 3, "resource_name_filter": group}]})
+            await settled(lambda: call_as("admin", target, DESCRIBE_ACLS, 3, cluster_filter), lambda d: not d.resources)
+    before, after = await same(secured, scenario)
+    # (Read and Delete, and the Describe that each implies)
+    assert before == ((0, 1 << 3 | 1 << 6 | 1 << 8), 0, 0) and after[1] == after[2] == 1 << 8 | 1 << 12

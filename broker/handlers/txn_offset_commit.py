@@ -30,28 +30,34 @@ _VERIFICATION_ERRORS = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EP
 def handle(ctx, request):
     if not request.topics:
         return _commit(ctx, request)
-    missing = _missing(ctx, request)
-    if missing:
-        return _without_missing(ctx, request, missing)
+    answered = _answered_first(ctx, request)
+    if answered:
+        return _without(ctx, request, answered)
     return _verify_then_commit(ctx, request)
 
 
-def _missing(ctx, request) -> set:
-    """The partitions that do not exist, of topics the principal may read, once the transactional id and the
-    group are authorized: Kafka answers them UNKNOWN_TOPIC_OR_PARTITION before it verifies the transaction or
-    looks at the group, and commits the others."""
+def _answered_first(ctx, request) -> dict:
+    """Once the transactional id and the group are authorized, the partitions of topics the principal may not
+    read (TOPIC_AUTHORIZATION_FAILED) and those that do not exist (UNKNOWN_TOPIC_OR_PARTITION): Kafka answers
+    them so before it verifies the transaction or looks at the group, and commits the others."""
     if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id) or \
             not ctx.authorized(READ, GROUP, request.group_id):
-        return set()
+        return {}
     exists, refused = partition_exists(ctx), topics_refused(ctx, READ, {t.name for t in request.topics})
-    return {(t.name, p.partition_index) for t in request.topics if t.name not in refused for p in t.partitions
-            if not exists(t.name, p.partition_index)}
+    answered = {}
+    for t in request.topics:
+        for p in t.partitions:
+            if t.name in refused:
+                answered[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not exists(t.name, p.partition_index):
+                answered[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return answered
 
 
-async def _without_missing(ctx, request, missing: set) -> dict:
-    known = [{**t, "partitions": [p for p in t.partitions if (t.name, p.partition_index) not in missing]}
+async def _without(ctx, request, answered: dict) -> dict:
+    known = [{**t, "partitions": [p for p in t.partitions if (t.name, p.partition_index) not in answered]}
              for t in request.topics]
-    results = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in missing}
+    results = dict(answered)
     if any(t["partitions"] for t in known):
         rest = type(request)({**request, "topics": [type(t)(k) for t, k in zip(request.topics, known)
                                                     if k["partitions"]]})

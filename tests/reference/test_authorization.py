@@ -14,7 +14,8 @@ pytestmark = pytest.mark.reference
 PRODUCE, FETCH, METADATA, OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP = 0, 1, 3, 8, 10, 11
 INIT_PRODUCER_ID, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_ACLS, DESCRIBE_ACLS = 22, 19, 20, 32, 30, 29
 DELETE_ACLS = 31
-DESCRIBE_GROUPS, DESCRIBE_CLUSTER = 15, 60
+DESCRIBE_GROUPS, DESCRIBE_CLUSTER, TXN_OFFSET_COMMIT = 15, 60, 28
+TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 29, 30, 53
 
 
 async def call_as(user: str, target: Target, api_key: int, version: int, body: dict):
@@ -211,3 +212,28 @@ async def test_the_operations_a_user_is_told_it_may_do_on_a_group_and_the_cluste
     before, after = await same(secured, scenario)
     # (Read and Delete, and the Describe that each implies)
     assert before == ((0, 1 << 3 | 1 << 6 | 1 << 8), 0, 0) and after[1] == after[2] == 1 << 8 | 1 << 12
+
+
+async def test_a_transactional_commit_of_a_topic_the_user_may_not_read(secured, topic):
+    """TxnOffsetCommit from a user who may write the transactional id and read the group but not the topic:
+    TOPIC_AUTHORIZATION_FAILED for its partitions, answered before the producer is looked at (here one the
+    broker never gave)."""
+    txn, group = f"t-{topic}", f"g-{topic}"
+
+    async def commit(target):
+        answer = await call_as("alice", target, TXN_OFFSET_COMMIT, 3, {
+            "transactional_id": txn, "group_id": group, "producer_id": 1, "producer_epoch": 0, "generation_id": -1,
+            "member_id": "", "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]}]})
+        return [p.error_code for t in answer.topics for p in t.partitions]
+
+    async def scenario(target):
+        await call_as("admin", target, CREATE_TOPICS, 7, {"topics": [
+            {"name": topic, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 10000})
+        await call_as("admin", target, CREATE_ACLS, 3, {"creations": [acl(5, txn, "User:alice", 4),
+                                                                      acl(3, group, "User:alice", 3)]})
+        # (Kafka's authorizer has new ACLs a moment after CreateAcls answered)
+        return await settled(lambda: commit(target), lambda errors: errors != [TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+                             and errors != [GROUP_AUTHORIZATION_FAILED])
+    assert await same(secured, scenario) == [TOPIC_AUTHORIZATION_FAILED]

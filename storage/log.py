@@ -54,7 +54,7 @@ class FetchSlice:
     segment: LogSegment
     position: int
     length: int
-    span: int = 0
+    span: int
 
     def fileno(self) -> int:
         return self.segment.fd

@@ -13,7 +13,6 @@ files beside its log). Invariants:
 from __future__ import annotations
 
 import bisect
-
 import glob
 import os
 
@@ -129,7 +128,7 @@ class ProducerLogMixin:
         (``span``) in the slice's segment (the index is sparse, so a little past it), else the segment's end."""
         segment = found.segment
         index = segment.offset_index
-        i = bisect.bisect_left(index.values, found.position + max(found.length, found.span))
+        i = bisect.bisect_left(index.values, found.position + found.span)
         if i < len(index.values):
             return index.keys[i]
         return self._segment_end(self._segment_for(segment.base_offset))

@@ -142,6 +142,21 @@ def partition_exists(ctx):
     return exists
 
 
+def answered_before_the_group(ctx, topics) -> dict[tuple[str, int], ErrorCode]:
+    """What Kafka's broker answers itself before a group coordinator sees an offset commit (OffsetCommit,
+    TxnOffsetCommit): each partition of a topic the principal may not Read (TOPIC_AUTHORIZATION_FAILED), then
+    each that does not exist (UNKNOWN_TOPIC_OR_PARTITION). The rest go to the coordinator."""
+    exists, refused = partition_exists(ctx), topics_refused(ctx, READ, {t.name for t in topics})
+    answered = {}
+    for t in topics:
+        for p in t.partitions:
+            if t.name in refused:
+                answered[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not exists(t.name, p.partition_index):
+                answered[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return answered
+
+
 class LeaderDiscovery:
     """KIP-951 (Produce v10+, Fetch v16+): a partition refused because this broker does not lead it carries
     the leader this broker knows, and the answer carries that leader's endpoint, so the client goes there

@@ -10,7 +10,8 @@ transaction here. A failed check is answered in TxnOffsetCommit's words, as Kafk
 answers it (``_VERIFICATION_ERRORS``).
 """
 
-from kbroker.broker.handlers.common import coordinator_error, group_shard, partition_exists, topics_refused, when_replicated
+from kbroker.broker.handlers.common import (answered_before_the_group, coordinator_error, group_shard,
+                                            partition_exists, topics_refused, when_replicated)
 from kbroker.protocol.acls import GROUP, READ, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT as API  # noqa: F401  (the registry reads API)
@@ -43,15 +44,7 @@ def _answered_first(ctx, request) -> dict:
     if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id) or \
             not ctx.authorized(READ, GROUP, request.group_id):
         return {}
-    exists, refused = partition_exists(ctx), topics_refused(ctx, READ, {t.name for t in request.topics})
-    answered = {}
-    for t in request.topics:
-        for p in t.partitions:
-            if t.name in refused:
-                answered[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif not exists(t.name, p.partition_index):
-                answered[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return answered
+    return answered_before_the_group(ctx, request.topics)
 
 
 async def _without(ctx, request, answered: dict) -> dict:

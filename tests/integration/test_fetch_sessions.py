@@ -299,3 +299,25 @@ def test_a_connection_sends_an_idle_fetch_again_from_its_callback_until_an_answe
     (partition,) = topic.partitions
     assert partition.partition_index == 11 and partition.high_watermark == 2 and bytes(partition.records)
     assert session_epoch == epochs[-1] + 1   # the broker took every repeat as the session's next round
+
+
+def test_kafka_python_under_a_small_fetch_bound_is_served_every_partition_in_turn(kbroker, topic_name):
+    """A consumer whose responses hold one batch each (``fetch_max_bytes`` 1: a fetch still returns its first
+    batch) and that drains each before it fetches again keeps every partition in its session. The session moves
+    a partition an incremental answer served to its end, as Kafka's does, so one round of answers reaches every
+    partition; a
+    session that read in one fixed order would serve partition 0 until it ran dry."""
+    for start in range(3):   # three batches in every partition
+        produce(kbroker.bootstrap_servers, topic_name, 1, start)
+    consumer = KafkaConsumer(topic_name, bootstrap_servers=kbroker.bootstrap_servers, group_id="g",
+                             auto_offset_reset="earliest", fetch_max_bytes=1, fetch_max_wait_ms=100)
+    try:
+        order: list[int] = []
+        while len(order) < 3 * PARTITIONS:
+            for tp, records in consumer.poll(timeout_ms=1000).items():
+                order.extend(tp.partition for _ in records)
+    finally:
+        consumer.close()
+    # (the session's first answer is a full one, which moves nothing: its partition is served again next)
+    assert sorted(set(order[:PARTITIONS + 1])) == list(range(PARTITIONS)), order[:PARTITIONS + 1]
+    assert sorted(order) == sorted(list(range(PARTITIONS)) * 3)

@@ -207,6 +207,13 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.share.max.delivery.count.limit": (int, 10),
     "group.share.partition.max.record.locks": (int, 2000),
     "group.share.max.size": (int, 200),
+    # KIP-1071 streams groups are not served; these bound the streams configs a group may still be given (the
+    # GROUP resource), as in Kafka 4.2.
+    "group.streams.min.session.timeout.ms": (int, 45000),
+    "group.streams.max.session.timeout.ms": (int, 60000),
+    "group.streams.min.heartbeat.interval.ms": (int, 5000),
+    "group.streams.max.heartbeat.interval.ms": (int, 15000),
+    "group.streams.max.standby.replicas": (int, 2),
     "share.coordinator.state.topic.num.partitions": (int, 50),
     "share.coordinator.state.topic.replication.factor": (int, 3),
     "share.coordinator.state.topic.min.isr": (int, 2),

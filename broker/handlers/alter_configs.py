@@ -1,12 +1,13 @@
-"""AlterConfigs (legacy): replace a topic's whole set of config overrides, or a broker's (or the cluster-wide
-default's) whole set of dynamic configs.
+"""AlterConfigs (legacy): replace a topic's whole set of config overrides, a group's whole set of configs, or a
+broker's (or the cluster-wide default's) whole set of dynamic configs.
 
 Changes persist in the metadata store and apply at once: to the topic's logs, or to every running component
 that reads a changed broker config (broker/configuration/dynamic_config.py).
 """
 
 from kbroker.broker.configuration.dynamic_config import is_sensitive, validate
-from kbroker.broker.handlers.describe_configs import BROKER, TOPIC, broker_id_refusal, refusal
+from kbroker.broker.configuration.group_configs import checked as checked_group_configs
+from kbroker.broker.handlers.describe_configs import BROKER, GROUP, TOPIC, broker_id_refusal, refusal
 from kbroker.broker.metadata import topic_name_error
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
@@ -60,8 +61,22 @@ async def apply_broker_configs(ctx, name: str, per_broker: bool, texts: dict[str
     return ErrorCode.NONE, None
 
 
+async def set_group_configs(ctx, group: str, configs: dict[str, str], validate_only: bool
+                            ) -> tuple[ErrorCode, str | None]:
+    """A group's whole new set of configs, checked and (unless validate_only) stored; Kafka checks the name
+    first."""
+    if not group:
+        return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+    stored, message = checked_group_configs(configs, ctx.broker.config)
+    if message:
+        return ErrorCode.INVALID_CONFIG, message
+    if not validate_only:
+        await ctx.broker.admin.set_group_configs(group, stored)
+    return ErrorCode.NONE, None
+
+
 def resource_error(resource) -> tuple[ErrorCode, str] | None:
-    if resource.resource_type not in (TOPIC, BROKER):
+    if resource.resource_type not in (TOPIC, BROKER, GROUP):
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
     if resource.resource_type == TOPIC and not resource.resource_name:
         return ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
@@ -79,9 +94,9 @@ def duplicate_keys(configs) -> tuple[ErrorCode, str] | None:
 def null_value(configs, deleting=lambda c: False) -> tuple[ErrorCode, str] | None:
     """Kafka's refusal of a config given a null value (other than by an incremental DELETE), whatever the
     resource: INVALID_REQUEST, and nothing of the resource changes."""
-    for c in configs:
-        if c.value is None and not deleting(c):
-            return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {c.name}"
+    nulls = [c.name for c in configs if c.value is None and not deleting(c)]
+    if nulls:   # (every one named, as Kafka does)
+        return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}"
     return None
 
 
@@ -95,6 +110,8 @@ async def handle(ctx, request):
             configs = {c.name: c.value for c in resource.configs}
             if resource.resource_type == TOPIC:
                 problem = apply_topic_configs(ctx, name, configs, request.validate_only)
+            elif resource.resource_type == GROUP:
+                problem = await set_group_configs(ctx, name, configs, request.validate_only)
             else:
                 per_broker, problem = broker_target(ctx, name)
                 if problem is None:

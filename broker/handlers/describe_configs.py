@@ -145,12 +145,12 @@ def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCo
 
 def group_config_entries(broker, group: str) -> list[dict]:
     """Every group config: the group's own (DYNAMIC_GROUP_CONFIG, source 8) or the broker's default."""
-    from kbroker.broker.configuration.group_configs import DEFAULTS, default_of
+    from kbroker.broker.configuration.group_configs import CONFIGS, default_of
     own = broker.metadata.group_configs.get(group, {})
     return [{"name": name, "value": own.get(name, default_of(name, broker.config)), "read_only": False,
              "config_source": 8 if name in own else 5, "is_sensitive": False, "synonyms": [],
-             "config_type": STRING if name in ("share.auto.offset.reset", "share.isolation.level") else INT,
-             "documentation": None} for name in sorted(DEFAULTS)]
+             "config_type": STRING if kind == "STRING" else INT, "documentation": None}
+            for name, (kind, *_) in sorted(CONFIGS.items())]
 
 
 def client_metrics_entries(broker, name: str) -> list[dict]:
@@ -197,6 +197,8 @@ def handle(ctx, request):
                               error_message=f"Topic {resource.resource_name} does not exist")
             else:
                 result["configs"] = topic_config_entries(broker, broker.topic_config(meta.name), meta.configs)
+        elif resource.resource_type == GROUP and not resource.resource_name:
+            result.update(error_code=ErrorCode.INVALID_REQUEST, error_message="Group name must not be empty")
         elif resource.resource_type == GROUP:
             result["configs"] = group_config_entries(broker, resource.resource_name)
         elif resource.resource_type == CLIENT_METRICS:

@@ -5,8 +5,10 @@ subscriptions (CLIENT_METRICS, KIP-714: a subscription whose configs all go is r
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
-                                                   duplicate_keys, missing_topic, null_value, resource_error)
-from kbroker.broker.configuration.group_configs import validate as group_config_error
+                                                   duplicate_keys, missing_topic, null_value, resource_error,
+                                                   set_group_configs)
+from kbroker.broker.configuration.group_configs import CONFIGS as GROUP_CONFIGS
+from kbroker.broker.configuration.java_order import hash_order
 from kbroker.broker.configuration import client_metrics
 from kbroker.broker.handlers.describe_configs import (BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, broker_id_refusal,
                                                       refusal)
@@ -25,21 +27,21 @@ TOPIC_LIST_KEYS = frozenset({"cleanup.policy", "leader.replication.throttled.rep
 def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str) -> tuple[dict[str, str], str | None]:
     """``current`` (the stored set) after ``ops``; APPEND and SUBTRACT start from the stored value or else the
     config's default, as Kafka's prepareIncrementalConfigs does. ``known`` None: any name (custom broker
-    configs)."""
+    configs). Kafka's controller takes the ops in its hash map's order and checks names after every op, so
+    where several fail, the one named is Kafka's."""
     updated = dict(current)
-    names = [op.name for op in ops]
-    for op in ops:
-        if names.count(op.name) > 1:
-            return current, f"Duplicate config {op.name}"
-        if known is not None and op.name not in known:
-            return current, f"Unknown {kind} config name: {op.name}"
+    by_name = {op.name: op for op in ops}
+    if len(by_name) < len(ops):
+        return current, f"Duplicate config {next(n for n in by_name if [op.name for op in ops].count(n) > 1)}"
+    for op in (by_name[name] for name in hash_order(by_name)):
         if op.config_operation == SET:
             updated[op.name] = op.value
         elif op.config_operation == DELETE:
             updated.pop(op.name, None)
         elif op.config_operation in (APPEND, SUBTRACT):
             if op.name not in list_keys:
-                return current, f"Config {op.name} is not a list: APPEND and SUBTRACT apply to lists only"
+                verb = "APPEND" if op.config_operation == APPEND else "SUBTRACT"
+                return current, f"Can't {verb} to key {op.name} because its type is not LIST."
             stored = updated[op.name] if op.name in updated else default_of(op.name)
             items = [x for x in (stored or "").split(",") if x]
             change = [x for x in (op.value or "").split(",") if x]
@@ -50,6 +52,9 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
             updated[op.name] = ",".join(items)
         else:
             return current, f"Unknown config operation {op.config_operation}"
+    unknown = [name for name in hash_order(by_name) if known is not None and name not in known]
+    if unknown:
+        return current, f"Unknown {kind} config name: {unknown[0]}"
     return updated, None
 
 
@@ -83,18 +88,15 @@ def _alter_loggers(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode,
 
 
 async def _alter_group(ctx, group: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
-    """GROUP (KIP-848/932): SET and DELETE of a group's configs, checked against the broker's bounds."""
-    if not group:
-        return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+    """GROUP (KIP-848/932): SET and DELETE of a group's configs (none is a list), the whole resulting set
+    checked as Kafka's controller checks it (broker/configuration/group_configs.py)."""
     broker = ctx.broker
-    updated, message = _apply(broker.metadata.group_configs.get(group, {}), ops, None, set(), lambda key: None,
-                              "group")
-    message = message or group_config_error(updated, broker.config)
+    stored = {k: v for k, v in broker.metadata.group_configs.get(group, {}).items() if k in GROUP_CONFIGS}
+    updated, message = _apply(stored, ops, None, set(), lambda key: None, "group")
     if message:
         return ErrorCode.INVALID_CONFIG, message
-    if not validate_only:
-        await broker.admin.set_group_configs(group, updated)
-    return ErrorCode.NONE, None
+    return await set_group_configs(ctx, group, updated, validate_only)
+
 
 
 async def _alter_client_metrics(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:

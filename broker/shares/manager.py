@@ -16,12 +16,12 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import re
 import struct
 from dataclasses import dataclass, field
 
 import structlog
 
+from kbroker.broker.configuration.group_configs import duration_ms
 from kbroker.broker.shares.partition import SharePartition
 from kbroker.broker.shares.persister import SharePersister
 from kbroker.broker.shares.sessions import ShareSession, ShareSessions
@@ -138,7 +138,7 @@ class SharePartitionManager:
         error, state = await self.persister.read(group, topic_id, partition, epoch)
         if error:
             return error, None
-        limits = dict(delivery_limit=int(self.group_config(group, "share.delivery.count.limit")),
+        limits = dict(delivery_limit=self.broker.config["group.share.delivery.count.limit"],
                       max_in_flight=self.broker.config["group.share.partition.max.record.locks"])
         if state is None:
             plog = leader.log
@@ -156,13 +156,12 @@ class SharePartitionManager:
         return ErrorCode.NONE, Loaded(sp, epoch, bytes(topic_id))
 
     def _offset_by_duration(self, plog, reset: str) -> int:
-        """``by_duration:PnDTnHnMn.nS``: the first offset at or after now minus that duration."""
-        m = re.fullmatch(r"by_duration:P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", reset)
-        if m is None:
+        """``by_duration:<ISO-8601 duration>`` (checked when set, as java.time reads it): the first offset at or
+        after now minus that duration."""
+        ms = duration_ms(reset[len("by_duration:"):])
+        if ms is None:
             return plog.high_watermark
-        days, hours, minutes, seconds = (float(x) if x else 0.0 for x in m.groups())
-        since = self.now_ms() - int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
-        found = plog.offset_for_timestamp(since)
+        found = plog.offset_for_timestamp(self.now_ms() - ms)
         return found[0] if found else plog.high_watermark
 
     # ------------------------------------------------------------------ acquiring

@@ -33,10 +33,20 @@ def topic_name_error(name: str | None) -> str | None:
         return "Topic name cannot be \".\" or \"..\""
     if len(name) > MAX_TOPIC_NAME:
         return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, topic name: {name}"
-    if not _LEGAL_TOPIC.match(name):
+    if not _LEGAL_TOPIC.fullmatch(name):
         return (f"Topic name \"{name}\" is illegal, it contains a character other than "
                 "ASCII alphanumerics, '.', '_' and '-'")
     return None
+
+
+def topic_name_invalid(name: str) -> str | None:
+    """Why ``name`` is no topic's, in the words of Kafka's Topic.validate (what its config APIs answer), or
+    None."""
+    reason = ("the empty string is not allowed" if not name else f"'{name}' is not allowed" if name in (".", "..")
+              else f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME}"
+              if len(name) > MAX_TOPIC_NAME else None if _LEGAL_TOPIC.fullmatch(name)
+              else f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    return None if reason is None else f"Topic name is invalid: {reason}"
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from kbroker.storage.config_values import Refused, java_double, parse
+
 # topic config name -> (LogConfig attribute, parser)
 TOPIC_CONFIGS = {
     "segment.bytes": ("segment_bytes", int),
@@ -52,20 +54,6 @@ TOPIC_CONFIGS = {
     "internal.segment.bytes": ("segment_bytes", int),
 }
 INTERNAL_CONFIGS = frozenset({"internal.segment.bytes"})
-
-# Kafka's validators (its LogConfig): the least value of each numeric topic config; the INT ones are
-# 32-bit, the others 64-bit. min.cleanable.dirty.ratio lies in [0, 1].
-_AT_LEAST = {"segment.bytes": 1 << 20, "segment.ms": 1, "segment.index.bytes": 4, "flush.messages": 1,
-             "flush.ms": 0, "retention.ms": -1, "max.message.bytes": 0, "index.interval.bytes": 0,
-             "delete.retention.ms": 0, "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1,
-             "file.delete.delay.ms": 0, "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
-             "message.timestamp.after.max.ms": 0, "segment.jitter.ms": 0, "compression.gzip.level": 1,
-             "compression.lz4.level": 1, "compression.zstd.level": -131072}
-_AT_MOST = {"compression.gzip.level": 9, "compression.lz4.level": 17, "compression.zstd.level": 22}
-_INT_CONFIGS = frozenset({"segment.bytes", "segment.index.bytes", "max.message.bytes", "index.interval.bytes",
-                          "min.insync.replicas", "internal.segment.bytes", "compression.gzip.level",
-                          "compression.lz4.level", "compression.zstd.level"})
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 # topic config name -> broker config name that supplies its default
 BROKER_SYNONYMS = {
@@ -178,73 +166,35 @@ class LogConfig:
 
     def value_of(self, name: str) -> str:
         value = getattr(self, TOPIC_CONFIGS[name][0])
+        if isinstance(value, float):
+            return java_double(value)
         return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def validate_topic_config(name: str, value: str | None) -> str | None:
-    """An error message for an invalid (name, value), else None."""
+    """An error message for an invalid (name, value), in Kafka's words, else None (storage/config_values.py)."""
     if name not in TOPIC_CONFIGS:
         return f"Unknown topic config name: {name}"
     if value is None:
         return None
-    attr, parse = TOPIC_CONFIGS[name]
-    problem = _number_problem(name, value.strip(), parse)
-    if problem:
-        return f"Invalid value {value} for configuration {name}: {problem}"
-    # (empty is allowed, as in Kafka 4.x: neither deletion nor compaction)
-    if name == "cleanup.policy" and not {p for p in value.replace(" ", "").split(",") if p} <= {"delete", "compact"}:
-        return f"Invalid value {value} for configuration {name}"
-    if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-        return f"Invalid value {value} for configuration {name}"
-    if name == "compression.type" and value not in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
-        return f"Invalid value {value} for configuration {name}"
-    if name.endswith(".replication.throttled.replicas") and throttled_replicas(value) is None:
-        return (f"Invalid value {value} for configuration {name}: must be the literal '*' or a list of "
-                "replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    try:
+        parse(name, value)
+    except Refused as exc:
+        return str(exc)
     return None
-
-
-def _number_problem(name: str, text: str, parse) -> str | None:
-    """Why ``text`` is no value of the numeric or boolean config ``name`` as Kafka parses it, or None."""
-    if parse is int:
-        if not _INTEGER.fullmatch(text):
-            return f"Not a number of type {'INT' if name in _INT_CONFIGS else 'LONG'}"
-        number, bits = int(text), 31 if name in _INT_CONFIGS else 63
-        if not -(1 << bits) <= number < (1 << bits):
-            return f"Not a number of type {'INT' if bits == 31 else 'LONG'}"
-        if name == "compression.gzip.level" and number == -1:
-            return None   # (zlib's default level, beside 1 to 9)
-        if number < _AT_LEAST.get(name, number):
-            return f"Value must be at least {_AT_LEAST[name]}"
-        if number > _AT_MOST.get(name, number):
-            return f"Value must be no more than {_AT_MOST[name]}"
-    elif parse is float:
-        try:
-            number = float(text)
-        except ValueError:
-            return "Not a number of type DOUBLE"
-        if not 0 <= number <= 1:
-            return "Value must be no more than 1" if number > 1 else "Value must be at least 0"
-    elif attr_is_bool(name) and text.lower() not in ("true", "false"):
-        return "Expected value to be either true or false"
-    return None
-
-
-def attr_is_bool(name: str) -> bool:
-    return isinstance(getattr(LogConfig(), TOPIC_CONFIGS[name][0]), bool)
-
 
 
 def throttled_replicas(text: str) -> frozenset[tuple[int, int]] | str | None:
     """A ``*.replication.throttled.replicas`` value: ``"*"`` (every replica), the set of (partition, broker)
-    it lists, or None if it is malformed."""
-    text = text.strip()
-    if text == "*":
+    it lists, or None if it is malformed. Read as Kafka reads the list: items split at commas and trimmed,
+    empty ones skipped, and items that join to ``*`` mean every replica."""
+    items = [item.strip() for item in text.split(",")]
+    if "".join(items) == "*":
         return "*"
     out = set()
-    for item in (i.strip() for i in text.split(",") if i.strip()):
-        partition, _, broker = item.partition(":")
-        if not (partition.strip().isdigit() and broker.strip().isdigit()):
+    for item in filter(None, items):
+        if not re.fullmatch(r"[0-9]+:[0-9]+", item):
             return None
+        partition, _, broker = item.partition(":")
         out.add((int(partition), int(broker)))
     return frozenset(out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from kbroker.broker.configuration.java_order import hash_order
+from kbroker.storage.java_order import hash_order
 
 INT, STRING = "INT", "STRING"
 

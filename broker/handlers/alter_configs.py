@@ -8,32 +8,42 @@ that reads a changed broker config (broker/configuration/dynamic_config.py).
 from kbroker.broker.configuration.dynamic_config import is_sensitive, validate
 from kbroker.broker.configuration.group_configs import checked as checked_group_configs
 from kbroker.broker.handlers.describe_configs import BROKER, GROUP, TOPIC, broker_id_refusal, refusal
-from kbroker.broker.metadata import topic_name_error
+from kbroker.broker.metadata import topic_name_invalid
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_configs import ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
-from kbroker.storage.log_config import validate_topic_config
+from kbroker.storage.config_values import normalized, problem as problem_of_topic_configs
 
 
-def missing_topic(name: str) -> tuple[ErrorCode, str]:
-    """The refusal for a topic resource that is not there: INVALID_TOPIC_EXCEPTION for a name no topic can
-    have, as Kafka checks the name first, else UNKNOWN_TOPIC_OR_PARTITION."""
-    invalid = topic_name_error(name)
-    if invalid:
-        return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
-    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
+def topic_configs_problem(broker, configs: dict[str, str]) -> str | None:
+    """Why Kafka refuses a topic's whole set of overrides (storage/config_values.py), the broker's compaction
+    lags standing in for those the set does not name."""
+    defaults = broker.default_log_config
+    return problem_of_topic_configs(configs, {"min.compaction.lag.ms": defaults.min_compaction_lag_ms,
+                                              "max.compaction.lag.ms": defaults.max_compaction_lag_ms})
+
+
+def stored_topic_configs(configs: dict[str, str]) -> dict[str, str]:
+    """A checked set as stored: each value as Kafka renders the parsed one, which DescribeConfigs shows."""
+    return {key: normalized(key, value) for key, value in configs.items()}
 
 
 def apply_topic_configs(ctx, name: str, configs: dict[str, str], validate_only: bool) -> tuple[ErrorCode, str | None]:
-    """Validate and (unless validate_only) store a topic's complete new override set."""
+    """Validate and (unless validate_only) store a topic's complete new override set. In Kafka's order: the
+    name, the configs, and only then whether the topic is there."""
     broker = ctx.broker
-    if name not in broker.metadata.topics:
-        return missing_topic(name)
-    for key, value in configs.items():
-        problem = validate_topic_config(key, value)
-        if problem:
-            return ErrorCode.INVALID_CONFIG, problem
+    if not name:
+        return ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
+    invalid = topic_name_invalid(name)
+    if invalid:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
+    problem = topic_configs_problem(broker, configs)
+    if problem:
+        return ErrorCode.INVALID_CONFIG, problem
+    if name not in broker.metadata.topics:   # (Kafka's controller's words)
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
     if not validate_only:
+        configs = stored_topic_configs(configs)
         broker.admin.set_topic_configs(name, configs)
         ctx.log.info("topic_configs_altered", topic=name, configs=configs)
     return ErrorCode.NONE, None
@@ -78,8 +88,6 @@ async def set_group_configs(ctx, group: str, configs: dict[str, str], validate_o
 def resource_error(resource) -> tuple[ErrorCode, str] | None:
     if resource.resource_type not in (TOPIC, BROKER, GROUP):
         return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
-    if resource.resource_type == TOPIC and not resource.resource_name:
-        return ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."
     return None
 
 

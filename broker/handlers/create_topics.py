@@ -1,13 +1,13 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
+from kbroker.broker.handlers.alter_configs import stored_topic_configs, topic_configs_problem
 from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
 from kbroker.broker.handlers.describe_configs import topic_config_entries
 from kbroker.broker.metadata import TopicNotCreated, topic_name_error
 from kbroker.protocol.acls import CREATE, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
-from kbroker.storage.log_config import validate_topic_config
 
 
 def _collides(name: str, existing) -> str | None:
@@ -61,12 +61,12 @@ def _validate(ctx, topic) -> tuple[ErrorCode, str | None, int, int]:
     if other:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}", 0, 0
     # (the configs before the partitions and replicas: Kafka's controller checks them first)
-    for c in topic.configs:
-        if c.value is None:
-            return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}", 0, 0
-        problem = validate_topic_config(c.name, c.value)
-        if problem:
-            return ErrorCode.INVALID_CONFIG, problem, 0, 0
+    nulls = [c.name for c in topic.configs if c.value is None]
+    if nulls:   # (every one named, as Kafka's controller does)
+        return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}", 0, 0
+    problem = topic_configs_problem(broker, {c.name: c.value for c in topic.configs})
+    if problem:
+        return ErrorCode.INVALID_CONFIG, problem, 0, 0
     if topic.assignments:
         if partitions != -1 or replication != -1:
             return (ErrorCode.INVALID_REQUEST,
@@ -144,7 +144,7 @@ def _create(ctx, request):
             results.append({"name": topic.name, "error_code": error, "error_message": message,
                             "num_partitions": -1, "replication_factor": -1, "configs": None})
             continue
-        configs = {c.name: c.value for c in topic.configs if c.value is not None}
+        configs = stored_topic_configs({c.name: c.value for c in topic.configs if c.value is not None})
         results.append({"name": topic.name})
         accepted.append((topic, partitions, replication, configs, results[-1]))
     for topic, partitions, replication, configs, result in accepted:
@@ -164,8 +164,10 @@ def _made(ctx, request, topic, partitions: int, replication: int, configs: dict)
         except TopicNotCreated as exc:
             return {"name": topic.name, "topic_id": bytes(16), "error_code": ErrorCode.KAFKA_STORAGE_ERROR,
                     "error_message": str(exc), "num_partitions": -1, "replication_factor": -1, "configs": []}
+    # (the answer shows the topic's own values as sent, as Kafka's does; DescribeConfigs shows them parsed)
+    sent = {c.name: c.value for c in topic.configs if c.value is not None}
     entries = topic_config_entries(broker, broker.default_log_config.with_overrides(configs), configs)
     return {"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
             "num_partitions": partitions, "replication_factor": replication,
-            "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+            "configs": [{"name": e["name"], "value": sent.get(e["name"], e["value"]), "read_only": e["read_only"],
                          "config_source": e["config_source"], "is_sensitive": False} for e in entries]}

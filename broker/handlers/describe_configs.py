@@ -2,7 +2,7 @@
 
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.log_levels import LEVELS
-from kbroker.broker.metadata import topic_name_error
+from kbroker.broker.metadata import topic_name_invalid
 from kbroker.broker.configuration.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
                                    is_custom, is_sensitive, is_sensitive_topic_config, text_of)
 from kbroker.protocol import acls
@@ -189,7 +189,7 @@ def handle(ctx, request):
             result.update(error_code=refused[0], error_message=refused[1])
         elif resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(resource.resource_name)
-            invalid = topic_name_error(resource.resource_name) if meta is None else None
+            invalid = topic_name_invalid(resource.resource_name) if meta is None else None
             if invalid is not None:
                 result.update(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=invalid)
             elif meta is None:

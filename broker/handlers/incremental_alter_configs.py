@@ -5,10 +5,10 @@ subscriptions (CLIENT_METRICS, KIP-714: a subscription whose configs all go is r
 from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.dynamic_config import LIST_KEYS, text_of
 from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_topic_configs, broker_target,
-                                                   duplicate_keys, missing_topic, null_value, resource_error,
+                                                   duplicate_keys, null_value, resource_error,
                                                    set_group_configs)
 from kbroker.broker.configuration.group_configs import CONFIGS as GROUP_CONFIGS
-from kbroker.broker.configuration.java_order import hash_order
+from kbroker.storage.java_order import hash_order
 from kbroker.broker.configuration import client_metrics
 from kbroker.broker.handlers.describe_configs import (BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, broker_id_refusal,
                                                       refusal)
@@ -16,7 +16,7 @@ from kbroker.broker.configuration.log_levels import KAFKA_LEVELS, LEVELS, NAMES,
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
-from kbroker.storage.log_config import TOPIC_CONFIGS
+from kbroker.storage.log_config import LogConfig
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # The topic configs Kafka types LIST, which APPEND and SUBTRACT apply to
@@ -24,11 +24,19 @@ TOPIC_LIST_KEYS = frozenset({"cleanup.policy", "leader.replication.throttled.rep
                              "follower.replication.throttled.replicas"})
 
 
+def _java_split(text: str) -> list[str]:
+    """Java's ``text.split(",")``: empty parts kept, but not trailing ones (the empty text: one empty part)."""
+    parts = text.split(",")
+    while len(parts) > 1 and not parts[-1]:
+        parts.pop()
+    return parts
+
+
 def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str) -> tuple[dict[str, str], str | None]:
     """``current`` (the stored set) after ``ops``; APPEND and SUBTRACT start from the stored value or else the
     config's default, as Kafka's prepareIncrementalConfigs does. ``known`` None: any name (custom broker
-    configs). Kafka's controller takes the ops in its hash map's order and checks names after every op, so
-    where several fail, the one named is Kafka's."""
+    configs). Kafka's controller takes the ops in its hash map's order and checks names after every op (a
+    DELETE of a name no config has is no change), so where several fail, the one named is Kafka's."""
     updated = dict(current)
     by_name = {op.name: op for op in ops}
     if len(by_name) < len(ops):
@@ -44,7 +52,7 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
                 return current, f"Can't {verb} to key {op.name} because its type is not LIST."
             stored = updated[op.name] if op.name in updated else default_of(op.name)
             items = [x for x in (stored or "").split(",") if x]
-            change = [x for x in (op.value or "").split(",") if x]
+            change = _java_split(op.value or "")
             if op.config_operation == APPEND:
                 items += [x for x in change if x not in items]
             else:
@@ -52,7 +60,7 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
             updated[op.name] = ",".join(items)
         else:
             return current, f"Unknown config operation {op.config_operation}"
-    unknown = [name for name in hash_order(by_name) if known is not None and name not in known]
+    unknown = [name for name in hash_order(by_name) if known is not None and name not in known and name in updated]
     if unknown:
         return current, f"Unknown {kind} config name: {unknown[0]}"
     return updated, None
@@ -157,13 +165,12 @@ async def handle(ctx, request):
             problem = refusal(ctx, resource.resource_type, name, ALTER_CONFIGS) or resource_error(resource)
         if problem is None and resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(name)
-            if meta is None:
-                problem = missing_topic(name)
-            else:
-                updated, message = _apply(meta.configs, resource.configs, TOPIC_CONFIGS, TOPIC_LIST_KEYS,
-                                          broker.default_log_config.value_of, "topic")
-                problem = ((ErrorCode.INVALID_CONFIG, message) if message else
-                           apply_topic_configs(ctx, meta.name, updated, request.validate_only))
+            # (APPEND and SUBTRACT start from Kafka's own default, not the broker's, as its controller does;
+            # the name, the resulting set and the topic's existence are checked after them, in that order)
+            updated, message = _apply(meta.configs if meta else {}, resource.configs, None, TOPIC_LIST_KEYS,
+                                      LogConfig().value_of, "topic")
+            problem = ((ErrorCode.INVALID_CONFIG, message) if message else
+                       apply_topic_configs(ctx, name, updated, request.validate_only))
         elif problem is None and resource.resource_type not in (GROUP, CLIENT_METRICS):   # BROKER
             per_broker, problem = broker_target(ctx, name)
             if problem is None:

@@ -1,10 +1,10 @@
 """Group config values read as Kafka's Java reads them: ISO-8601 durations (java.time.Duration.parse), and
-String.hashCode, which orders the configs Kafka's controller checks (broker/configuration/java_order.py)."""
+String.hashCode, which orders the configs Kafka's controller checks (storage/java_order.py)."""
 
 import pytest
 
 from kbroker.broker.configuration.group_configs import checked, duration_ms
-from kbroker.broker.configuration.java_order import hash_order, string_hash
+from kbroker.storage.java_order import hash_order, string_hash
 
 
 @pytest.mark.parametrize("text, ms", [

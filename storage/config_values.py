@@ -102,7 +102,12 @@ def _java_list(items: list[str]) -> str:
 
 def parse(name: str, raw: str):
     """``raw`` as Kafka parses and validates the topic config ``name``; raises Refused with Kafka's message."""
-    kind, rule = TYPES[name]
+    return parse_as(name, raw, *TYPES[name])
+
+
+def parse_as(name: str, raw: str, kind: str, rule):
+    """``raw`` parsed as Kafka's ConfigDef parses a config ``name`` of type ``kind`` with the validator ``rule``
+    (as in TYPES); raises Refused with Kafka's message."""
     text = raw.strip(_JAVA_TRIMMED)
 
     def refused(value, why: str) -> Refused:

@@ -149,6 +149,12 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "super.users": (str, ""),
     "allow.everyone.if.no.acl.found": (_bool, False),
     "num.replica.fetchers": (int, 1),
+    # Kafka's thread pools: accepted, described and changed at runtime under Kafka's rules, without effect here
+    # (kbroker's request work runs on one event loop; docs/COMPATIBILITY.md)
+    "num.io.threads": (int, 8),
+    "num.network.threads": (int, 3),
+    "background.threads": (int, 10),
+    "num.recovery.threads.per.data.dir": (int, 2),
     "max.incremental.fetch.session.cache.slots": (int, 1000),
     "max.request.partition.size.limit": (int, 2000),   # DescribeTopicPartitions' partitions per answer
     "replica.fetch.max.bytes": (int, 1048576),

@@ -20,11 +20,14 @@ plugins read their own keys, and Kafka keeps dynamic keys it has no use for): it
 
 from __future__ import annotations
 
+import re
+
 import structlog
 
 from kbroker.broker.configuration.config import DEFINITIONS, ConfigError, parse_listener, parse_value
 from kbroker.broker.network.connection_limits import parse_overrides
-from kbroker.storage.log_config import BROKER_SYNONYMS, validate_topic_config
+from kbroker.storage.config_values import INT, LIST, LONG, STRING, TYPES, Refused, parse_as
+from kbroker.storage.log_config import BROKER_SYNONYMS
 
 log = structlog.get_logger("broker.dynamic_config")
 
@@ -36,7 +39,9 @@ STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 TOPIC_KEY_OF = {broker_key: topic_key for topic_key, broker_key in BROKER_SYNONYMS.items()}
 # The broker defaults of topic configs (Kafka's DynamicLogConfig; message.format.version stays static there).
 LOG_KEYS = frozenset(k for k in TOPIC_KEY_OF if k != "log.message.format.version")
-THREAD_KEYS = frozenset({"num.replica.fetchers"})
+# Kafka's DynamicThreadPool: a count changed at most to double or half at once
+THREAD_KEYS = frozenset({"num.replica.fetchers", "num.io.threads", "background.threads",
+                         "num.recovery.threads.per.data.dir", "num.network.threads"})
 CONNECTION_KEYS = frozenset({"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
                              "max.connection.creation.rate"})
 LISTENER_KEYS = frozenset({"advertised.listeners"})
@@ -46,7 +51,10 @@ DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | {
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second"}
 PER_BROKER_KEYS = LISTENER_KEYS   # Kafka refuses these at the cluster-wide default
-LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "max.connections.per.ip.overrides"})
+# Kafka's LIST-typed broker configs kbroker has: APPEND and SUBTRACT apply to these only
+LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "listeners", "log.dirs", "log.dir",
+                       "group.consumer.assignors", "group.coordinator.rebalance.protocols", "sasl.enabled.mechanisms",
+                       "ssl.cipher.suites", "ssl.enabled.protocols"})
 # (Kafka's PASSWORD-typed configs: their values are never described)
 SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
                       "ssl.truststore.certificates")
@@ -67,16 +75,69 @@ def is_sensitive_topic_config(key: str) -> bool:
     return key.endswith(SENSITIVE_SUFFIXES)
 
 
+# Kafka's type and floor for the dynamic broker configs that are no topic config's broker default
+_TYPES = {
+    **{key: (INT, ("at least", 1)) for key in (*THREAD_KEYS, "producer.id.expiration.ms")},
+    **{key: (INT, ("at least", 0)) for key in ("max.connections", "max.connections.per.ip",
+                                               "max.connection.creation.rate")},
+    **{key: (LONG, ("at least", 0)) for key in ("log.cleaner.backoff.ms", "leader.replication.throttled.rate",
+                                                "follower.replication.throttled.rate",
+                                                "replica.alter.log.dirs.io.max.bytes.per.second")},
+    "max.connections.per.ip.overrides": (STRING, None), "advertised.listeners": (LIST, None)}
+# Broker defaults of topic configs whose broker key Kafka defines with no floor (its topic key has one)
+_UNBOUNDED = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
+
+
+def _type_problem(key: str, text: str) -> str | None:
+    """Kafka's parse of a dynamic broker config's value (its DynamicConfig.Broker ConfigDef), in its words."""
+    if key in LOG_KEYS and TOPIC_KEY_OF[key] in TYPES:
+        topic_key = TOPIC_KEY_OF[key]
+        kind, rule = TYPES[topic_key]
+        rule = None if key in _UNBOUNDED else rule
+    elif key in _TYPES:
+        topic_key, (kind, rule) = None, _TYPES[key]
+    else:
+        return None
+    try:
+        parse_as(key, text, kind, rule)
+    except Refused as exc:
+        return str(exc)
+    return None
+
+
+def _reconfiguration_refused(why: str) -> str:
+    """Kafka's words for a value its reconfiguration refuses (a ConfigException wrapped in another whose name
+    is "Invalid dynamic configuration")."""
+    return f"Invalid value org.apache.kafka.common.config.ConfigException: {why} for configuration Invalid " \
+           "dynamic configuration"
+
+
 def validate(texts: dict[str, str], per_broker: bool, config) -> str | None:
     """Why a dynamic layer of ``texts`` cannot be stored (Kafka's messages), or None. ``config``: the
-    BrokerConfig now, for the rules that compare (thread counts, listener names). Custom names pass as text."""
+    BrokerConfig now, for the rules that compare (thread counts, listener names). Custom names pass as text.
+    Kafka's order: configs that are not dynamic, then every value's type, then what applying them would
+    refuse."""
     texts = {k: v for k, v in texts.items() if k in DEFINITIONS}
     static = sorted(k for k in texts if k not in DYNAMIC_KEYS)
     if static:
-        return f"Cannot update these configs dynamically: {static}"
+        return f"Cannot update these configs dynamically: Set({', '.join(static)})"
+    for key, text in texts.items():
+        problem = _type_problem(key, text)
+        if problem:
+            return problem
     if not per_broker and texts.keys() & PER_BROKER_KEYS:
         return ("Cannot update these configs at default cluster level, broker id must be specified: "
-                f"{sorted(texts.keys() & PER_BROKER_KEYS)}")
+                f"Set({', '.join(sorted(texts.keys() & PER_BROKER_KEYS))})")
+    for key, least in (("log.roll.ms", 1), ("log.roll.jitter.ms", 0)):   # (KafkaConfig's requirements)
+        if key in texts and int(texts[key]) < least:
+            return f"requirement failed: {key} must be greater than or equal to {least}"
+    if "log.retention.ms" in texts and int(texts["log.retention.ms"]) == 0:   # (any negative is unlimited)
+        return "requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal to 1"
+    per_ip = texts.get("max.connections.per.ip", config["max.connections.per.ip"])
+    overrides = texts.get("max.connections.per.ip.overrides", config["max.connections.per.ip.overrides"])
+    if str(per_ip).strip() == "0" and not str(overrides).strip():
+        return ("requirement failed: max.connections.per.ip can be set to zero only if "
+                "max.connections.per.ip.overrides property is set.")
     for key, text in texts.items():
         try:
             value = parse_value(key, text)
@@ -88,33 +149,57 @@ def validate(texts: dict[str, str], per_broker: bool, config) -> str | None:
     return None
 
 
+def _overrides_problem(text: str) -> str | None:
+    """Kafka's refusal of ``host:count,...`` as its KafkaConfig reads the list while it is built (Csv.parseCsvMap,
+    then each count as an int), in the words of the Java exceptions it passes on."""
+    text = text.strip("".join(chr(c) for c in range(33)))   # (a STRING config is trimmed as Java trims)
+    if not text:
+        return None
+    entries = re.split(r"\s*,\s*", text)
+    while entries and not entries[-1]:   # (Java's split drops trailing empty parts, all of them if all are)
+        entries.pop()
+    for entry in entries:
+        if ":" not in entry:
+            return f"Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, " \
+                   f"length {len(entry)}"
+    for entry in entries:
+        count = entry[entry.rfind(":") + 1:].strip()
+        if not re.fullmatch(r"[+-]?[0-9]+", count) or not -(1 << 31) <= int(count) < 1 << 31:
+            return f'For input string: "{count}"'
+    return None
+
+
 def _value_problem(key: str, text: str, value, config) -> str | None:
-    if key in LOG_KEYS:
-        problem = validate_topic_config(TOPIC_KEY_OF[key], text)
-        return problem.replace(TOPIC_KEY_OF[key], key) if problem else None
     if key in THREAD_KEYS:   # Kafka's DynamicThreadPool rule: at least 1, at most doubled or halved at once
         old = config[key]
-        if value < 1 or value > old * 2 or value < old / 2:
-            return f"Invalid value {text} for {key}: between {max(1, -(-old // 2))} and {old * 2} from {old}"
+        if value != old:
+            refused = f"Dynamic thread count update validation failed for {key}={value}"
+            if value <= 0:
+                return _reconfiguration_refused(f"{refused}, value should be at least 1")
+            if value < old / 2:
+                return _reconfiguration_refused(f"{refused}, value should be at least half the current value {old}")
+            if value > old * 2:
+                return _reconfiguration_refused(f"{refused}, value should not be greater than double the current "
+                                                f"value {old}")
         return None
+    if key in ("max.connections", "max.connection.creation.rate") and value <= 0:   # (ConnectionQuotas' rule)
+        return _reconfiguration_refused(f"Invalid {key} {value}")
     if key == "max.connections.per.ip.overrides":
         try:
-            parse_overrides(value)
+            return _overrides_problem(value) or (parse_overrides(value) and None)
         except ConfigError as exc:
-            return str(exc)
-        return None
+            return _reconfiguration_refused(str(exc))
     if key == "advertised.listeners":
         names = {name for name, _, _ in config.listeners}
         try:
             advertised = [parse_listener(x) for x in value]
         except ConfigError as exc:
-            return str(exc)
+            return _reconfiguration_refused(str(exc))
         strays = sorted({name for name, _, _ in advertised} - names)
         if strays:
-            return f"advertised.listeners names listeners this broker does not have: {strays}"
+            return _reconfiguration_refused(f"advertised.listeners names listeners this broker does not have: "
+                                            f"{strays}")
         return None
-    if isinstance(value, int) and value < 0:
-        return f"Invalid value {text} for configuration {key}: must be at least 0"
     return None
 
 

@@ -96,11 +96,21 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
     return entries
 
 
+# Kafka's broker quota configs: outside its KafkaConfig, so described only where a dynamic layer sets them, as
+# read-only and with that layer's value alone
+QUOTA_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                        "replica.alter.log.dirs.io.max.bytes.per.second"})
+
+
 def broker_config_entries(broker) -> list[dict]:
     """Every broker config with its effective value and layers; read-only unless it changes at runtime."""
     entries = [_entry(name, text_of(broker.config.broker_value(name)), name not in DYNAMIC_KEYS,
                       broker.dynamic.synonyms(name), parser)
-               for name, (parser, _) in DEFINITIONS.items()]
+               for name, (parser, _) in DEFINITIONS.items() if name not in QUOTA_KEYS]
+    for name in sorted(QUOTA_KEYS):
+        synonyms = [s for s in broker.dynamic.synonyms(name) if s["source"] != DEFAULT_CONFIG]
+        if synonyms:
+            entries.append(_entry(name, synonyms[0]["value"], True, synonyms, DEFINITIONS[name][0]))
     custom = sorted({k for k in (*broker.dynamic.own, *broker.dynamic.default) if is_custom(k)})
     for name in custom:
         synonyms = broker.dynamic.synonyms(name)

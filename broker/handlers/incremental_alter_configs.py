@@ -66,6 +66,39 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
     return updated, None
 
 
+def _prepare_broker_ops(current: dict[str, str], ops) -> tuple[dict[str, str], tuple[ErrorCode, str] | None]:
+    """A broker's (or the default's) dynamic layer after ``ops``, taken in request order as Kafka's broker takes
+    them before it forwards the change: APPEND and SUBTRACT on a LIST config only (INVALID_CONFIG otherwise),
+    from the layer's value or else the config's own default, parts split as Java splits them. (On a name its
+    KafkaConfig does not define, Kafka's broker fails with UNKNOWN_SERVER_ERROR; kbroker names the config.)"""
+    updated = dict(current)
+    for op in ops:
+        if op.config_operation == SET:
+            updated[op.name] = op.value
+        elif op.config_operation == DELETE:
+            updated.pop(op.name, None)
+        elif op.config_operation in (APPEND, SUBTRACT):
+            verb = "append" if op.config_operation == APPEND else "subtract"
+            if op.name not in DEFINITIONS:
+                return current, (ErrorCode.INVALID_CONFIG, f"Unknown config name: {op.name}")
+            if op.name not in LIST_KEYS:
+                return current, (ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: "
+                                                           f"{op.name}")
+            old = updated.get(op.name)
+            old = old if old is not None else text_of(DEFINITIONS[op.name][1]) or ""
+            parts = _java_split(old) if old else []
+            if op.config_operation == APPEND:
+                parts += [x for x in _java_split(op.value or "") if x not in parts]
+            else:
+                for x in _java_split(op.value or ""):   # (Scala's diff: one occurrence for each)
+                    if x in parts:
+                        parts.remove(x)
+            updated[op.name] = ",".join(parts)
+        else:
+            return current, (ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.config_operation}")
+    return updated, None
+
+
 def _alter_loggers(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
     """BROKER_LOGGER: SET a logger's level or DELETE it (back to the level above); not persisted, as in Kafka."""
     wrong_id = broker_id_refusal(ctx, name)
@@ -174,10 +207,8 @@ async def handle(ctx, request):
         elif problem is None and resource.resource_type not in (GROUP, CLIENT_METRICS):   # BROKER
             per_broker, problem = broker_target(ctx, name)
             if problem is None:
-                updated, message = _apply(broker.dynamic.layer(per_broker), resource.configs, None,
-                                          LIST_KEYS, lambda key: text_of(DEFINITIONS[key][1]), "broker")
-                problem = ((ErrorCode.INVALID_REQUEST, message) if message else
-                           await apply_broker_configs(ctx, name, per_broker, updated, request.validate_only))
+                updated, problem = _prepare_broker_ops(broker.dynamic.layer(per_broker), resource.configs)
+                problem = problem or await apply_broker_configs(ctx, name, per_broker, updated, request.validate_only)
         responses.append({"error_code": problem[0], "error_message": problem[1],
                           "resource_type": resource.resource_type, "resource_name": name})
     return {"throttle_time_ms": 0, "responses": responses}

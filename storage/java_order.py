@@ -1,8 +1,9 @@
 """The order in which Kafka's Java code meets the keys of a small hash map, where that order decides which of
-several faults an answer names (the first config that fails a check).
+several faults an answer names (the first config that fails a check) or how an answer is ordered.
 
-Invariant: for at most 12 keys (a java.util.HashMap or ConcurrentHashMap of the default 16 buckets, below its
-resize), ``hash_order`` lists keys as Java iterates them: by bucket, then in insertion order within one.
+Invariant: ``hash_order`` lists keys as a java.util.HashMap made with ``capacity`` iterates them once they are
+put in: by bucket (the spread String.hashCode modulo the table size, which doubles past three quarters full),
+then in insertion order within one. A ConcurrentHashMap of the default size orders alike below its resize.
 """
 
 from __future__ import annotations
@@ -17,12 +18,26 @@ def string_hash(text: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def _bucket(key: str, buckets: int = 16) -> int:
-    h = string_hash(key) & 0xFFFFFFFF
-    return (h ^ (h >> 16)) & (buckets - 1)
+def table_size(keys: int, capacity: int = 16) -> int:
+    """The buckets of a HashMap made with ``capacity`` once ``keys`` distinct keys are in it."""
+    size = 1
+    while size < capacity:
+        size *= 2
+    for count in range(1, keys + 1):
+        if count > int(size * 0.75):
+            size *= 2
+    return size
 
 
-def hash_order(keys) -> list:
-    """``keys`` (distinct, in insertion order) as a Java hash map of 16 buckets iterates them."""
-    keys = list(keys)
-    return sorted(keys, key=lambda k: (_bucket(k), keys.index(k)))
+def spread(h: int) -> int:
+    """HashMap's spread of a hash (its high half folded into the low)."""
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def hash_order(keys, capacity: int = 16) -> list:
+    """``keys`` (strings, in insertion order; repeats keep their first place) as a Java HashMap made with
+    ``capacity`` iterates them."""
+    keys = list(dict.fromkeys(keys))
+    buckets = table_size(len(keys), capacity)
+    return sorted(keys, key=lambda k: (spread(string_hash(k)) & (buckets - 1), keys.index(k)))

@@ -183,3 +183,35 @@ async def test_a_client_over_its_controller_mutation_rate(targets, topic):
             await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [{"entity": entity, "ops": [
                 {"key": "controller_mutation_rate", "value": 0, "remove": True}]}], "validate_only": False})
     await same(targets, scenario)
+
+
+ALTERATIONS = {   # case -> the entries of one validate-only AlterClientQuotas
+    "one type twice: the last name holds": [([component("user", "a"), component("user", "b")],
+                                              [quota("producer_byte_rate", 1024)])],
+    "one key twice": [([component("user", "k")], [quota("producer_byte_rate", 1), quota("producer_byte_rate", 2)])],
+    "an unknown type beside a user": [([component("user", "u"), component("group", "g")], [])],
+    "an empty name": [([component("client-id", "")], [quota("consumer_byte_rate", 1024)])],
+    "an address with a client id": [([component("client-id", "c"), component("ip", "10.0.0.9")], [])],
+    "a byte rate past a long": [([component("user", "big")], [quota("producer_byte_rate", 1e20)])],
+    "a negative request percentage": [([component("user", "neg")], [quota("request_percentage", -1)])],
+    "two faults: the first in Kafka's order": [([component("user", "two")], [
+        quota("consumer_byte_rate", 1.5), quota("no_such_quota", 1), quota("producer_byte_rate", -1)])],
+    "one entity twice": [([component("user", "same")], [quota("producer_byte_rate", 1024)]),
+                         ([component("user", "same")], [quota("consumer_byte_rate", 1024)])],
+    "several entities, answered in Kafka's order": [
+        ([], []), ([component("user", "o1")], []), ([component("client-id", "o2")], []),
+        ([component("user", "o3"), component("client-id", "o4")], [])],
+}
+
+
+@pytest.mark.parametrize("case", list(ALTERATIONS))
+async def test_alterations_are_checked_and_answered_as_kafka_does(targets, case):
+    """Kafka's controller reads an entity as a map (a type given twice keeps its last name), checks a key given
+    twice, the types and names, their combination, then the values, each in its maps' order, and answers one
+    entry per entity in its results map's order."""
+    async def scenario(target):
+        answer = await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [
+            {"entity": entity, "ops": ops} for entity, ops in ALTERATIONS[case]], "validate_only": True})
+        return [(e.error_code, e.error_message, [(c.entity_type, c.entity_name) for c in e.entity])
+                for e in answer.entries]
+    await same(targets, scenario)

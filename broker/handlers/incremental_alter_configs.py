@@ -25,9 +25,12 @@ TOPIC_LIST_KEYS = frozenset({"cleanup.policy", "leader.replication.throttled.rep
 
 
 def _java_split(text: str) -> list[str]:
-    """Java's ``text.split(",")``: empty parts kept, but not trailing ones (the empty text: one empty part)."""
+    """Java's ``text.split(",")``: empty parts kept, trailing ones dropped, all of them if all are empty (the
+    empty text: one empty part)."""
+    if not text:
+        return [""]
     parts = text.split(",")
-    while len(parts) > 1 and not parts[-1]:
+    while parts and not parts[-1]:
         parts.pop()
     return parts
 

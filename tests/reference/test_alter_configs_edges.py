@@ -86,6 +86,7 @@ VALUES = {   # case -> [(name, operation, value)] on the test's topic, as Java r
     "DELETE of a name no config has": [("no.such.config", DELETE, None)],
     "APPEND with an empty part": [("cleanup.policy", APPEND, ",compact")],
     "APPEND spaced": [("cleanup.policy", APPEND, " compact")],
+    "APPEND of commas alone": [("cleanup.policy", APPEND, ",,")],
     "a gzip level of 0": [("compression.gzip.level", SET, "0")],
 }
 

@@ -25,28 +25,42 @@ INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 STORE_FILE = "kbroker-metadata.json"
 
 
-def topic_name_error(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name (Kafka's Topic.validate), or None."""
+def _topic_name_fault(name: str | None) -> str | None:
+    """What makes ``name`` no legal topic name (Kafka's Topic.validate), in its order of checks, or None."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "empty"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return "dots"
     if len(name) > MAX_TOPIC_NAME:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, topic name: {name}"
-    if not _LEGAL_TOPIC.fullmatch(name):
-        return (f"Topic name \"{name}\" is illegal, it contains a character other than "
-                "ASCII alphanumerics, '.', '_' and '-'")
-    return None
+        return "long"
+    return None if _LEGAL_TOPIC.fullmatch(name) else "chars"
+
+
+# fault -> Kafka's words: those its topic APIs answer (Metadata, CreateTopics...), those its config APIs answer
+_TOPIC_NAME_ERRORS = {
+    "empty": "Topic name is illegal, it can't be empty", "dots": "Topic name cannot be \".\" or \"..\"",
+    "long": "Topic name is illegal, it can't be longer than {max} characters, topic name: {name}",
+    "chars": "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
+             "and '-'"}
+_TOPIC_NAME_INVALID = {
+    "empty": "the empty string is not allowed", "dots": "'{name}' is not allowed",
+    "long": "the length of '{name}' is longer than the max allowed length {max}",
+    "chars": "'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"}
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name, in the words of Kafka's topic APIs, or None."""
+    fault = _topic_name_fault(name)
+    return None if fault is None else _TOPIC_NAME_ERRORS[fault].format(name=name, max=MAX_TOPIC_NAME)
 
 
 def topic_name_invalid(name: str) -> str | None:
     """Why ``name`` is no topic's, in the words of Kafka's Topic.validate (what its config APIs answer), or
     None."""
-    reason = ("the empty string is not allowed" if not name else f"'{name}' is not allowed" if name in (".", "..")
-              else f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME}"
-              if len(name) > MAX_TOPIC_NAME else None if _LEGAL_TOPIC.fullmatch(name)
-              else f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
-    return None if reason is None else f"Topic name is invalid: {reason}"
+    fault = _topic_name_fault(name)
+    if fault is None:
+        return None
+    return "Topic name is invalid: " + _TOPIC_NAME_INVALID[fault].format(name=name, max=MAX_TOPIC_NAME)
 
 
 @dataclass

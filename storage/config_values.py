@@ -84,6 +84,30 @@ def java_double(x: float) -> str:
     return ("-" if sign else "") + f"{shown[0]}.{shown[1:] or '0'}E{exponent + len(digits) - 1}"
 
 
+def java_trim(text: str) -> str:
+    """java.lang.String.trim: every char up to the space gone from both ends."""
+    return text.strip(_JAVA_TRIMMED)
+
+
+def java_split(text: str, separator: str = ",") -> list[str]:
+    """Java's ``text.split(separator)`` (a regex): empty parts kept, trailing ones dropped, all of them if all
+    parts are empty; the empty text is one empty part."""
+    if not text:
+        return [""]
+    parts = re.split(separator, text)
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def java_int(text: str, bits: int = 32) -> int | None:
+    """Integer.parseInt (Long.parseLong for 64 bits) of ``text``: an optional sign and ASCII digits within the
+    type's range, else None."""
+    if not _INTEGER.fullmatch(text) or not -(1 << bits - 1) <= int(text) < 1 << bits - 1:
+        return None
+    return int(text)
+
+
 def render(name: str, value) -> str:
     """A parsed value as Kafka's DescribeConfigs shows it (ConfigDef.convertToString)."""
     kind = TYPES[name][0]
@@ -108,15 +132,14 @@ def parse(name: str, raw: str):
 def parse_as(name: str, raw: str, kind: str, rule):
     """``raw`` parsed as Kafka's ConfigDef parses a config ``name`` of type ``kind`` with the validator ``rule``
     (as in TYPES); raises Refused with Kafka's message."""
-    text = raw.strip(_JAVA_TRIMMED)
+    text = java_trim(raw)
 
     def refused(value, why: str) -> Refused:
         return Refused(f"Invalid value {value} for configuration {name}: {why}")
     if kind in _BITS:
-        bits = _BITS[kind]
-        if not _INTEGER.fullmatch(text) or not -(1 << bits - 1) <= int(text) < 1 << bits - 1:
+        value = java_int(text, _BITS[kind])
+        if value is None:
             raise refused(raw, f"Not a number of type {kind}")
-        value = int(text)
     elif kind == DOUBLE:
         value = _java_parse_double(text)
         if value is None:

@@ -35,9 +35,9 @@ def spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
-def hash_order(keys, capacity: int = 16) -> list:
-    """``keys`` (strings, in insertion order; repeats keep their first place) as a Java HashMap made with
-    ``capacity`` iterates them."""
+def hash_order(keys, capacity: int = 16, hash_of=string_hash) -> list:
+    """``keys`` (in insertion order; repeats keep their first place) as a Java HashMap made with ``capacity``
+    iterates them, each hashed by ``hash_of`` (Java's hashCode of the key; strings' by default)."""
     keys = list(dict.fromkeys(keys))
     buckets = table_size(len(keys), capacity)
-    return sorted(keys, key=lambda k: (spread(string_hash(k)) & (buckets - 1), keys.index(k)))
+    return sorted(keys, key=lambda k: (spread(hash_of(k)) & (buckets - 1), keys.index(k)))

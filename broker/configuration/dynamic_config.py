@@ -20,13 +20,12 @@ plugins read their own keys, and Kafka keeps dynamic keys it has no use for): it
 
 from __future__ import annotations
 
-import re
-
 import structlog
 
 from kbroker.broker.configuration.config import DEFINITIONS, ConfigError, parse_listener, parse_value
 from kbroker.broker.network.connection_limits import parse_overrides
-from kbroker.storage.config_values import INT, LIST, LONG, STRING, TYPES, Refused, parse_as
+from kbroker.storage.config_values import (INT, LIST, LONG, STRING, TYPES, Refused, java_int, java_split, java_trim,
+                                           parse_as)
 from kbroker.storage.log_config import BROKER_SYNONYMS
 
 log = structlog.get_logger("broker.dynamic_config")
@@ -46,10 +45,12 @@ CONNECTION_KEYS = frozenset({"max.connections", "max.connections.per.ip", "max.c
                              "max.connection.creation.rate"})
 LISTENER_KEYS = frozenset({"advertised.listeners"})
 # Kafka's AllDynamicConfigs, as far as kbroker has the keys and applies them without a restart.
-DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | {
-    "log.cleaner.backoff.ms", "producer.id.expiration.ms",
-    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
-    "replica.alter.log.dirs.io.max.bytes.per.second"}
+# Kafka's broker quota configs: outside its KafkaConfig, so DescribeConfigs shows them only where a dynamic layer
+# sets them, as read-only and with that layer's value alone
+QUOTA_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                        "replica.alter.log.dirs.io.max.bytes.per.second"})
+DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | QUOTA_KEYS | {
+    "log.cleaner.backoff.ms", "producer.id.expiration.ms"}
 PER_BROKER_KEYS = LISTENER_KEYS   # Kafka refuses these at the cluster-wide default
 # Kafka's LIST-typed broker configs kbroker has: APPEND and SUBTRACT apply to these only
 LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "listeners", "log.dirs", "log.dir",
@@ -80,9 +81,7 @@ _TYPES = {
     **{key: (INT, ("at least", 1)) for key in (*THREAD_KEYS, "producer.id.expiration.ms")},
     **{key: (INT, ("at least", 0)) for key in ("max.connections", "max.connections.per.ip",
                                                "max.connection.creation.rate")},
-    **{key: (LONG, ("at least", 0)) for key in ("log.cleaner.backoff.ms", "leader.replication.throttled.rate",
-                                                "follower.replication.throttled.rate",
-                                                "replica.alter.log.dirs.io.max.bytes.per.second")},
+    **{key: (LONG, ("at least", 0)) for key in ("log.cleaner.backoff.ms", *QUOTA_KEYS)},
     "max.connections.per.ip.overrides": (STRING, None), "advertised.listeners": (LIST, None)}
 # Broker defaults of topic configs whose broker key Kafka defines with no floor (its topic key has one)
 _UNBOUNDED = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
@@ -90,12 +89,11 @@ _UNBOUNDED = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms",
 
 def _type_problem(key: str, text: str) -> str | None:
     """Kafka's parse of a dynamic broker config's value (its DynamicConfig.Broker ConfigDef), in its words."""
-    if key in LOG_KEYS and TOPIC_KEY_OF[key] in TYPES:
-        topic_key = TOPIC_KEY_OF[key]
-        kind, rule = TYPES[topic_key]
+    if key in LOG_KEYS and TOPIC_KEY_OF[key] in TYPES:   # (as its topic config, but for the floors it lacks)
+        kind, rule = TYPES[TOPIC_KEY_OF[key]]
         rule = None if key in _UNBOUNDED else rule
     elif key in _TYPES:
-        topic_key, (kind, rule) = None, _TYPES[key]
+        kind, rule = _TYPES[key]
     else:
         return None
     try:
@@ -152,19 +150,17 @@ def validate(texts: dict[str, str], per_broker: bool, config) -> str | None:
 def _overrides_problem(text: str) -> str | None:
     """Kafka's refusal of ``host:count,...`` as its KafkaConfig reads the list while it is built (Csv.parseCsvMap,
     then each count as an int), in the words of the Java exceptions it passes on."""
-    text = text.strip("".join(chr(c) for c in range(33)))   # (a STRING config is trimmed as Java trims)
+    text = java_trim(text)   # (a STRING config is trimmed)
     if not text:
         return None
-    entries = re.split(r"\s*,\s*", text)
-    while entries and not entries[-1]:   # (Java's split drops trailing empty parts, all of them if all are)
-        entries.pop()
+    entries = java_split(text, r"\s*,\s*")
     for entry in entries:
         if ":" not in entry:
             return f"Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, " \
                    f"length {len(entry)}"
     for entry in entries:
         count = entry[entry.rfind(":") + 1:].strip()
-        if not re.fullmatch(r"[+-]?[0-9]+", count) or not -(1 << 31) <= int(count) < 1 << 31:
+        if java_int(count) is None:
             return f'For input string: "{count}"'
     return None
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
+from kbroker.storage.config_values import INT, STRING, Refused, parse_as
 from kbroker.storage.java_order import hash_order
 
-INT, STRING = "INT", "STRING"
 
 
 class FromBroker(str):
@@ -63,8 +63,6 @@ SESSIONS = [("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
             ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
             ("streams.session.timeout.ms", "streams.heartbeat.interval.ms")]
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
-_JAVA_TRIMMED = "".join(chr(c) for c in range(33))   # (Java's String.trim: every char up to the space)
-_INT = re.compile(r"[+-]?[0-9]+")
 _DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
                        r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
 LONG_MAX = (1 << 63) - 1
@@ -100,24 +98,19 @@ def _auto_offset_reset_problem(text: str) -> bool:
 
 
 def _parsed(name: str, raw: str) -> tuple[int | str | None, str | None]:
-    """(value, None) or (None, why Kafka's ConfigDef refuses ``raw``)."""
+    """(value, None) or (None, why Kafka's ConfigDef refuses ``raw``): its INT and STRING parse, each config's
+    floor or valid strings, and the share group reset strategy's own check."""
     kind, floor, _, _ = CONFIGS[name]
-    text = raw.strip(_JAVA_TRIMMED)
-
-    def refused(value, why: str) -> str:   # (a type error names the value as sent, a validator the parsed one)
-        return f"Invalid value {value} for configuration {name}: {why}"
-    if kind == STRING:
-        if name == "share.isolation.level" and text not in ISOLATION_LEVELS:
-            return None, refused(text, "String must be one of: " + ", ".join(ISOLATION_LEVELS))
-        if name == "share.auto.offset.reset" and _auto_offset_reset_problem(text):
-            return None, refused(text, f"Invalid value `{text}` for configuration {name}. The value must be either "
-                                       "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
-        return text, None
-    value = int(text) if _INT.fullmatch(text) else None
-    if value is None or not -(1 << 31) <= value < 1 << 31:
-        return None, refused(raw, "Not a number of type INT")
-    if value < floor:
-        return None, refused(value, f"Value must be at least {floor}")
+    rule = ("at least", floor) if kind == INT else ("in", *ISOLATION_LEVELS) if name == "share.isolation.level" \
+        else None
+    try:
+        value = parse_as(name, raw, kind, rule)
+    except Refused as exc:
+        return None, str(exc)
+    if name == "share.auto.offset.reset" and _auto_offset_reset_problem(value):
+        return None, (f"Invalid value {value} for configuration {name}: Invalid value `{value}` for configuration "
+                      f"{name}. The value must be either 'earliest', 'latest' or of the format "
+                      "'by_duration:<PnDTnHnMn.nS>'.")
     return value, None
 
 

@@ -14,9 +14,9 @@ from kbroker.broker.configuration.quotas import (CLIENT_KEYS, CONNECTION_RATE, F
                                                  entity_from_components)
 from kbroker.broker.network.connection_limits import resolve
 from kbroker.protocol.acls import ALTER_CONFIGS
-from kbroker.storage.java_order import hash_order, spread, string_hash, table_size
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS as API  # noqa: F401
+from kbroker.storage.java_order import hash_order, string_hash
 
 # key -> (Kafka's type name, its largest value) where the type is integral
 INTEGRAL = {PRODUCE: ("a LONG", 2**63 - 1), FETCH: ("a LONG", 2**63 - 1), CONNECTION_RATE: ("an INT", 2**31 - 1)}
@@ -112,6 +112,4 @@ def _in_kafkas_order(results: dict[frozenset, dict]) -> list[frozenset]:
     hashed as ClientQuotaEntity hashes: 31 plus the sum of each type's hash XOR its name's)."""
     def java_hash(entity: frozenset) -> int:   # (Objects.hash of the entries map: 31 + its hash)
         return 31 + sum(string_hash(k) ^ (string_hash(v) if v is not None else 0) for k, v in entity)
-    order = list(results)
-    buckets = table_size(len(order))
-    return sorted(order, key=lambda e: (spread(java_hash(e)) & (buckets - 1), order.index(e)))
+    return hash_order(results, hash_of=java_hash)

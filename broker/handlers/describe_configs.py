@@ -4,7 +4,7 @@ from kbroker.broker.configuration.config import DEFINITIONS
 from kbroker.broker.configuration.log_levels import LEVELS
 from kbroker.broker.metadata import topic_name_invalid
 from kbroker.broker.configuration.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
-                                   is_custom, is_sensitive, is_sensitive_topic_config, text_of)
+                                   QUOTA_KEYS, is_custom, is_sensitive, is_sensitive_topic_config, text_of)
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
@@ -94,12 +94,6 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         entries.append(_entry(name, config.value_of(name), False, synonyms, parser, topic=True))
     return entries
-
-
-# Kafka's broker quota configs: outside its KafkaConfig, so described only where a dynamic layer sets them, as
-# read-only and with that layer's value alone
-QUOTA_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-                        "replica.alter.log.dirs.io.max.bytes.per.second"})
 
 
 def broker_config_entries(broker) -> list[dict]:

@@ -8,7 +8,6 @@ from kbroker.broker.handlers.alter_configs import (apply_broker_configs, apply_t
                                                    duplicate_keys, null_value, resource_error,
                                                    set_group_configs)
 from kbroker.broker.configuration.group_configs import CONFIGS as GROUP_CONFIGS
-from kbroker.storage.java_order import hash_order
 from kbroker.broker.configuration import client_metrics
 from kbroker.broker.handlers.describe_configs import (BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, broker_id_refusal,
                                                       refusal)
@@ -16,23 +15,14 @@ from kbroker.broker.configuration.log_levels import KAFKA_LEVELS, LEVELS, NAMES,
 from kbroker.protocol.acls import ALTER_CONFIGS
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.config_values import java_split
+from kbroker.storage.java_order import hash_order
 from kbroker.storage.log_config import LogConfig
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # The topic configs Kafka types LIST, which APPEND and SUBTRACT apply to
 TOPIC_LIST_KEYS = frozenset({"cleanup.policy", "leader.replication.throttled.replicas",
                              "follower.replication.throttled.replicas"})
-
-
-def _java_split(text: str) -> list[str]:
-    """Java's ``text.split(",")``: empty parts kept, trailing ones dropped, all of them if all are empty (the
-    empty text: one empty part)."""
-    if not text:
-        return [""]
-    parts = text.split(",")
-    while parts and not parts[-1]:
-        parts.pop()
-    return parts
 
 
 def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str) -> tuple[dict[str, str], str | None]:
@@ -55,7 +45,7 @@ def _apply(current: dict[str, str], ops, known, list_keys, default_of, kind: str
                 return current, f"Can't {verb} to key {op.name} because its type is not LIST."
             stored = updated[op.name] if op.name in updated else default_of(op.name)
             items = [x for x in (stored or "").split(",") if x]
-            change = _java_split(op.value or "")
+            change = java_split(op.value or "")
             if op.config_operation == APPEND:
                 items += [x for x in change if x not in items]
             else:
@@ -89,11 +79,11 @@ def _prepare_broker_ops(current: dict[str, str], ops) -> tuple[dict[str, str], t
                                                            f"{op.name}")
             old = updated.get(op.name)
             old = old if old is not None else text_of(DEFINITIONS[op.name][1]) or ""
-            parts = _java_split(old) if old else []
+            parts = java_split(old) if old else []
             if op.config_operation == APPEND:
-                parts += [x for x in _java_split(op.value or "") if x not in parts]
+                parts += [x for x in java_split(op.value or "") if x not in parts]
             else:
-                for x in _java_split(op.value or ""):   # (Scala's diff: one occurrence for each)
+                for x in java_split(op.value or ""):   # (Scala's diff: one occurrence for each)
                     if x in parts:
                         parts.remove(x)
             updated[op.name] = ",".join(parts)

@@ -36,27 +36,16 @@ def _topic_name_fault(name: str | None) -> str | None:
     return None if _LEGAL_TOPIC.fullmatch(name) else "chars"
 
 
-# fault -> Kafka's words: those its topic APIs answer (Metadata, CreateTopics...), those its config APIs answer
-_TOPIC_NAME_ERRORS = {
-    "empty": "Topic name is illegal, it can't be empty", "dots": "Topic name cannot be \".\" or \"..\"",
-    "long": "Topic name is illegal, it can't be longer than {max} characters, topic name: {name}",
-    "chars": "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' "
-             "and '-'"}
+# fault -> Kafka's words (its Topic.validate's reasons)
 _TOPIC_NAME_INVALID = {
     "empty": "the empty string is not allowed", "dots": "'{name}' is not allowed",
     "long": "the length of '{name}' is longer than the max allowed length {max}",
     "chars": "'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"}
 
 
-def topic_name_error(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name, in the words of Kafka's topic APIs, or None."""
-    fault = _topic_name_fault(name)
-    return None if fault is None else _TOPIC_NAME_ERRORS[fault].format(name=name, max=MAX_TOPIC_NAME)
-
-
-def topic_name_invalid(name: str) -> str | None:
-    """Why ``name`` is no topic's, in the words of Kafka's Topic.validate (what its config APIs answer), or
-    None."""
+def topic_name_invalid(name: str | None) -> str | None:
+    """Why ``name`` is no topic's, in the words of Kafka's Topic.validate (what CreateTopics, the config APIs
+    and DescribeProducers answer), or None."""
     fault = _topic_name_fault(name)
     if fault is None:
         return None

@@ -1,17 +1,52 @@
-"""CreatePartitions: grow a topic's partition count (never shrink it)."""
+"""CreatePartitions: grow a topic's partition count (never shrink it). Answered as Kafka 4.2's controller
+answers: each repeated name, then each topic not to be altered by this principal, then the others' results; the
+names in the order of the Java hash set that held them."""
+
+from collections import Counter
 
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
+from kbroker.broker.handlers.create_topics import assignment_problem, placement_problem
 from kbroker.protocol.acls import ALTER, TOPIC
 from kbroker.protocol.errors import ErrorCode
+from kbroker.storage.java_order import hash_order, table_size
 from kbroker.protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
+
+
+def _problem(broker, topic, quota, live: set[int]) -> tuple[ErrorCode, str | None]:
+    """Kafka 4.2's controller's checks of one topic's growth, in its order and words: the topic known, the new
+    count above the old, as many assignments as new partitions, the mutation quota (counted whatever follows),
+    then each assignment's replicas, or whether the brokers can hold the topic's replication factor."""
+    meta = broker.metadata.topics.get(topic.name)
+    if meta is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None   # (Kafka's answer carries no message)
+    if topic.count == meta.partitions:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {meta.partitions} partition(s)."
+    if topic.count < meta.partitions:
+        return ErrorCode.INVALID_PARTITIONS, (f"The topic {topic.name} currently has {meta.partitions} "
+                                              f"partition(s); {topic.count} would not be an increase.")
+    additional = topic.count - meta.partitions
+    if topic.assignments is not None and len(topic.assignments) != additional:
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (f"Attempted to add {additional} additional partition(s), but "
+                                                      f"only {len(topic.assignments)} assignment(s) were specified.")
+    if not quota.admit(additional):   # (validate_only counts too, as in Kafka)
+        return ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
+    if topic.assignments is not None:
+        for a in topic.assignments:
+            problem = assignment_problem(a.broker_ids, live, meta.replication_factor)
+            if problem:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+        return ErrorCode.NONE, None
+    problem = placement_problem(meta.replication_factor, len(live))
+    if problem:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, problem
+    return ErrorCode.NONE, None
 
 
 def handle(ctx, request):
     broker = ctx.broker
     names = [t.name for t in request.topics]
     live = {b[0] for b in broker.live_brokers()}
-    results, answered = [], set()
     quota = mutation_quota(ctx, strict_since=3)
     # (one record per new partition: an operation past what Kafka's controller writes at once is refused whole)
     known = broker.metadata.topics
@@ -21,38 +56,25 @@ def handle(ctx, request):
         return {"throttle_time_ms": 0, "results": [
             {"name": name, "error_code": ErrorCode.POLICY_VIOLATION, "error_message": TOO_MANY_PARTITIONS}
             for name in dict.fromkeys(names)]}
-    for topic in request.topics:
-        if topic.name in answered:
-            continue   # (a duplicated topic is answered once, as Kafka's)
-        answered.add(topic.name)
-        meta = broker.metadata.topics.get(topic.name)
-        error, message = ErrorCode.NONE, None
-        if names.count(topic.name) > 1:
-            error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
-        elif not ctx.authorized(ALTER, TOPIC, topic.name):
-            error, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
-        elif meta is None:
-            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION   # (Kafka's answer carries no message)
-        elif topic.count <= meta.partitions:
-            error = ErrorCode.INVALID_PARTITIONS
-            message = (f"Topic currently has {meta.partitions} partitions, which is higher than the requested "
-                       f"{topic.count}." if topic.count < meta.partitions
-                       else f"Topic already has {meta.partitions} partitions.")
-        elif topic.assignments is not None and (
-                len(topic.assignments) != topic.count - meta.partitions
-                or any(len(a.broker_ids) != meta.replication_factor or len(set(a.broker_ids)) != len(a.broker_ids)
-                       for a in topic.assignments)
-                or any(b not in live for a in topic.assignments for b in a.broker_ids)):
-            error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Invalid replica assignment."
-        elif meta.replication_factor > len(live):
-            error = ErrorCode.INVALID_REPLICATION_FACTOR
-            message = f"Replication factor: {meta.replication_factor} larger than available brokers: {len(live)}."
-        elif not quota.admit(topic.count - meta.partitions):   # (validate_only counts too, as in Kafka)
-            error, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
-        elif not request.validate_only:
+    counts = Counter(names)
+    seen: set[str] = set()
+    duplicates = list(dict.fromkeys(n for n in names if n in seen or seen.add(n)))   # (as they turn out so)
+    results = [{"name": n, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."}
+               for n in hash_order(duplicates)]
+    given = []
+    for name in hash_order([n for n in dict.fromkeys(names) if counts[n] == 1], capacity=table_size(len(counts))):
+        if ctx.authorized(ALTER, TOPIC, name):
+            given.append(name)
+        else:
+            results.append({"name": name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "error_message": None})
+    topics = {t.name: t for t in request.topics}
+    for name in given:
+        topic = topics[name]
+        error, message = _problem(broker, topic, quota, live)
+        if error == ErrorCode.NONE and not request.validate_only:
             assignment = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
             broker.admin.add_partitions(topic.name, topic.count, assignment)
-        results.append({"name": topic.name, "error_code": error, "error_message": message})
+        results.append({"name": name, "error_code": error, "error_message": message})
     response = {"throttle_time_ms": mutation_throttle(ctx, quota), "results": results}
     if broker.cluster is None or request.validate_only or request.timeout_ms <= 0:
         return response   # (no time to wait: answered at once, as CreateTopics)

@@ -1,93 +1,134 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
+from collections import Counter
+
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.alter_configs import stored_topic_configs, topic_configs_problem
 from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
 from kbroker.broker.handlers.describe_configs import topic_config_entries
-from kbroker.broker.metadata import TopicNotCreated, topic_name_error
+from kbroker.broker.metadata import TopicNotCreated, topic_name_invalid
 from kbroker.protocol.acls import CREATE, TOPIC
+from kbroker.storage.java_order import hash_order, table_size
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
 
 
+CLUSTER_METADATA = "__cluster_metadata"   # (Kafka's KRaft log: never a topic a client may make)
+
+
 def _collides(name: str, existing) -> str | None:
     """Kafka forbids topics whose names differ only in '.' versus '_' (metric names would clash)."""
+    if "." not in name and "_" not in name:
+        return None
     normalized = name.replace(".", "_")
     for other in existing:
-        if other != name and other.replace(".", "_") == normalized:
+        if other.replace(".", "_") == normalized and ("." in other or "_" in other):
             return other
     return None
 
 
-def _assignment_problem(assignments, live: set[int]) -> str | None:
-    """Why manual replica assignments cannot make a topic, in Kafka's controller's order, or None: each partition
-    once, each with replicas, each broker registered and named once, as many replicas as the partitions
-    before, and the partitions numbered 0 up without a gap."""
+def assignment_problem(assignment, live: set[int], replicas: int | None) -> str | None:
+    """What Kafka's controller finds wrong with one partition's manual replica list, or None: replicas at all,
+    then each broker in ascending order registered and named once, then as many replicas as ``replicas`` (the
+    partitions before it, or the topic's)."""
+    if not assignment:
+        return "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker_id in sorted(assignment):
+        if broker_id not in live:
+            return f"The manual partition assignment includes broker {broker_id}, but no such broker is registered."
+        if broker_id == previous:
+            return f"The manual partition assignment includes the broker {previous} more than once."
+        previous = broker_id
+    if replicas is not None and len(assignment) != replicas:
+        return (f"The manual partition assignment includes a partition with {len(assignment)} replica(s), but this "
+                f"is not consistent with previous partitions, which have {replicas} replica(s).")
+    return None
+
+
+def placement_problem(replication: int, live: int) -> str | None:
+    """Kafka's replica placer's refusal of a replication factor the registered brokers cannot hold, or None."""
+    if replication > live:
+        return (f"The target replication factor of {replication} cannot be reached because only {live} "
+                f"broker(s) are registered.")
+    return None
+
+
+def _assignments_problem(assignments, live: set[int]) -> str | None:
+    """Why manual replica assignments cannot make a topic, in Kafka's controller's order, or None: each
+    partition once and its replicas sound, then the partitions numbered 0 up without a gap."""
     seen: set[int] = set()
     replicas = None
     for a in assignments:
         if a.partition_index in seen:
             return f"Found multiple manual partition assignments for partition {a.partition_index}"
         seen.add(a.partition_index)
-        if not a.broker_ids:
-            return "The manual partition assignment includes an empty replica list."
-        for broker_id in sorted(a.broker_ids):
-            if broker_id not in live:
-                return f"The manual partition assignment includes broker {broker_id}, but no such broker is registered."
-        if len(set(a.broker_ids)) != len(a.broker_ids):
-            return "The manual partition assignment includes a broker more than once."
-        if replicas is not None and len(a.broker_ids) != replicas:
-            return (f"The manual partition assignment includes a partition with {len(a.broker_ids)} replica(s), but "
-                    f"the partitions before it have {replicas}.")
+        problem = assignment_problem(a.broker_ids, live, replicas)
+        if problem:
+            return problem
         replicas = len(a.broker_ids)
     if seen != set(range(len(seen))):
         return "partitions should be a consecutive 0-based integer sequence"
     return None
 
 
+def _name_problem(broker, name: str) -> tuple[ErrorCode, str] | None:
+    """Kafka's controller's checks of a new topic's name, the last that fails winning: the name itself, a
+    collision with an existing topic, the topic existing already."""
+    problem = None
+    invalid = topic_name_invalid(name)
+    if invalid:
+        problem = ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
+    other = _collides(name, broker.metadata.topics)
+    if other:
+        problem = ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}"
+    if name in broker.metadata.topics:
+        problem = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    return problem
+
+
 def _validate(ctx, topic) -> tuple[ErrorCode, str | None, int, int]:
+    """One topic of the request checked as Kafka's controller checks it: its name, its configs (null values,
+    then each value), then its shape (manual assignments, or the replication factor and then the partition
+    count), then whether the brokers can hold it. Returns (error, message, partitions, replication factor)."""
     broker = ctx.broker
     name = topic.name
     partitions = topic.num_partitions
     replication = topic.replication_factor
-    if not ctx.cluster_authorized(CREATE, log_denied=False) and not ctx.authorized(CREATE, TOPIC, name):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", 0, 0
-    invalid = topic_name_error(name)
-    if invalid:
-        return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid, 0, 0
-    if name in broker.metadata.topics:
-        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", 0, 0
-    other = _collides(name, broker.metadata.topics)
-    if other:
-        return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}", 0, 0
-    # (the configs before the partitions and replicas: Kafka's controller checks them first)
+    problem = _name_problem(broker, name)
+    if problem:
+        return (*problem, 0, 0)
     nulls = [c.name for c in topic.configs if c.value is None]
     if nulls:   # (every one named, as Kafka's controller does)
         return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}", 0, 0
     problem = topic_configs_problem(broker, {c.name: c.value for c in topic.configs})
     if problem:
         return ErrorCode.INVALID_CONFIG, problem, 0, 0
+    live = {b[0] for b in broker.live_brokers()}
     if topic.assignments:
-        if partitions != -1 or replication != -1:
-            return (ErrorCode.INVALID_REQUEST,
-                    "Both numPartitions or replicationFactor and replicasAssignments were set.", 0, 0)
-        problem = _assignment_problem(topic.assignments, {b[0] for b in broker.live_brokers()})
+        if replication != -1:
+            return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but replication "
+                    "factor was not set to -1.", 0, 0)
+        if partitions != -1:
+            return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions "
+                    "was not set to -1.", 0, 0)
+        problem = _assignments_problem(topic.assignments, live)
         if problem:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem, 0, 0
-        partitions = len(topic.assignments)
-        replication = len(topic.assignments[0].broker_ids)
+        return ErrorCode.NONE, None, len(topic.assignments), len(topic.assignments[0].broker_ids)
+    if replication < -1 or replication == 0:
+        return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.", 0, 0)
+    if partitions < -1 or partitions == 0:
+        return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.", 0, 0
     if partitions == -1:
         partitions = broker.config["num.partitions"]
     if replication == -1:
         replication = broker.config["default.replication.factor"]
-    if partitions <= 0:
-        return ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", 0, 0
-    if replication <= 0:
-        return ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.", 0, 0
-    live_count = len(broker.live_brokers())
-    if replication > live_count:
-        return (ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Replication factor: {replication} larger than available brokers: {live_count}.", 0, 0)
+    problem = placement_problem(replication, len(live))
+    if problem:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, f"Unable to replicate the partition {replication} time(s): " \
+            + problem, 0, 0
     return ErrorCode.NONE, None, partitions, replication
 
 
@@ -109,47 +150,76 @@ async def _wait_for_leaders(ctx, request, response):
     return response
 
 
-def _partitions_asked(ctx, request) -> int:
-    """The partitions the request asks for, every topic counted as given (-1: the broker's default count)."""
+def _partitions_asked(ctx, topics) -> int:
+    """The partitions ``topics`` ask for, each counted as given (-1: the broker's default count)."""
     default = ctx.broker.config["num.partitions"]
     return sum(len(t.assignments) if t.assignments else default if t.num_partitions == -1 else max(t.num_partitions, 0)
-               for t in request.topics)
+               for t in topics)
+
+
+def _refused(name: str, error: ErrorCode, message: str | None) -> dict:
+    return {"name": name, "error_code": error, "error_message": message, "num_partitions": -1,
+            "replication_factor": -1, "configs": []}
 
 
 def _create(ctx, request):
+    """Kafka 4.2's answer: its controller's results for the topics it was given (each named once, allowed, not
+    its own metadata log), in the request's order; then each duplicated name, then each of the others refused,
+    each group in the order of the hash set that held it."""
+    names = [t.name for t in request.topics]
+    counts = Counter(names)
+    may_create = ctx.cluster_authorized(CREATE, log_denied=False)
+    allowed = {n for n in counts if counts[n] == 1 and n != CLUSTER_METADATA
+               and (may_create or ctx.authorized(CREATE, TOPIC, n))}
+    given = [t for t in request.topics if t.name in allowed]
+    quota = mutation_quota(ctx, strict_since=6)
+    if _partitions_asked(ctx, given) > PARTITIONS_PER_REQUEST:   # (before anything else, as Kafka checks it)
+        ctx.log.info("create_topics_too_large", topics=len(names))
+        return {"throttle_time_ms": 0, "topics": [_refused(name, ErrorCode.POLICY_VIOLATION, TOO_MANY_PARTITIONS)
+                                                  for name in dict.fromkeys(names)]}
     results: list[dict] = []
     accepted: list[tuple] = []   # (topic, partitions, replication, configs, where its result goes)
-    seen: set = set()
-    names = [t.name for t in request.topics]
-    quota = mutation_quota(ctx, strict_since=6)
-    if _partitions_asked(ctx, request) > PARTITIONS_PER_REQUEST:   # (before anything else, as Kafka checks it)
-        ctx.log.info("create_topics_too_large", topics=len(names))
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": name, "error_code": ErrorCode.POLICY_VIOLATION, "error_message": TOO_MANY_PARTITIONS,
-             "num_partitions": -1, "replication_factor": -1, "configs": None} for name in dict.fromkeys(names)]}
-    for topic in request.topics:
-        if topic.name in seen:
-            continue   # (a topic named twice is answered once, and made neither time, as Kafka does)
-        seen.add(topic.name)
-        if names.count(topic.name) > 1:
-            message = f"Create topics request from client contains a duplicate topic {topic.name}"
-            results.append({"name": topic.name, "error_code": ErrorCode.INVALID_REQUEST, "error_message": message,
-                            "num_partitions": -1, "replication_factor": -1, "configs": None})
-            continue
+    for topic in given:
         error, message, partitions, replication = _validate(ctx, topic)
         if error == ErrorCode.NONE and not quota.admit(partitions):   # (validate_only counts too, as in Kafka)
             error, message = ErrorCode.THROTTLING_QUOTA_EXCEEDED, None   # (no message, as Kafka's)
         if error != ErrorCode.NONE:
             ctx.log.info("create_topic_rejected", topic=topic.name, error=error.name, reason=message)
-            results.append({"name": topic.name, "error_code": error, "error_message": message,
-                            "num_partitions": -1, "replication_factor": -1, "configs": None})
+            results.append(_refused(topic.name, error, message))
             continue
         configs = stored_topic_configs({c.name: c.value for c in topic.configs if c.value is not None})
         results.append({"name": topic.name})
         accepted.append((topic, partitions, replication, configs, results[-1]))
     for topic, partitions, replication, configs, result in accepted:
         result.update(_made(ctx, request, topic, partitions, replication, configs))
+    duplicates, singles, table = _name_sets(names)
+    results += [_refused(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in hash_order(duplicates)]
+    for name in hash_order(singles, capacity=table):
+        if name == CLUSTER_METADATA:
+            results.append(_refused(name, ErrorCode.INVALID_REQUEST,
+                                    f"Creation of internal topic {CLUSTER_METADATA} is prohibited."))
+        elif name not in allowed:
+            results.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
     return {"throttle_time_ms": mutation_throttle(ctx, quota), "topics": results}
+
+
+def _name_sets(names: list[str]) -> tuple[list[str], list[str], int]:
+    """Kafka's two hash sets of a request's names: those given twice or more (in the order they turned out so),
+    those given once (in the order given), and the buckets of the latter's table, which grew with every name
+    before a repeat took it out again."""
+    once: dict[str, None] = {}
+    twice: dict[str, None] = {}
+    peak = 0
+    for name in names:
+        if name in twice:
+            continue
+        if name in once:
+            del once[name]
+            twice[name] = None
+        else:
+            once[name] = None
+            peak = max(peak, len(once))
+    return list(twice), list(once), table_size(peak)
 
 
 def _made(ctx, request, topic, partitions: int, replication: int, configs: dict) -> dict:
@@ -170,4 +240,5 @@ def _made(ctx, request, topic, partitions: int, replication: int, configs: dict)
     return {"name": topic.name, "topic_id": topic_id, "error_code": 0, "error_message": None,
             "num_partitions": partitions, "replication_factor": replication,
             "configs": [{"name": e["name"], "value": sent.get(e["name"], e["value"]), "read_only": e["read_only"],
-                         "config_source": e["config_source"], "is_sensitive": False} for e in entries]}
+                         "config_source": e["config_source"], "is_sensitive": False}
+                        for e in sorted(entries, key=lambda e: e["name"])]}   # (by name, as Kafka's controller)

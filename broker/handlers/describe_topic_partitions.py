@@ -10,7 +10,7 @@ when it runs out at a topic's end, ``next_cursor`` names the next topic's partit
 """
 
 from kbroker.broker.handlers.metadata import TOPIC_OPERATIONS, describe_topic
-from kbroker.broker.metadata import topic_name_error
+from kbroker.broker.metadata import topic_name_invalid
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_topic_partitions import DESCRIBE_TOPIC_PARTITIONS as API  # noqa: F401  (the registry reads API)
@@ -39,7 +39,7 @@ def handle(ctx, request):
         if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, name):
             topics.append(_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
-        if topic_name_error(name):   # (a name no topic can have: Kafka answers so, not that it is unknown)
+        if topic_name_invalid(name):   # (a name no topic can have: Kafka answers so, not that it is unknown)
             topics.append(_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             continue
         described = describe_topic(ctx, name)

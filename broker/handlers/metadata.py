@@ -2,7 +2,7 @@
 
 import asyncio
 
-from kbroker.broker.metadata import TopicNotCreated, topic_name_error
+from kbroker.broker.metadata import TopicNotCreated, topic_name_invalid
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
@@ -115,7 +115,7 @@ def answer(ctx, request):
             if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, name):
                 topics.append(_refused(name))
                 continue
-            invalid = topic_name_error(name)
+            invalid = topic_name_invalid(name)
             if invalid:
                 ctx.log.info("invalid_topic_name", topic=name, reason=invalid)
                 topics.append({"error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": []})

@@ -1,6 +1,7 @@
 """CreateTopics at its edges, side by side: manual replica assignments (gaps, a broker twice, a broker not there,
 uneven replica counts, beside a partition count), defaults asked for with -1, a config given twice or without a
-value, the same topic twice in one request, a name differing from an existing one only by '.' and '_'."""
+value, the same topic twice in one request, a name differing from an existing one only by '.' and '_', names no
+topic may have; each refusal in Kafka 4.2's controller's words, and a request's answers in its order."""
 
 from __future__ import annotations
 
@@ -21,11 +22,17 @@ CASES = {   # case -> (num_partitions, replication_factor, assignments as a func
     "two partitions assigned": (-1, -1, lambda me: [assignment(0, [me]), assignment(1, [me])], []),
     "assigned with a gap": (-1, -1, lambda me: [assignment(0, [me]), assignment(2, [me])], []),
     "assigned a broker twice": (-1, -1, lambda me: [assignment(0, [me, me])], []),
-    "assigned a broker not there": (-1, -1, lambda me: [assignment(0, [me + 100])], []),
+    "assigned a broker not there": (-1, -1, lambda me: [assignment(0, [50])], []),
     "assigned no broker": (-1, -1, lambda me: [assignment(0, [])], []),
     "assigned beside a partition count": (2, -1, lambda me: [assignment(0, [me])], []),
     "the defaults": (-1, -1, lambda me: [], []),
     "a negative partition count": (-5, 1, lambda me: [], []),
+    "no partitions": (0, 1, lambda me: [], []),
+    "a zero replication factor": (1, 0, lambda me: [], []),
+    "a replication factor below -1 and no partitions": (0, -2, lambda me: [], []),
+    "a replication factor past the brokers": (1, 3, lambda me: [], []),
+    "assigned beside a replication factor": (-1, 1, lambda me: [assignment(0, [me])], []),
+    "assigned a partition twice": (-1, -1, lambda me: [assignment(0, [me]), assignment(0, [me])], []),
     "a config given twice": (1, 1, lambda me: [], [("retention.ms", "1000"), ("retention.ms", "2000")]),
     "a config without a value": (1, 1, lambda me: [], [("retention.ms", None)]),
 }
@@ -43,7 +50,9 @@ async def test_create_topics_edges(targets, topic, case):
             "timeout_ms": 10000, "validate_only": False})
         t = answer.topics[0]
         retention = [c.value for c in t.configs or [] if c.name == "retention.ms"]
-        return t.error_code, t.error_message is not None, t.num_partitions, t.replication_factor, retention
+        message = t.error_message and t.error_message.replace(f"broker {me} ", "broker <me> ")
+        return (t.error_code, message, t.num_partitions, t.replication_factor, retention,
+                t.configs if t.error_code else None)
     await same(targets, scenario)
 
 
@@ -57,6 +66,31 @@ async def test_the_same_topic_twice_and_a_colliding_name(targets, topic):
                                                           "timeout_ms": 10000})
         return ([(t.error_code, t.error_message is not None) for t in twice.topics],
                 made.topics[0].error_code, colliding.topics[0].error_code)
+    await same(targets, scenario)
+
+
+NAMES = {   # case -> the names of one request's topics, given the test's own
+    "a name with a space": lambda topic: [topic + " x"],
+    "a dot": lambda topic: ["."],
+    "a name past 249 characters": lambda topic: [topic + "x" * 250],
+    "the metadata log's name": lambda topic: ["__cluster_metadata"],
+    "repeats, refusals and a good one": lambda topic: [
+        f"{topic}-a", f"{topic}-b", "__cluster_metadata", f"{topic}-a", f"{topic}-c", f"{topic} bad", f"{topic}-b",
+        f"{topic}-d", f"{topic}-a", f"{topic}-e"],
+}
+
+
+@pytest.mark.parametrize("case", list(NAMES))
+async def test_names_refused_and_answered_in_kafkas_order(targets, topic, case):
+    """Kafka 4.2's controller answers the topics it was given in the request's order, then each repeated name,
+    then its own log's name: the latter two in the order of the Java hash sets that held them."""
+    names = NAMES[case](topic)
+
+    async def scenario(target):
+        answer = await call(target, CREATE_TOPICS, 7, {"topics": [{
+            "name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+            for name in names], "timeout_ms": 10000, "validate_only": True})
+        return [(t.name, t.error_code, t.error_message, t.configs if t.error_code else None) for t in answer.topics]
     await same(targets, scenario)
 
 

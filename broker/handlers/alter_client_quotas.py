@@ -87,7 +87,7 @@ async def handle(ctx, request):
         entity = _entity(entry)
         key = frozenset(entity.items())
         echo = [{"entity_type": kind, "entity_name": entity[kind]} for kind in hash_order(entity, len(entry.entity))]
-        problem = None if allowed else "Authorization failed."
+        problem = None if allowed else "Cluster authorization failed."
         error = ErrorCode.NONE if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         if allowed:
             problem = (f"Ignoring duplicate entity {_entity_text(entity, len(entry.entity))}" if key in results

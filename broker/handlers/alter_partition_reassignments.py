@@ -40,7 +40,7 @@ def _single_broker(ctx, request) -> dict:
 
 async def handle(ctx, request):
     if not ctx.cluster_authorized(ALTER):
-        return _every(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+        return _every(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx.needs(ALTER))
     member = ctx.broker.cluster
     if member is None:
         return _single_broker(ctx, request)

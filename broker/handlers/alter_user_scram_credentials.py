@@ -41,7 +41,7 @@ async def handle(ctx, request):
     users = list(dict.fromkeys(a.name for a in [*request.deletions, *request.upsertions]))
     if not ctx.cluster_authorized(ALTER):
         return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                                    "error_message": "Authorization failed."} for u in users]}
+                                                    "error_message": ctx.needs(ALTER)} for u in sorted(users)]}
     failed: dict[str, tuple] = {}
     for alteration, is_upsertion in [*((d, False) for d in request.deletions), *((u, True) for u in request.upsertions)]:
         problem = _problem(ctx, alteration, is_upsertion, duplicates)

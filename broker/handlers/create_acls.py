@@ -12,7 +12,7 @@ def refusal(ctx, operation: int) -> tuple[ErrorCode, str] | None:
     if ctx.broker.authorizer is None:
         return ErrorCode.SECURITY_DISABLED, "No Authorizer is configured."
     if not ctx.cluster_authorized(operation):
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx.needs(operation)
     return None
 
 

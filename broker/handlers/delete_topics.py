@@ -40,7 +40,7 @@ def handle(ctx, request):
                 continue
         meta = broker.metadata.topics.get(name)
         if not ctx.authorized(DELETE, TOPIC, name):
-            error, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            error, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
         elif not broker.config["delete.topic.enable"]:
             error, message = ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled."
         elif meta is None:

@@ -136,14 +136,14 @@ def broker_id_refusal(ctx, name: str) -> tuple[ErrorCode, str] | None:
 
 
 def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCode, str] | None:
-    """Kafka's check for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on the topic,
-    or on the cluster for a broker's configs."""
+    """Kafka's check for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on the topic or the
+    group, or on the cluster for a broker's configs; answered with the error's own words, as Kafka does."""
     if resource_type == TOPIC and not ctx.authorized(operation, acls.TOPIC, name):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
     if resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS) and not ctx.cluster_authorized(operation):
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     if resource_type == GROUP and not ctx.authorized(operation, acls.GROUP, name):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed."
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
     return None
 
 

@@ -1,9 +1,20 @@
 """DescribeProducers: the idempotent and transactional producers a partition's log knows."""
 
-from kbroker.broker.metadata import topic_name_error
+from kbroker.broker.metadata import topic_name_invalid
 from kbroker.protocol.acls import READ, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
+
+
+def _topic_error(ctx, name: str) -> tuple[ErrorCode, str | None] | None:
+    invalid = topic_name_invalid(name)
+    if invalid:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
+    if not ctx.authorized(READ, TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    if name not in ctx.broker.metadata.topics:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+    return None
 
 
 def handle(ctx, request):
@@ -11,14 +22,11 @@ def handle(ctx, request):
     topics = []
     for topic in request.topics:
         partitions = []
-        if not ctx.authorized(READ, TOPIC, topic.name):
+        error = _topic_error(ctx, topic.name)
+        if error:   # (Kafka's order: the name, the right to read, the topic known; each with its words)
+            code, message = error
             topics.append({"name": topic.name, "partitions": [
-                {"partition_index": i, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "active_producers": []}
-                for i in topic.partition_indexes]})
-            continue
-        if topic_name_error(topic.name):   # (a name no topic can have: Kafka answers so, not that it is unknown)
-            topics.append({"name": topic.name, "partitions": [
-                {"partition_index": i, "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION, "active_producers": []}
+                {"partition_index": i, "error_code": code, "error_message": message, "active_producers": []}
                 for i in topic.partition_indexes]})
             continue
         for index in topic.partition_indexes:

@@ -13,8 +13,11 @@ from kbroker.protocol.scram import MECHANISMS
 def handle(ctx, request):
     credentials = ctx.broker.credentials
     if not ctx.cluster_authorized(DESCRIBE):
+        # (Kafka's error answer: no message, and one result per user asked, each unnamed)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "Authorization failed.", "results": []}
+                "error_message": None, "results": [
+                    {"user": "", "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None,
+                     "credential_infos": []} for _ in request.users or []]}
     asked = [u.name for u in request.users] if request.users else sorted(credentials.users)
     counts = Counter(asked)
     results = []

@@ -13,9 +13,10 @@ async def handle(ctx, request):
         [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
     wanted = None if asked is None else list(dict.fromkeys(asked))   # (each elected once, answered as asked)
     if not ctx.cluster_authorized(ALTER):
+        needs = ctx.needs(ALTER)
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "replica_election_results": [{"topic": t.topic, "partition_result": [
-                    {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                    {"partition_id": p, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": needs}
                     for p in t.partitions]} for t in (request.topic_partitions or [])]}
     if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
         # (the whole request is refused, and each partition it names, before anything is looked at, as Kafka's)

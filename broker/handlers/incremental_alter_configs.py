@@ -179,8 +179,10 @@ async def handle(ctx, request):
                               "resource_type": resource.resource_type, "resource_name": name})
             continue
         if resource.resource_type == BROKER_LOGGER:
-            problem = refusal(ctx, BROKER_LOGGER, name, ALTER_CONFIGS) or \
-                _alter_loggers(ctx, name, resource.configs, request.validate_only)
+            # (a logger's refusal without words: Kafka's broker answers it before its config checks, bare)
+            refused = refusal(ctx, BROKER_LOGGER, name, ALTER_CONFIGS)
+            problem = ((ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) if refused
+                       else _alter_loggers(ctx, name, resource.configs, request.validate_only))
         elif resource.resource_type == GROUP:
             problem = refusal(ctx, GROUP, name, ALTER_CONFIGS) or \
                 await _alter_group(ctx, name, resource.configs, request.validate_only)

@@ -9,7 +9,7 @@ from kbroker.protocol.messages.list_partition_reassignments import LIST_PARTITIO
 async def handle(ctx, request):
     if not ctx.cluster_authorized(DESCRIBE):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "Authorization failed.", "topics": []}
+                "error_message": ctx.needs(DESCRIBE), "topics": []}
     member = ctx.broker.cluster
     if member is None:   # one broker: nothing ever moves
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": []}

@@ -11,7 +11,7 @@ from kbroker.protocol.messages.update_features import UPDATE_FEATURES as API  # 
 async def handle(ctx, request):
     broker = ctx.broker
     if not ctx.cluster_authorized(ALTER):
-        error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+        error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ctx.needs(ALTER)
     else:
         updates = [(u.feature, u.max_version_level,
                     u.upgrade_type if ctx.api_version >= 1 else
@@ -25,7 +25,7 @@ async def handle(ctx, request):
             await broker.admin.set_features(levels)
             ctx.log.warning("features_updated", levels={name: level for name, level, _ in updates})
     response = {"throttle_time_ms": 0, "error_code": error, "error_message": message}
-    if ctx.api_version < 2:
-        response["results"] = [{"feature": u.feature, "error_code": error, "error_message": message}
-                               for u in request.feature_updates]
+    if ctx.api_version < 2:   # (none for a refused request: Kafka's error answer lists no feature)
+        response["results"] = [] if error == ErrorCode.CLUSTER_AUTHORIZATION_FAILED else [
+            {"feature": u.feature, "error_code": error, "error_message": message} for u in request.feature_updates]
     return response

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kbroker.protocol.acls import CLUSTER, CLUSTER_NAME
+from kbroker.protocol.acls import CLUSTER, CLUSTER_NAME, OPERATIONS
 
 if TYPE_CHECKING:
     from kbroker.broker.server import Broker
@@ -75,6 +76,17 @@ class RequestContext:
 
     def cluster_authorized(self, operation: int, log_denied: bool = True) -> bool:
         return self.authorized(operation, CLUSTER, CLUSTER_NAME, log_denied)
+
+    def needs(self, operation: int) -> str:
+        """Kafka's words when the request needs a cluster permission its principal lacks (the message of its
+        ClusterAuthorizationException): the request, then the permission, ``... needs ALTER permission.``. Kafka
+        names the request by its internals (processor, session object, buffer); kbroker by what identifies it
+        to an operator."""
+        conn = self.connection
+        who = getattr(conn, "principal", None)
+        return (f"Request Request(api={self.api_name}, correlationId={self.correlation_id}, principal={who}, "
+                f"peer={self.peer}, listenerName=ListenerName({self.listener})) needs "
+                f"{re.sub('(?<=[a-z])(?=[A-Z])', '_', OPERATIONS[operation]).upper()} permission.")
 
     def authorized_operations(self, resource_type: int, name: str, operations) -> int:
         """Kafka's ``*_authorized_operations`` field: bit ``code`` set for each of ``operations`` allowed."""

@@ -118,6 +118,8 @@ FILTERS = {   # case -> DescribeClientQuotas components
     "an unknown match type": [{"entity_type": "user", "match_type": 7, "match": None}],
     "one type twice": [{"entity_type": "ip", "match_type": 2, "match": None},
                        {"entity_type": "ip", "match_type": 1, "match": None}],
+    "a client id and an address": [{"entity_type": "client-id", "match_type": 1, "match": None},
+                                   {"entity_type": "ip", "match_type": 2, "match": None}],
 }
 
 
@@ -125,7 +127,55 @@ FILTERS = {   # case -> DescribeClientQuotas components
 async def test_describe_filters_refused(targets, case):
     async def scenario(target):
         answer = await call(target, DESCRIBE_CLIENT_QUOTAS, 1, {"components": FILTERS[case], "strict": False})
-        return answer.error_code, answer.error_message is not None, answer.entries
+        return answer.error_code, answer.error_message, answer.entries
+    await same(targets, scenario)
+
+
+MATCHES = {   # case -> DescribeClientQuotas components, given the test's user and client id
+    "the user": lambda u, c: [("user", 0, u)],
+    "the user and the client id": lambda u, c: [("user", 0, u), ("client-id", 0, c)],
+    "the user and the default client id": lambda u, c: [("user", 0, u), ("client-id", 1, None)],
+    "the user and any client id": lambda u, c: [("user", 0, u), ("client-id", 2, None)],
+    "the client id": lambda u, c: [("client-id", 0, c)],
+    "any user": lambda u, c: [("user", 2, None)],
+    "any client id": lambda u, c: [("client-id", 2, None)],
+    "no component": lambda u, c: [],
+}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("case", list(MATCHES))
+async def test_describe_filters_match_as_kafkas(targets, topic, case, strict):
+    """Four entities of the test's own (a user, the user with a client id, the user with the default client
+    id, the client id alone), then a filter: which of them it matches, strictly (those with no other
+    component) or not."""
+    user, client = f"u-{topic}", f"c-{topic}"
+    entities = [[component("user", user)], [component("user", user), component("client-id", client)],
+                [component("user", user), component("client-id", None)], [component("client-id", client)]]
+    filters = [{"entity_type": kind, "match_type": match_type, "match": match}
+               for kind, match_type, match in MATCHES[case](user, client)]
+
+    async def ours(target):
+        answer = await call(target, DESCRIBE_CLIENT_QUOTAS, 1, {"components": filters, "strict": strict})
+        return answer.error_code, answer.error_message, sorted(
+            sorted((c.entity_type, c.entity_name or "<default>") for c in e.entity) for e in answer.entries
+            if any(c.entity_name in (user, client) for c in e.entity))
+
+    async def scenario(target):
+        try:
+            await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [
+                {"entity": entity, "ops": [quota("request_percentage", 1000 + i)]}
+                for i, entity in enumerate(entities)],
+                "validate_only": False})
+            # (Kafka's broker describes what its metadata image holds: the change lands a moment after the answer)
+            await settled(lambda: ours(target) if filters else call(target, DESCRIBE_CLIENT_QUOTAS, 1, {
+                "components": [{"entity_type": "user", "match_type": 0, "match": user}], "strict": False}),
+                lambda seen: len(seen[2] if filters else seen.entries) >= (1 if filters else 3))
+            return await ours(target)
+        finally:
+            await call(target, ALTER_CLIENT_QUOTAS, 1, {"entries": [
+                {"entity": entity, "ops": [{"key": "request_percentage", "value": 0, "remove": True}]}
+                for entity in entities], "validate_only": False})
     await same(targets, scenario)
 
 

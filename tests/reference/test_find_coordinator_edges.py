@@ -30,6 +30,10 @@ CASES = {   # case -> (version, key type, keys as a function of the test's topic
     "v3, an empty group id": (3, GROUP, lambda t: ""),
     "v3, a key type Kafka does not have": (3, 7, lambda t: f"g-{t}"),
     "v3, a share key": (3, SHARE, lambda t: f"s-{t}:AAAAAAAAAAAAAAAAAAAAAA:0"),
+    "share keys with odd parts": (6, SHARE, lambda t: [
+        f"s:{t}:AAAAAAAAAAAAAAAAAAAAAA:0", " :AAAAAAAAAAAAAAAAAAAAAA:0", f"s-{t}:AAAAAAAAAAAAAAAAAAAAAA:0:",
+        f"s-{t}:AAAA:0", f"s-{t}:AAAAAAAAAAAAAAAAAAAAAA:x", f"s-{t}:AAAAAAAAAAAAAAAAAAAAAA:+07",
+        f"s-{t}:!AAAAAAAAAAAAAAAAAAAAA:0", f"s-{t}:AAAAAAAAAAAAAAAAAAAAAA==:1", ""]),
 }
 
 
@@ -58,5 +62,6 @@ def _codes(answer, version: int) -> list[int]:
 
 
 def _message(answer):
-    """A coordinator found carries a fixed message ("NONE" in Kafka's); a refusal's is free text."""
-    return answer.error_message if answer.error_code == 0 else answer.error_message is not None
+    """Before v4 the error's words ("NONE" when found); from v4 a key's message is left "", unless the whole
+    request was refused."""
+    return answer.error_message

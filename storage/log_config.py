@@ -54,6 +54,17 @@ TOPIC_CONFIGS = {
     "internal.segment.bytes": ("segment_bytes", int),
 }
 INTERNAL_CONFIGS = frozenset({"internal.segment.bytes"})
+# The order Kafka 4.2's LogConfig defines its topic configs in (where two names share a hash bucket, the order
+# Kafka's hash maps of them keep); kbroker's own names after them.
+DEFINED_ORDER = (
+    "segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes", "flush.messages", "flush.ms",
+    "retention.bytes", "retention.ms", "max.message.bytes", "index.interval.bytes", "delete.retention.ms",
+    "min.compaction.lag.ms", "max.compaction.lag.ms", "file.delete.delay.ms", "min.cleanable.dirty.ratio",
+    "cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
+    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "preallocate",
+    "message.timestamp.type", "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
+    "leader.replication.throttled.replicas", "follower.replication.throttled.replicas", "message.format.version",
+    "message.downconversion.enable")
 
 # topic config name -> broker config name that supplies its default
 BROKER_SYNONYMS = {

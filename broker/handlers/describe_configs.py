@@ -6,9 +6,12 @@ from kbroker.broker.metadata import topic_name_invalid
 from kbroker.broker.configuration.dynamic_config import (DEFAULT_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_KEYS, DYNAMIC_TOPIC_CONFIG,
                                    QUOTA_KEYS, is_custom, is_sensitive, is_sensitive_topic_config, text_of)
 from kbroker.protocol import acls
+from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
-from kbroker.storage.log_config import BROKER_SYNONYMS, INTERNAL_CONFIGS, TOPIC_CONFIGS, LogConfig
+from kbroker.storage.config_values import java_int
+from kbroker.storage.java_order import hash_order
+from kbroker.storage.log_config import BROKER_SYNONYMS, DEFINED_ORDER, TOPIC_CONFIGS, LogConfig
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 RESOURCE_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
@@ -76,14 +79,17 @@ def _entry(name: str, value: str | None, read_only: bool, synonyms: list[dict], 
             "synonyms": synonyms, "config_type": _type_of(name, parser), "documentation": None}
 
 
+# (Kafka lists a topic's configs as the hash map of its parsed values iterates them)
+_TOPIC_ORDER = hash_order(DEFINED_ORDER)
+
+
 def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict]:
-    """One entry per topic config: its effective value, where it comes from, and its synonyms (the topic's
-    override, then the broker key's dynamic, static and default values)."""
+    """One entry per topic config, in Kafka's order: its effective value, where it comes from, and its synonyms
+    (the topic's override, then the broker key's dynamic, static and default values)."""
     entries = []
     defaults = LogConfig()
-    for name, (_, parser) in TOPIC_CONFIGS.items():
-        if name in INTERNAL_CONFIGS:
-            continue
+    for name in _TOPIC_ORDER:
+        parser = TOPIC_CONFIGS[name][1]
         broker_key = BROKER_SYNONYMS.get(name)
         if broker_key:
             synonyms = broker.dynamic.synonyms(broker_key)
@@ -126,12 +132,16 @@ def logger_entries() -> list[dict]:
              "config_type": STRING, "documentation": None} for name, level in LEVELS.described()]
 
 
-def broker_id_refusal(ctx, name: str) -> tuple[ErrorCode, str] | None:
-    """A BROKER or BROKER_LOGGER resource names this broker (clients send it to the broker it names)."""
-    if not name.lstrip("-").isdigit():
-        return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name!r}"
-    if int(name) != ctx.broker.broker_id:
-        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.broker.broker_id}, but received {name}"
+def broker_id_refusal(ctx, name: str, logger: bool = False) -> tuple[ErrorCode, str] | None:
+    """The alter APIs' check that a BROKER or BROKER_LOGGER resource names this broker (clients send it to the
+    broker it names), in Kafka's words for each."""
+    node_id = java_int(name)
+    if node_id is None:
+        return ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
+    if node_id != ctx.broker.broker_id:
+        expected = ctx.broker.broker_id
+        return ErrorCode.INVALID_REQUEST, (f"Unexpected node id. Expected {expected}, but received {node_id}" if logger
+                                           else f"Unexpected broker id, expected {expected}, but received {name}")
     return None
 
 
@@ -139,11 +149,11 @@ def refusal(ctx, resource_type: int, name: str, operation: int) -> tuple[ErrorCo
     """Kafka's check for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on the topic or the
     group, or on the cluster for a broker's configs; answered with the error's own words, as Kafka does."""
     if resource_type == TOPIC and not ctx.authorized(operation, acls.TOPIC, name):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, kafka_message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS) and not ctx.cluster_authorized(operation):
-        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, kafka_message(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if resource_type == GROUP and not ctx.authorized(operation, acls.GROUP, name):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, kafka_message(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return None
 
 
@@ -166,13 +176,27 @@ def client_metrics_entries(broker, name: str) -> list[dict]:
             for key, value, default in described(broker.metadata.client_metrics.get(name, {}))]
 
 
+def _describe_id_refusal(ctx, resource_type: int, name: str) -> tuple[ErrorCode, str] | None:
+    """DescribeConfigs' check that a BROKER or BROKER_LOGGER resource names this broker, in its words (which
+    differ from the alter APIs')."""
+    if resource_type == BROKER_LOGGER and not name:
+        return ErrorCode.INVALID_REQUEST, "Broker id must not be empty"
+    if java_int(name) is None:
+        return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+    if java_int(name) != ctx.broker.broker_id:
+        either = " or empty string," if resource_type == BROKER else ""
+        return (ErrorCode.INVALID_REQUEST,
+                f"Unexpected broker id, expected {ctx.broker.broker_id}{either} but received {name}")
+    return None
+
+
 def _unknown_type(request) -> dict | None:
     """Kafka's answer to a request naming a resource type it does not know: the whole request is refused,
     INVALID_REQUEST for every resource, the known ones too."""
     unknown = next((r for r in request.resources if r.resource_type not in RESOURCE_TYPES), None)
     if unknown is None:
         return None
-    message = f"Unexpected resource type {unknown.resource_type} for resource {unknown.resource_name}"
+    message = kafka_message(ErrorCode.INVALID_REQUEST)   # (Kafka's error answer carries the error's own words)
     return {"throttle_time_ms": 0, "results": [
         {"error_code": ErrorCode.INVALID_REQUEST, "error_message": message, "resource_type": r.resource_type,
          "resource_name": r.resource_name, "configs": []} for r in request.resources]}
@@ -183,7 +207,7 @@ def handle(ctx, request):
     refused = _unknown_type(request)
     if refused is not None:
         return refused
-    results = []
+    results, refusals = [], []   # (Kafka answers the resources it may describe first, then those refused)
     for resource in request.resources:
         # (Kafka's answer carries "" as the message of a resource described without error)
         result = {"error_code": 0, "error_message": "", "resource_type": resource.resource_type,
@@ -191,14 +215,15 @@ def handle(ctx, request):
         refused = refusal(ctx, resource.resource_type, resource.resource_name, acls.DESCRIBE_CONFIGS)
         if refused:
             result.update(error_code=refused[0], error_message=refused[1])
-        elif resource.resource_type == TOPIC:
+            refusals.append(result)
+            continue
+        if resource.resource_type == TOPIC:
             meta = broker.metadata.topics.get(resource.resource_name)
             invalid = topic_name_invalid(resource.resource_name) if meta is None else None
             if invalid is not None:
                 result.update(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=invalid)
             elif meta is None:
-                result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                              error_message=f"Topic {resource.resource_name} does not exist")
+                result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)   # (no words: Kafka gives none)
             else:
                 result["configs"] = topic_config_entries(broker, broker.topic_config(meta.name), meta.configs)
         elif resource.resource_type == GROUP and not resource.resource_name:
@@ -210,7 +235,7 @@ def handle(ctx, request):
         elif resource.resource_type == BROKER and resource.resource_name == "":
             result["configs"] = default_broker_config_entries(broker)
         elif resource.resource_type in (BROKER, BROKER_LOGGER):
-            wrong_id = broker_id_refusal(ctx, resource.resource_name)
+            wrong_id = _describe_id_refusal(ctx, resource.resource_type, resource.resource_name)
             if wrong_id:
                 result.update(error_code=wrong_id[0], error_message=wrong_id[1])
             elif resource.resource_type == BROKER:
@@ -224,4 +249,4 @@ def handle(ctx, request):
             for c in result["configs"]:
                 c["synonyms"] = []
         results.append(result)
-    return {"throttle_time_ms": 0, "results": results}
+    return {"throttle_time_ms": 0, "results": results + refusals}

@@ -94,7 +94,7 @@ def _prepare_broker_ops(current: dict[str, str], ops) -> tuple[dict[str, str], t
 
 def _alter_loggers(ctx, name: str, ops, validate_only: bool) -> tuple[ErrorCode, str | None]:
     """BROKER_LOGGER: SET a logger's level or DELETE it (back to the level above); not persisted, as in Kafka."""
-    wrong_id = broker_id_refusal(ctx, name)
+    wrong_id = broker_id_refusal(ctx, name, logger=True)
     if wrong_id:
         return wrong_id
     changes = []

@@ -61,3 +61,10 @@ def test_throttled_replicas_are_read_as_kafka_reads_the_list():
     assert throttled_replicas("*,") == "*"
     assert throttled_replicas(" 0:0 , 1:1 ") == frozenset({(0, 0), (1, 1)})
     assert throttled_replicas("0 : 1") is None and throttled_replicas("0:x") is None
+
+
+def test_every_topic_config_has_its_place_in_kafkas_order():
+    """DescribeConfigs lists a topic's configs as Kafka's hash map of them iterates, which for two names in one
+    bucket depends on the order Kafka defines them in: a config added to kbroker must be given its place."""
+    from kbroker.storage.log_config import DEFINED_ORDER, INTERNAL_CONFIGS, TOPIC_CONFIGS
+    assert sorted(DEFINED_ORDER) == sorted(set(TOPIC_CONFIGS) - INTERNAL_CONFIGS)

@@ -35,9 +35,12 @@ def spread(h: int) -> int:
     return h ^ (h >> 16)
 
 
-def hash_order(keys, capacity: int = 16, hash_of=string_hash) -> list:
+def hash_order(keys, capacity: int = 16, hash_of=string_hash, computed: bool = False) -> list:
     """``keys`` (in insertion order; repeats keep their first place) as a Java HashMap made with ``capacity``
-    iterates them, each hashed by ``hash_of`` (Java's hashCode of the key; strings' by default)."""
+    iterates them, each hashed by ``hash_of`` (Java's hashCode of the key; strings' by default). ``computed``:
+    the map was filled by computeIfAbsent, which puts a new key at the head of its bucket, not the tail, and
+    grows the table before an insertion once past three quarters full, not after (so one key later)."""
     keys = list(dict.fromkeys(keys))
-    buckets = table_size(len(keys), capacity)
-    return sorted(keys, key=lambda k: (spread(hash_of(k)) & (buckets - 1), keys.index(k)))
+    buckets = table_size(max(len(keys) - 1, 0) if computed else len(keys), capacity)
+    place = {k: (-i if computed else i) for i, k in enumerate(keys)}
+    return sorted(keys, key=lambda k: (spread(hash_of(k)) & (buckets - 1), place[k]))

@@ -8,6 +8,7 @@ from typing import Callable
 from kbroker.protocol.acls import (ALTER_CONFIGS, DELETE, DESCRIBE, DESCRIBE_CONFIGS, GROUP, READ, TOPIC,
                                    TRANSACTIONAL_ID, WRITE)
 from kbroker.protocol.errors import ErrorCode
+from kbroker.storage.java_order import hash_order, string_hash
 
 
 # Kafka's controller refuses a request for more partitions than it writes at once: POLICY_VIOLATION with this
@@ -84,6 +85,26 @@ def group_shard(ctx, group_id: str) -> tuple[str, list[int]]:
 
 def txn_shard(ctx, transactional_id: str) -> tuple[str, list[int]]:
     return "__transaction_state", [ctx.broker.txn_coordinator.partition_for(transactional_id)]
+
+
+_OFFSETS_TOPIC_HASH = string_hash("__consumer_offsets")
+
+
+def _offsets_partition_hash(partition: int) -> int:
+    """Java's TopicPartition.hashCode of a ``__consumer_offsets`` partition."""
+    return ((31 + partition) * 31 + _OFFSETS_TOPIC_HASH) & 0xFFFFFFFF
+
+
+def coordinator_order(ctx, group_ids: list[str]) -> list[int]:
+    """The places of ``group_ids`` in the order Kafka's group coordinator answers a batch of them: by the
+    ``__consumer_offsets`` partition each belongs to, the partitions in the order of the Java hash map keyed by
+    them (filled by computeIfAbsent), each partition's groups in the order asked."""
+    partition_for = ctx.broker.group_coordinator.partition_for
+    by_partition: dict[int, list[int]] = {}
+    for place, group_id in enumerate(group_ids):
+        by_partition.setdefault(partition_for(group_id), []).append(place)
+    return [place for partition in hash_order(by_partition, hash_of=_offsets_partition_hash, computed=True)
+            for place in by_partition[partition]]
 
 
 def coordinator_error(ctx, group_id: str, operation: int = READ, refuse_empty_id: bool = False) -> ErrorCode:

@@ -14,6 +14,7 @@ from kbroker.broker.configuration.quotas import (CLIENT_KEYS, CONNECTION_RATE, F
                                                  entity_from_components)
 from kbroker.broker.network.connection_limits import resolve
 from kbroker.protocol.acls import ALTER_CONFIGS
+from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_client_quotas import ALTER_CLIENT_QUOTAS as API  # noqa: F401
 from kbroker.storage.java_order import hash_order, string_hash
@@ -87,7 +88,7 @@ async def handle(ctx, request):
         entity = _entity(entry)
         key = frozenset(entity.items())
         echo = [{"entity_type": kind, "entity_name": entity[kind]} for kind in hash_order(entity, len(entry.entity))]
-        problem = None if allowed else "Cluster authorization failed."
+        problem = None if allowed else kafka_message(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         error = ErrorCode.NONE if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         if allowed:
             problem = (f"Ignoring duplicate entity {_entity_text(entity, len(entry.entity))}" if key in results

@@ -16,7 +16,7 @@ def handle(ctx, request):
             if request.endpoint_type == CONTROLLERS_ENDPOINT else \
             (ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {request.endpoint_type}")
         return {"error_code": error, "error_message": message, "endpoint_type": BROKERS_ENDPOINT,
-                "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
+                "cluster_id": "", "controller_id": -1, "brokers": []}   # (Kafka's error answer names no cluster)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": BROKERS_ENDPOINT,
             "cluster_id": broker.cluster_id, "controller_id": broker.controller_id,
             "brokers": [{"broker_id": b, "host": host, "port": port, "rack": rack}

@@ -2,6 +2,7 @@
 
 from kbroker.broker.metadata import topic_name_invalid
 from kbroker.protocol.acls import READ, TOPIC
+from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_producers import DESCRIBE_PRODUCERS as API  # noqa: F401  (the registry reads API)
 
@@ -11,9 +12,9 @@ def _topic_error(ctx, name: str) -> tuple[ErrorCode, str | None] | None:
     if invalid:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
     if not ctx.authorized(READ, TOPIC, name):
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, kafka_message(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if name not in ctx.broker.metadata.topics:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, kafka_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     return None
 
 

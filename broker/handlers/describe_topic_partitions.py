@@ -35,16 +35,18 @@ def handle(ctx, request):
     # (a limit below one answers one partition, as Kafka's handler does)
     limit = max(min(broker.config["max.request.partition.size.limit"], request.response_partition_limit), 1)
     topics, next_cursor = [], None
+    refused = [n for n in names if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, n)]
+    denied = set(refused)
+    names = [n for n in names if n not in denied]
     for i, name in enumerate(names):
-        if not ctx.authorized(acls.DESCRIBE, acls.TOPIC, name):
-            topics.append(_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-            continue
+        # (a topic not found or misnamed is told what this principal may do on it all the same, as Kafka's)
+        operations = {"topic_authorized_operations": ctx.authorized_operations(acls.TOPIC, name, TOPIC_OPERATIONS)}
         if topic_name_invalid(name):   # (a name no topic can have: Kafka answers so, not that it is unknown)
-            topics.append(_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            topics.append({**_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION), **operations})
             continue
         described = describe_topic(ctx, name)
         if described["error_code"]:
-            topics.append(_error(name, ErrorCode(described["error_code"])))
+            topics.append({**_error(name, ErrorCode(described["error_code"])), **operations})
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         # Metadata's partition entries (the same fields), with the eligible leader replicas (KIP-966) as empty
@@ -57,10 +59,12 @@ def handle(ctx, request):
         limit -= len(partitions)
         topics.append({"error_code": 0, "name": name, "topic_id": described["topic_id"],
                        "is_internal": described["is_internal"], "partitions": partitions,
-                       "topic_authorized_operations": ctx.authorized_operations(acls.TOPIC, name, TOPIC_OPERATIONS)})
+                       **operations})
         if next_cursor is not None:
             break
         if limit == 0 and i + 1 < len(names):
             next_cursor = {"topic_name": names[i + 1], "partition_index": 0}
             break
+    # (those the principal may not describe come last, as Kafka adds them after what it described)
+    topics += [_error(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for name in refused]
     return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}

@@ -1,6 +1,7 @@
 """ElectLeaders: preferred or unclean leader election through the active controller."""
 
 from kbroker.protocol.acls import ALTER
+from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.elect_leaders import ELECT_LEADERS as API  # noqa: F401  (the registry reads API)
 
@@ -20,7 +21,7 @@ async def handle(ctx, request):
                     for p in t.partitions]} for t in (request.topic_partitions or [])]}
     if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
         # (the whole request is refused, and each partition it names, before anything is looked at, as Kafka's)
-        message = f"unknown election type {request.election_type}"
+        message = f"Unknown election type {request.election_type}"
         return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REQUEST, "replica_election_results": [
             {"topic": t.topic, "partition_result": [
                 {"partition_id": p, "error_code": ErrorCode.INVALID_REQUEST, "error_message": message}
@@ -51,4 +52,4 @@ def _single_broker(broker, topic: str, partition: int) -> tuple[ErrorCode, str]:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
     if not 0 <= partition < meta.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{partition}"
-    return ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+    return ErrorCode.ELECTION_NOT_NEEDED, kafka_message(ErrorCode.ELECTION_NOT_NEEDED)

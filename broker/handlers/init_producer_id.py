@@ -1,8 +1,8 @@
 """InitProducerId: a fresh producer id for idempotent producers; for a transactional id, the coordinator's
 (epoch bumped, older instances fenced, an open transaction aborted first)."""
 
-from kbroker.broker.handlers.common import transaction_error, txn_shard, when_replicated
-from kbroker.protocol.acls import IDEMPOTENT_WRITE, TOPIC, WRITE
+from kbroker.broker.handlers.common import txn_shard, when_replicated
+from kbroker.protocol.acls import IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.init_producer_id import INIT_PRODUCER_ID as API  # noqa: F401  (the registry reads API)
 
@@ -21,9 +21,7 @@ def handle(ctx, request):
         producer_id = broker.producer_ids.generate()
         ctx.log.info("producer_id_allocated", producer_id=producer_id)
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
-    error = transaction_error(ctx, request.transactional_id)
-    if error != ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and _half_given(request):
-        error = ErrorCode.INVALID_REQUEST
+    error = _refusal(ctx, request)
     producer_id = epoch = -1
     if not error:
         error, producer_id, epoch = broker.txn_coordinator.init_producer_id(
@@ -31,6 +29,19 @@ def handle(ctx, request):
             ctx.api_version)
     response = {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": epoch}
     return response if error else when_replicated(ctx, *txn_shard(ctx, request.transactional_id), response)
+
+
+def _refusal(ctx, request) -> ErrorCode:
+    """Kafka's checks of a transactional producer's request, in its order: Write on the transactional id, the
+    producer id and epoch given together or not at all, the id not empty, the timeout within the broker's
+    bound; only then whether this broker coordinates the id."""
+    if not ctx.authorized(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if _half_given(request) or not request.transactional_id:
+        return ErrorCode.INVALID_REQUEST
+    if not 0 < request.transaction_timeout_ms <= ctx.broker.txn_coordinator.config.max_timeout_ms:
+        return ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    return ctx.broker.coordination.transaction_coordinator_error(request.transactional_id)
 
 
 def _half_given(request) -> bool:

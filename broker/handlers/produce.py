@@ -32,6 +32,7 @@ from kbroker.broker.handlers.common import LeaderDiscovery, last_of_each, partit
 from kbroker.broker.partitions.replica_manager import refused_append
 from kbroker.broker.configuration.quotas import PRODUCE, throttle_for
 from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
+from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
 from kbroker.protocol.record_check import check_keyed_batch
@@ -183,7 +184,7 @@ def _resolve_ids(ctx, request) -> None:
 def _unknown_ids(request) -> list[dict]:
     return [{"topic_id": bytes(t.topic_id), "partition_responses": [{
         "index": p.index, "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "base_offset": -1, "log_append_time_ms": -1,
-        "log_start_offset": -1, "error_message": "This server does not host this topic ID."}
+        "log_start_offset": -1, "error_message": kafka_message(ErrorCode.UNKNOWN_TOPIC_ID)}
         for p in t.partition_data]} for t in request.get("unknown_topics", ())]
 
 

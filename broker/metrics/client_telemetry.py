@@ -175,7 +175,7 @@ class ClientTelemetry:
         if error:
             instance.last_error = error
             return error
-        if request.metrics:
+        if request.metrics and self.enabled:   # (without a receiver the metrics go nowhere, unread, as in Kafka)
             try:
                 payload = bytes(request.metrics) if not request.compression_type else inflate(
                     request.compression_type, request.metrics,

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 from opentelemetry.proto.metrics.v1 import metrics_pb2 as pb
 
-from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode as E
 from tests.brokerproc import BrokerProcess
 from tests.cluster import wait_until
@@ -199,14 +199,18 @@ async def test_subscriptions_are_listed_described_and_kept_across_a_restart(tmp_
         broker.stop()
 
 
-async def test_without_a_metrics_endpoint_the_telemetry_apis_are_not_offered(tmp_path):
+async def test_without_a_metrics_endpoint_the_telemetry_apis_are_answered_but_not_advertised(tmp_path):
+    """As Kafka without a metrics receiver: ApiVersions does not list them, so no client sends them, but one
+    that does is answered, and what it pushes, unread, goes nowhere (bytes that are no OTLP are not refused)."""
     broker = BrokerProcess(str(tmp_path / "data")).start()
     try:
         conn = await KafkaConnection.open("127.0.0.1", broker.port)
         versions = await conn.request(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
         assert not {GET_SUBSCRIPTIONS, PUSH} & {k.api_key for k in versions.api_keys}
-        with pytest.raises((ConnectionClosed, ConnectionError)):
-            await get(conn)
+        subscription = await get(conn)
+        assert subscription.error_code == 0 and subscription.requested_metrics == []
+        assert await push(conn, subscription.client_instance_id, subscription.subscription_id,
+                          b"not an OTLP message") == 0
         await conn.close()
     finally:
         broker.stop()

@@ -2,7 +2,10 @@
 nature (ids, hosts, times, sizes): refusals in Kafka's words (DeleteTopics, DescribeConfigs and the alter APIs'
 broker ids, ElectLeaders, FindCoordinator, DescribeCluster), the order Kafka answers a batch of groups in
 (DescribeGroups, DeleteGroups, ConsumerGroupDescribe, ShareGroupDescribe), a topic's configs in Kafka's order,
-InitProducerId's checks before the coordinator is looked for, and what each names of unknown topics and groups.
+InitProducerId's checks before the coordinator is looked for, and what each names of unknown topics and groups;
+then group, share and transaction requests naming members, groups and producers that are not there.
+(Kept apart, docs/COMPATIBILITY.md: a ShareFetch naming a topic id Kafka 4.2 does not know, or no group, which
+it answers UNKNOWN_SERVER_ERROR.)
 A message naming the broker's own id is compared with the id masked (Kafka's reference node is 1, kbroker 0)."""
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import pytest
 
 from kbroker.protocol.records import build_batch
 from tests.reference.differential import call, plain, same
+from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference
@@ -23,6 +27,7 @@ VOLATILE = {"throttle_time_ms", "topic_id", "cluster_id", "host", "port", "contr
             "log_start_offset", "brokers", "endpoints", "partition_epoch"}
 
 
+M = "m" * 22   # (a member id no group has)
 # Groups no test makes, named so that their __consumer_offsets partitions (of 50) fall in an order of their own.
 GROUPS = ["no-such-group-a", "", "no-such-group-b", "no-such-group-c", "no-such-group-a", "no-such-group-d",
           "no-such-group-e"]
@@ -176,4 +181,115 @@ async def test_the_whole_answer_is_kafkas(targets, topic, case):
             {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]})
         answer = await call(target, api, version, body)
         return _masked(plain(answer, volatile=VOLATILE), 1 if target.name == "kafka" else 0)
+    await same(targets, scenario)
+
+
+def group_requests(t: str, g: str) -> dict:
+    """case -> (api key, version, body), given the test's topic and a group of its own (its coordinator found)."""
+    tid = uuid.UUID(int=5).bytes
+    return {
+        "cgh empty group": (68, 0, {"group_id": "", "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 30000,
+                                    "subscribed_topic_names": [t], "topic_partitions": []}),
+        "cgh no subscription": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 0,
+                                        "rebalance_timeout_ms": 30000, "subscribed_topic_names": None,
+                                        "topic_partitions": []}),
+        "cgh no rebalance timeout": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 0,
+                                             "rebalance_timeout_ms": -1, "subscribed_topic_names": [t],
+                                             "topic_partitions": []}),
+        "cgh no partitions list": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 0,
+                                           "rebalance_timeout_ms": 30000, "subscribed_topic_names": [t],
+                                           "topic_partitions": None}),
+        "cgh unknown member": (68, 0, {"group_id": g, "member_id": M, "member_epoch": 5}),
+        "cgh bad epoch": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 3, "rebalance_timeout_ms": 30000,
+                                  "subscribed_topic_names": [t], "topic_partitions": []}),
+        "cgh bad assignor": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 0, "rebalance_timeout_ms": 30000,
+                                     "subscribed_topic_names": [t], "topic_partitions": [], "server_assignor": "x"}),
+        "cgh leave unknown": (68, 0, {"group_id": g, "member_id": M, "member_epoch": -1}),
+        "cgh static leave unknown": (68, 0, {"group_id": g, "member_id": M, "member_epoch": -2, "instance_id": "i"}),
+        "cgh v1 bad regex": (68, 1, {"group_id": g, "member_id": "", "member_epoch": 0,
+                                     "rebalance_timeout_ms": 30000, "subscribed_topic_regex": "(",
+                                     "topic_partitions": []}),
+        "cgh v0 empty member new": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 1}),
+        "cgh v1 empty member": (68, 1, {"group_id": g, "member_id": "", "member_epoch": 0,
+                                        "rebalance_timeout_ms": 30000, "subscribed_topic_names": [t],
+                                        "topic_partitions": []}),
+        "sgh empty group": (76, 1, {"group_id": "", "member_id": M, "member_epoch": 0,
+                                    "subscribed_topic_names": [t]}),
+        "sgh empty member": (76, 1, {"group_id": g, "member_id": "", "member_epoch": 0,
+                                     "subscribed_topic_names": [t]}),
+        "sgh no subscription": (76, 1, {"group_id": g, "member_id": M, "member_epoch": 0,
+                                        "subscribed_topic_names": None}),
+        "sgh unknown member": (76, 1, {"group_id": g, "member_id": M, "member_epoch": 4}),
+        "sgh bad epoch": (76, 1, {"group_id": g, "member_id": M, "member_epoch": -5, "subscribed_topic_names": [t]}),
+        "join empty group": (11, 9, {"group_id": "", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                                     "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                     "protocols": [{"name": "range", "metadata": b""}]}),
+        "join bad session": (11, 9, {"group_id": g, "session_timeout_ms": 1, "rebalance_timeout_ms": 10000,
+                                     "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                     "protocols": [{"name": "range", "metadata": b""}]}),
+        "join no protocols": (11, 9, {"group_id": g, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                                      "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                      "protocols": []}),
+        "join unknown member": (11, 9, {"group_id": g, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                                        "member_id": "x", "group_instance_id": None, "protocol_type": "consumer",
+                                        "protocols": [{"name": "range", "metadata": b""}]}),
+        "sync unknown": (14, 5, {"group_id": g, "generation_id": 1, "member_id": "x", "group_instance_id": None,
+                                 "protocol_type": "consumer", "protocol_name": "range", "assignments": []}),
+        "heartbeat unknown": (12, 4, {"group_id": g, "generation_id": 1, "member_id": "x",
+                                      "group_instance_id": None}),
+        "leave unknown": (13, 5, {"group_id": g, "members": [
+            {"member_id": "x", "group_instance_id": None, "reason": None},
+            {"member_id": "", "group_instance_id": "i", "reason": "r"}]}),
+        "leave none": (13, 5, {"group_id": g, "members": []}),
+        "offset commit unknown topic": (8, 9, {"group_id": g, "generation_id_or_member_epoch": -1, "member_id": "",
+                                               "group_instance_id": None, "topics": [{"name": t + "-none",
+                                               "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                               "committed_leader_epoch": -1,
+                                                               "committed_metadata": None}]}]}),
+        "offset commit big metadata": (8, 9, {"group_id": g, "generation_id_or_member_epoch": -1, "member_id": "",
+                                              "group_instance_id": None, "topics": [{"name": t, "partitions": [
+                                                  {"partition_index": 0, "committed_offset": 1,
+                                                   "committed_leader_epoch": -1,
+                                                   "committed_metadata": "x" * 5000}]}]}),
+        "offset commit bad member": (8, 9, {"group_id": g, "generation_id_or_member_epoch": 3, "member_id": "zz",
+                                            "group_instance_id": None, "topics": [{"name": t, "partitions": [
+                                                {"partition_index": 0, "committed_offset": 1,
+                                                 "committed_leader_epoch": -1, "committed_metadata": None}]}]}),
+        "offset fetch v9 member": (9, 9, {"groups": [{"group_id": g, "member_id": M, "member_epoch": 3,
+                                                      "topics": None}], "require_stable": False}),
+        "share fetch bad epoch": (78, 1, {"group_id": g, "member_id": M, "share_session_epoch": 5,
+                                          "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                                          "max_records": 10, "batch_size": 10, "topics": [],
+                                          "forgotten_topics_data": []}),
+        "share ack no session": (79, 1, {"group_id": g, "member_id": M, "share_session_epoch": 3, "topics": [
+            {"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+                {"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}]}]}),
+        "describe share offsets unknown": (90, 0, {"groups": [{"group_id": g, "topics": None}]}),
+        "add partitions to txn v3 unknown": (24, 3, {"transactional_id": "t-" + g, "producer_id": 1,
+                                                     "producer_epoch": 0, "topics": [{"name": t, "partitions": [0]}]}),
+        "add offsets to txn unknown": (25, 3, {"transactional_id": "t-" + g, "producer_id": 1, "producer_epoch": 0,
+                                               "group_id": g}),
+        "end txn unknown": (26, 3, {"transactional_id": "t-" + g, "producer_id": 1, "producer_epoch": 0,
+                                    "committed": True}),
+        "txn offset commit unknown": (28, 3, {"transactional_id": "t-" + g, "group_id": g, "producer_id": 1,
+                                              "producer_epoch": 0, "generation_id": -1, "member_id": "",
+                                              "group_instance_id": None, "topics": [{"name": t, "partitions": [
+                                                  {"partition_index": 0, "committed_offset": 1,
+                                                   "committed_leader_epoch": -1, "committed_metadata": None}]}]}),
+        "list groups all": (16, 5, {"states_filter": ["Empty"], "types_filter": ["consumer", "classic"]}),
+        "push telemetry unknown": (72, 0, {"client_instance_id": uuid.UUID(int=3).bytes, "subscription_id": 5,
+                                           "terminating": False, "compression_type": 0, "metrics": b""}),
+        "list config resources": (74, 1, {"resource_types": [2, 4, 32, 16, 99]}),
+    }
+
+
+@pytest.mark.parametrize("case", list(group_requests("t", "g")))
+async def test_the_whole_answer_of_a_group_or_transaction_request_is_kafkas(targets, topic, case):
+    group = f"g-{topic}"
+    api, version, body = group_requests(topic, group)[case]
+
+    async def scenario(target):
+        await create(target, topic, 1)
+        await coordinator_found(target, group)
+        return plain(await call(target, api, version, body), volatile=VOLATILE | {"session_id"})
     await same(targets, scenario)

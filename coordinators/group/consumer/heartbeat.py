@@ -322,8 +322,9 @@ class ConsumerGroupHeartbeat:
     # ================================================================== leaving and fencing
     def _consumer_leave(self, group_id: str, member_id: str, epoch: int, instance_id: str | None) -> dict:
         group = self.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup):
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if not isinstance(group, ConsumerGroup):   # (Kafka's words for a group looked up to leave, not to join)
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
+                                 else f"Group {group_id} is not a consumer group.")
         if instance_id is None:
             member = group.members.get(member_id)
             if member is None:

@@ -60,7 +60,7 @@ class ShareGroupHeartbeat:
         if group is None or (isinstance(group, GroupMetadata) and group.is_empty and not group.offsets
                              and group.generation_id == 0):
             if not create:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
             return ShareGroup(group_id, state_timestamp_ms=self.now_ms())
         raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 

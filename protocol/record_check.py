@@ -121,10 +121,12 @@ def check_keyed_batch(data, position: int, header: BatchHeader, max_inflated: in
     except (StreamError, CorruptBody) as exc:
         raise InvalidBatch("INVALID_RECORD", f"invalid record structure: {exc}") from None
     if keyless:   # (each keyless record fails alone, as Kafka's per-record errors say: the rest may be retried)
-        why = "Compacted topic cannot accept message without key"
+        shown = f"{keyless[:3]}{'...' if len(keyless) > 3 else ''}"
         raise InvalidBatch("INVALID_RECORD", f"One or more records have been rejected due to {len(keyless)} record "
-                           f"errors in total: {why} (batch indexes {keyless[:3]}{'...' if len(keyless) > 3 else ''})",
-                           tuple((n, why) for n in keyless))
+                           f"errors in total: {NO_KEY} (batch indexes {shown})", tuple((n, NO_KEY) for n in keyless))
+
+
+NO_KEY = "Compacted topic cannot accept message without key"   # (Kafka adds "in topic partition <tp>")
 
 
 def check_timestamps(data, header: BatchHeader, now_ms: int, before_ms: int, after_ms: int,
@@ -145,12 +147,15 @@ def check_timestamps(data, header: BatchHeader, now_ms: int, before_ms: int, aft
                                      f"should be within [{low}, {high}]") for n, ts in bad))
 
 
-def check_no_log_append_time(header: BatchHeader) -> None:
-    """INVALID_TIMESTAMP, naming every record, for a producer's batch with the LogAppendTime bit bound for a
-    LogAppendTime topic (Kafka's validator: the producer may not set that type; a CreateTime topic takes the
-    batch, and reads its timestamps as the batch's maximum)."""
+def check_no_log_append_time(data, header: BatchHeader, max_inflated: int) -> None:
+    """INVALID_TIMESTAMP, naming every record as Kafka's validator prints it, for a producer's batch with the
+    LogAppendTime bit bound for a LogAppendTime topic (Kafka's validator: the producer may not set that type; a
+    CreateTime topic takes the batch, and reads its timestamps as the batch's maximum)."""
     if header.attributes & TIMESTAMP_TYPE_BIT:
-        why = "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime."
+        why = "Producer should not set timestamp type to LogAppendTime."
         raise InvalidBatch("INVALID_TIMESTAMP", f"One or more records have been rejected due to "
-                           f"{header.records_count} record errors in total: {why}",
-                           tuple((n, why) for n in range(header.records_count)))
+                           f"{header.records_count} record errors in total: {why}", tuple(
+                               (n, f"Invalid timestamp type in message DefaultRecord(offset={r.offset}, timestamp="
+                                   f"{header.max_timestamp}, key={len(r.key or b'')} bytes, value="
+                                   f"{len(r.value or b'')} bytes). {why}")
+                               for n, r in enumerate(iter_records(data, 0, max_inflated))))

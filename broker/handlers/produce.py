@@ -35,7 +35,7 @@ from kbroker.protocol.acls import TOPIC, TRANSACTIONAL_ID, WRITE
 from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.produce import PRODUCE as API  # noqa: F401  (the registry reads API)
-from kbroker.protocol.record_check import check_keyed_batch
+from kbroker.protocol.record_check import NO_KEY, check_keyed_batch
 from kbroker.protocol.records import (ATTRIBUTES_OFFSET, COMPRESSION_MASK, HEADER_SIZE, MAGIC_OFFSET, TRANSACTIONAL_BIT,
                                       BatchHeader, InvalidBatch, recompress, validate_produce_records)
 
@@ -231,6 +231,27 @@ def _handle(ctx, request, refused, checked: dict | None):
     return _verify_then_append(ctx, request, to_verify, refused, validated, checked)
 
 
+def _record_errors(record_errors, topic: str, index: int) -> tuple:
+    """Each refused record's words as Kafka's validator gives them (a keyless record names its partition)."""
+    return tuple((n, f"{why} in topic partition {topic}-{index}" if why == NO_KEY else why)
+                 for n, why in record_errors)
+
+
+def _told(error: int, record_errors, reason: str | None) -> str | None:
+    """A refused partition's message as Kafka's answers it: words only where records were refused one by one
+    (its RecordValidationException); none otherwise, the error's own code saying it (kbroker's fuller reason
+    goes to the log). An unknown topic id keeps the error's words, as Kafka's."""
+    if error == ErrorCode.UNKNOWN_TOPIC_ID:
+        return reason
+    if not record_errors:
+        return None
+    if error == ErrorCode.INVALID_TIMESTAMP:
+        return "One or more records have been rejected due to invalid timestamp"
+    shown = ", ".join(f"RecordError(batchIndex={n}, message='{why}')" for n, why in record_errors[:3])
+    return (f"One or more records have been rejected due to {len(record_errors)} record errors in total, and "
+            f"only showing the first three errors at most: [{shown}]")
+
+
 _REFUSALS = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "not authorized to write to the topic",
              ErrorCode.UNSUPPORTED_COMPRESSION_TYPE: "zstd needs Produce v7 or later",
              ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "not authorized to use the transactional id"}
@@ -287,7 +308,8 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                     and partition_exists(ctx)(topic.name, pdata.index):
                 result_error, info, message = ErrorCode.INVALID_REQUIRED_ACKS, None, f"acks={acks}"
             elif stale:
-                result_error, info, message = ErrorCode.UNKNOWN_TOPIC_ID, None, "the topic id names no topic now"
+                result_error, info = ErrorCode.UNKNOWN_TOPIC_ID, None
+                message = kafka_message(ErrorCode.UNKNOWN_TOPIC_ID)
             elif (topic.name, pdata.index) in refused:
                 error = refused[(topic.name, pdata.index)]
                 result_error, info = error, None
@@ -318,8 +340,10 @@ def _append_all(ctx, request, refused: dict, validated: dict | None = None, chec
                 counted.failed_produce += 1
                 ctx.log.debug("produce_refused", topic=topic.name, partition=pdata.index,
                               error=ErrorCode(result_error).name, reason=message)
+                record_errors = _record_errors(record_errors, topic.name, pdata.index)
                 partitions.append({"index": pdata.index, "error_code": result_error, "base_offset": -1,
-                                   "log_append_time_ms": -1, "log_start_offset": start, "error_message": message,
+                                   "log_append_time_ms": -1, "log_start_offset": start,
+                                   "error_message": _told(result_error, record_errors, message),
                                    "record_errors": [{"batch_index": n, "batch_index_error_message": why}
                                                      for n, why in record_errors]})
                 if result_error == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 10:

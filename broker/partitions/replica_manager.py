@@ -257,7 +257,7 @@ class ReplicaManager:
                 check_timestamps(records, header, self.now_ms(), config.message_timestamp_before_max_ms,
                                  config.message_timestamp_after_max_ms, config.max_inflated_bytes)
             elif not from_coordinator and not header.is_control:
-                check_no_log_append_time(header)
+                check_no_log_append_time(records, header, config.max_inflated_bytes)
             info = partition.log.append_as_leader(records, header, partition.leader_epoch)
         except InvalidBatch as exc:
             log.info("produce_rejected", topic=topic, partition=index, error=exc.error, reason=str(exc))

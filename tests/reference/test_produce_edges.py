@@ -62,7 +62,17 @@ SHAPES = {
         _partition(build_batch(records(1), partition_leader_epoch=77))]}],
     "a last offset delta that is not the count's": lambda topic: [{"name": topic, "partition_data": [
         _partition(_last_offset_delta(build_batch(records(3)), 4))]}],
+    "a batch whose CRC is wrong": lambda topic: [{"name": topic, "partition_data": [
+        _partition(_crc_broken(build_batch(records(2))))]}],
+    "a batch past max.message.bytes": lambda topic: [{"name": topic, "partition_data": [
+        _partition(build_batch([(b"k", b"x" * 1_100_000, [])]))]}],
 }
+
+
+def _crc_broken(batch: bytes) -> bytes:
+    out = bytearray(batch)
+    out[CRC_OFFSET] ^= 0xFF
+    return bytes(out)
 
 
 def _last_offset_delta(batch: bytes, delta: int) -> bytes:
@@ -71,6 +81,37 @@ def _last_offset_delta(batch: bytes, delta: int) -> bytes:
     struct.pack_into(">i", out, LAST_OFFSET_DELTA_OFFSET, delta)
     struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
     return bytes(out)
+
+
+REFUSED_ONE_BY_ONE = {   # case -> (topic configs, the records' batch)
+    "records without keys, to a compacted topic": (
+        {"cleanup_policy": "compact"}, lambda: build_batch([(None, b"a", []), (b"k", b"b", []), (None, b"c", []),
+                                                            (None, b"d", []), (None, b"e", [])])),
+    "a producer's LogAppendTime batch": (
+        {"message_timestamp_type": "LogAppendTime"}, lambda: _log_append_time(build_batch(
+            [(b"k", b"v" * 5, []), (None, b"w", [])], timestamp_ms=1_700_000_000_000))),
+}
+
+
+def _log_append_time(batch: bytes) -> bytes:
+    """``batch`` with its timestamp type LogAppendTime, as only a broker may set it, its CRC made anew."""
+    out = bytearray(batch)
+    struct.pack_into(">h", out, ATTRIBUTES_OFFSET, struct.unpack_from(">h", out, ATTRIBUTES_OFFSET)[0] | 0x08)
+    struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("case", list(REFUSED_ONE_BY_ONE))
+async def test_records_refused_one_by_one_are_told_in_kafkas_words(targets, topic, case):
+    """Where Kafka's validator refuses records one by one, the partition's message sums them up in its words
+    (the first three, for INVALID_RECORD) and each record's names it as Kafka prints it; elsewhere a refused
+    partition carries no message."""
+    configs, batch = REFUSED_ONE_BY_ONE[case]
+
+    async def scenario(target):
+        await create(target, topic, **configs)
+        return await _produce(target, [{"name": topic, "partition_data": [_partition(batch())]}])
+    await same(targets, scenario)
 
 
 @pytest.mark.parametrize("case", list(SHAPES))

@@ -72,7 +72,8 @@ def records(n, size=10, key=b"k"):
 
 def produced(p) -> dict:
     return {"error_code": p.error_code, "base_offset": p.base_offset, "log_start_offset": p.log_start_offset,
-            "log_append_time_ms": p.log_append_time_ms, "record_errors": plain(p.record_errors)}
+            "log_append_time_ms": p.log_append_time_ms, "record_errors": plain(p.record_errors),
+            "error_message": p.error_message}
 
 
 async def test_produce_offsets_and_log_end(targets, topic):

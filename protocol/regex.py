@@ -6,6 +6,7 @@ properties (``[[:alpha:]]``, ``\\p{Lu}``) that Python's ``re`` lacks. An express
 from __future__ import annotations
 
 import functools
+import re
 
 import re2
 
@@ -14,17 +15,44 @@ _OPTIONS.log_errors = False   # (a client's bad expression is answered INVALID_R
 
 
 class InvalidRegex(ValueError):
-    """Not an expression RE2 reads; the message says why."""
+    """Not an expression RE2/J reads; the message says why in RE2's words, ``description`` in RE2/J's (what its
+    PatternSyntaxException.getDescription gives, and Kafka answers)."""
+
+    def __init__(self, message: str, description: str) -> None:
+        super().__init__(message)
+        self.description = description
+
+
+# RE2's (C++) words for each error -> RE2/J's, which follow Go's regexp/syntax (its quirk included: an
+# unopened ')' is its "internal error")
+_DESCRIPTIONS = {
+    "missing ]": "missing closing ]", "missing )": "missing closing )",
+    "unexpected )": "regexp/syntax: internal error", "bad repetition operator": "invalid nested repetition operator",
+    "invalid repetition size": "invalid repeat count", "trailing \\": "trailing backslash at end of expression",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "invalid named capture group": "invalid named capture"}
+# Where RE2/J refuses what RE2 takes: a capture group's name given twice, and \C (any byte), which RE2/J
+# has no use for in a string of chars.
+_NAMED_GROUP = re.compile(r"\(\?P?<([^>]*)>")
+_ANY_BYTE = re.compile(r"(?<!\\)(?:\\\\)*\\C")
 
 
 @functools.lru_cache(maxsize=256)
 def compiled(expression: str):
     """The expression compiled, or ``InvalidRegex``. (Cached: every member of a group resolves the same one.)"""
     try:
-        return re2.compile(expression, _OPTIONS)
+        pattern = re2.compile(expression, _OPTIONS)
     except re2.error as exc:
         message = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise InvalidRegex(message) from None
+        code = message.split(": ", 1)[0]
+        raise InvalidRegex(message, _DESCRIPTIONS.get(code, code)) from None
+    names = _NAMED_GROUP.findall(expression)
+    if len(names) != len(set(names)):
+        raise InvalidRegex("duplicate capture group name", "duplicate capture group name")
+    if _ANY_BYTE.search(expression):
+        raise InvalidRegex("invalid escape sequence: \\C", "invalid escape sequence")
+    return pattern
 
 
 def matching(expression: str, names) -> frozenset[str]:

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import call, plain, same
+from tests.reference.differential import call, plain, same, settled
 from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create
 
@@ -161,6 +161,14 @@ def requests(t: str) -> dict:
     }
 
 
+async def coordinator_ready(target, group: str) -> None:
+    """Until the group's coordinator answers for it: Kafka's coordinator loads its partition of a new
+    __consumer_offsets a moment after FindCoordinator names it, answering NOT_COORDINATOR meanwhile."""
+    await coordinator_found(target, group)
+    await settled(lambda: call(target, 68, 1, {"group_id": group, "member_id": "w" * 22, "member_epoch": 5}),
+                  lambda a: a.error_code not in (14, 16))
+
+
 def _masked(value, me: int):
     if isinstance(value, str):
         return re.sub(rf"\b([Ee]xpected) {me}\b", r"\1 <me>", value)
@@ -177,6 +185,8 @@ async def test_the_whole_answer_is_kafkas(targets, topic, case):
 
     async def scenario(target):
         await create(target, topic, 1)
+        for group in dict.fromkeys(g for g in GROUPS if g):   # (their coordinators loaded: answers not "not yet")
+            await coordinator_ready(target, group)
         await call(target, 0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
             {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [])])}]}]})
         answer = await call(target, api, version, body)
@@ -209,6 +219,15 @@ def group_requests(t: str, g: str) -> dict:
         "cgh v1 bad regex": (68, 1, {"group_id": g, "member_id": "", "member_epoch": 0,
                                      "rebalance_timeout_ms": 30000, "subscribed_topic_regex": "(",
                                      "topic_partitions": []}),
+        "cgh v1 regex with a lookahead": (68, 1, {"group_id": g, "member_id": M, "member_epoch": 0,
+                                                  "rebalance_timeout_ms": 30000, "subscribed_topic_regex": "(?=a)",
+                                                  "topic_partitions": []}),
+        "cgh v1 regex with an unopened parenthesis": (68, 1, {"group_id": g, "member_id": M, "member_epoch": 0,
+                                                              "rebalance_timeout_ms": 30000,
+                                                              "subscribed_topic_regex": "a)", "topic_partitions": []}),
+        "cgh v1 regex repeated twice": (68, 1, {"group_id": g, "member_id": M, "member_epoch": 0,
+                                                "rebalance_timeout_ms": 30000, "subscribed_topic_regex": "a**",
+                                                "topic_partitions": []}),
         "cgh v0 empty member new": (68, 0, {"group_id": g, "member_id": "", "member_epoch": 1}),
         "cgh v1 empty member": (68, 1, {"group_id": g, "member_id": "", "member_epoch": 0,
                                         "rebalance_timeout_ms": 30000, "subscribed_topic_names": [t],
@@ -290,6 +309,24 @@ async def test_the_whole_answer_of_a_group_or_transaction_request_is_kafkas(targ
 
     async def scenario(target):
         await create(target, topic, 1)
-        await coordinator_found(target, group)
+        await coordinator_ready(target, group)
         return plain(await call(target, api, version, body), volatile=VOLATILE | {"session_id"})
+    await same(targets, scenario)
+
+
+async def test_a_heartbeat_to_an_empty_classic_group_is_told_it_is_not_a_consumer_group(targets, topic):
+    """A classic JoinGroup without a member id leaves an empty classic group; a KIP-848 member heartbeating
+    into it (not joining) is told the group is not a consumer group, and one leaving it likewise."""
+    group = f"g-{topic}"
+
+    async def scenario(target):
+        await create(target, topic, 1)
+        await coordinator_ready(target, group)
+        joined = await call(target, 11, 9, {"group_id": group, "session_timeout_ms": 10000,
+                                            "rebalance_timeout_ms": 10000, "member_id": "", "group_instance_id": None,
+                                            "protocol_type": "consumer", "protocols": [{"name": "range",
+                                                                                        "metadata": b""}]})
+        beat = await call(target, 68, 1, {"group_id": group, "member_id": M, "member_epoch": 4})
+        left = await call(target, 68, 1, {"group_id": group, "member_id": M, "member_epoch": -1})
+        return joined.error_code, [(a.error_code, a.error_message) for a in (beat, left)]
     await same(targets, scenario)

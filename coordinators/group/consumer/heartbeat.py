@@ -126,7 +126,8 @@ class ConsumerGroupHeartbeat:
                 compiled(regex)
             except InvalidRegex as e:
                 raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                                     f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.")
+                                     f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
+                                     f"{e.description}.")
 
     # ================================================================== group and member lookup
     def _consumer_group_for(self, group_id: str, create: bool, entries: list) -> ConsumerGroup:
@@ -136,8 +137,9 @@ class ConsumerGroupHeartbeat:
         # (a classic group in state Empty, a member that was asked for its id still pending or not, is
         # replaced, as Kafka replaces it)
         if group is None or (isinstance(group, GroupMetadata) and group.is_(GroupState.EMPTY) and not group.members):
-            if not create:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            if not create:   # (an empty classic group is replaced only by a member joining)
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found."
+                                     if group is None else f"Group {group_id} is not a consumer group.")
             if group is not None and group.generation_id > 0:
                 # An empty classic group becomes a consumer group: its record goes, its offsets stay.
                 entries.append((records.group_metadata_key(group_id), None))

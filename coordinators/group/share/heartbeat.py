@@ -45,9 +45,13 @@ class ShareGroupHeartbeat:
                 raise HeartbeatError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
             if member_epoch < -1:
                 raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
-            group = self._share_group_for(group_id, create=member_epoch == 0)
-            if member_epoch == -1:
+            if member_epoch == -1:   # (a group looked up to leave: Kafka's words for it are its lookup's own)
+                group = self.groups.get(group_id)
+                if not isinstance(group, ShareGroup):
+                    raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
+                                         else f"Group {group_id} is not a share group.")
                 return self._share_leave(group, member_id)
+            group = self._share_group_for(group_id, create=member_epoch == 0)
             return self._share_heartbeat(group, member_id, member_epoch, rack_id, subscribed_topic_names,
                                          client_id, client_host)
         except HeartbeatError as e:
@@ -59,8 +63,9 @@ class ShareGroupHeartbeat:
             return group
         if group is None or (isinstance(group, GroupMetadata) and group.is_empty and not group.offsets
                              and group.generation_id == 0):
-            if not create:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            if not create:   # (an empty classic group is replaced only by a member joining)
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found." if group is None
+                                     else f"Group {group_id} is not a share group.")
             return ShareGroup(group_id, state_timestamp_ms=self.now_ms())
         raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
@@ -90,16 +95,22 @@ class ShareGroupHeartbeat:
                                      f"The share group has reached its maximum capacity of "
                                      f"{self.config.share_max_size} members.")
             member = ShareMember(member_id)
-        elif epoch not in (0, member.member_epoch):
+        elif epoch > member.member_epoch:
             raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
-                                 f"The share group member has a {'greater' if epoch > member.member_epoch else 'smaller'}"
-                                 f" member epoch ({epoch}) than the one known by the group coordinator "
-                                 f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+                                 f"The share group member has a greater member epoch ({epoch}) than the one known by "
+                                 f"the group coordinator ({member.member_epoch}). The member must abandon all its "
+                                 f"partitions and rejoin.")
+        elif epoch not in (0, member.member_epoch, member.previous_member_epoch):
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The share group member has a smaller member epoch ({epoch}) than the one known by "
+                                 f"the group coordinator ({member.member_epoch}), and it does not match the previous "
+                                 f"member epoch ({member.previous_member_epoch}). The member must abandon all its "
+                                 f"partitions and rejoin.")
         joined = member_id not in group.members
         subscription = tuple(names) if names is not None else member.subscribed_topic_names
         changed = joined or subscription != member.subscribed_topic_names
         updated = ShareMember(member_id, rack_id if rack_id is not None else member.rack_id, client_id, client_host,
-                              subscription, member.member_epoch, member.assignment)
+                              subscription, member.member_epoch, member.assignment, member.previous_member_epoch)
         entries = []
         if joined or updated.metadata() != member.metadata():
             entries.append(share_records.member_record(group.group_id, updated))
@@ -113,9 +124,9 @@ class ShareGroupHeartbeat:
             entries += self._share_assignment_records(group, targets, epoch_after, hashed)
         # No reconciliation: a member heartbeating is moved to the group's epoch and its target at once.
         assigned = targets.get(member_id, {})
+        previous = member.member_epoch if epoch_after != member.member_epoch else member.previous_member_epoch
         if joined or epoch_after != member.member_epoch or assigned != member.assignment:
-            entries.append(share_records.current_record(group.group_id, member_id, epoch_after, member.member_epoch,
-                                                        assigned))
+            entries.append(share_records.current_record(group.group_id, member_id, epoch_after, previous, assigned))
         error = self._store(group.group_id, entries)
         if error:
             raise HeartbeatError(error)
@@ -124,7 +135,7 @@ class ShareGroupHeartbeat:
         group.members = members
         if targets is not group.target:
             self._apply_share_assignment(group, targets, epoch_after, hashed)
-        updated.member_epoch, updated.assignment = epoch_after, assigned
+        updated.member_epoch, updated.assignment, updated.previous_member_epoch = epoch_after, assigned, previous
         self._schedule_share_session(group.group_id, member_id)
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                     "member_epoch": updated.member_epoch,
@@ -213,7 +224,7 @@ class ShareGroupHeartbeat:
             group.target[key.member] = normalized({bytes(t.topic_id): t.partitions for t in value.topic_partitions})
             return
         elif key.kind == 14:
-            member.member_epoch = value.member_epoch
+            member.member_epoch, member.previous_member_epoch = value.member_epoch, value.previous_member_epoch
             member.assignment = normalized({bytes(t.topic_id): t.partitions for t in value.assigned_partitions})
         if member is not None:
             group.members[key.member] = member

@@ -26,6 +26,9 @@ class ShareMember:
     subscribed_topic_names: tuple[str, ...] = ()
     member_epoch: int = 0
     assignment: Assignment = field(default_factory=dict)
+    # the epoch before its last one: a heartbeat at it is taken (its answer with the new epoch may have been
+    # lost), as Kafka takes it
+    previous_member_epoch: int = 0
 
     def metadata(self) -> tuple:
         """What its member record holds: a change writes it again."""

@@ -20,5 +20,6 @@ def handle(ctx, request):
         return {"error_code": exc.error, "error_message": str(exc), "auth_bytes": b""}
     if session.state is State.AUTHENTICATED:
         ctx.connection.authenticated()
-    return {"error_code": ErrorCode.NONE, "error_message": None, "auth_bytes": answer,
+    # (an empty message, not none: the field's default in Kafka's answer, each step of the exchange)
+    return {"error_code": ErrorCode.NONE, "error_message": "", "auth_bytes": answer,
             "session_lifetime_ms": session.session_lifetime_ms}

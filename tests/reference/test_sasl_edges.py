@@ -32,7 +32,7 @@ def _handshake(conn, mechanism="PLAIN", version=1):
 
 def _authenticate(conn, token: bytes, version=2):
     return _ask(conn, SASL_AUTHENTICATE, version, {"auth_bytes": token},
-                lambda a: (a.error_code, bytes(a.auth_bytes), a.get("session_lifetime_ms")))
+                lambda a: (a.error_code, a.error_message, bytes(a.auth_bytes), a.get("session_lifetime_ms")))
 
 
 def _metadata(conn):

@@ -25,7 +25,7 @@ async def handle(ctx, request):
     for topic_id, partition, batches in named:
         e = shares.entry(topic_id, partition)
         if not e["error_code"]:
-            e["error_code"] = await shares.acknowledge(topic_id, partition, batches, renew)
+            e["error_code"], e["error_message"] = await shares.acknowledge(topic_id, partition, batches, renew)
     if epoch == FINAL_EPOCH:
         manager.close_session(session)
         await manager.release_session(session)

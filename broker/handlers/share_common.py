@@ -21,9 +21,11 @@ NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 LEADERSHIP_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
-def answer(error=0, message=None, lock_ms=0, responses=(), node_endpoints=()) -> dict:
-    """A ShareFetch or ShareAcknowledge answer (v1 ShareAcknowledge has no lock timeout: not encoded there)."""
-    return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+def answer(error=0, reason=None, lock_ms=0, responses=(), node_endpoints=()) -> dict:
+    """A ShareFetch or ShareAcknowledge answer (v1 ShareAcknowledge has no lock timeout: not encoded there). A
+    refusal of the whole request carries no words, as Kafka's error answers carry none (its ``reason`` is
+    kbroker's own, for whoever reads this code)."""
+    return {"throttle_time_ms": 0, "error_code": error, "error_message": None,
             "acquisition_lock_timeout_ms": lock_ms, "responses": list(responses),
             "node_endpoints": list(node_endpoints)}
 
@@ -127,20 +129,21 @@ class SharePartitions:
         if leader is not None:
             e["current_leader"] = leader
 
-    async def acknowledge(self, topic_id: bytes, partition: int, batches, renew: bool = False) -> ErrorCode:
-        """``renew``: the request says it renews (v2's IsRenewAck, KIP-1222); a renew type (4) without it is
-        INVALID_REQUEST, as Kafka checks before it looks at any record."""
+    async def acknowledge(self, topic_id: bytes, partition: int, batches,
+                          renew: bool = False) -> tuple[ErrorCode, str | None]:
+        """The acknowledgement's error and Kafka's words for it (where kbroker knows them). ``renew``: the
+        request says it renews (v2's IsRenewAck, KIP-1222); a renew type (4) without it is INVALID_REQUEST, as
+        Kafka checks before it looks at any record."""
         e = self.entry(topic_id, partition)
         loaded = self.loaded.get((topic_id, partition))
         if loaded is None:
-            error = ErrorCode(e["error_code"] or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        elif not renew and any(RENEW in b.acknowledge_types for b in batches):
-            error = ErrorCode.INVALID_REQUEST
-        else:
-            error = await self.manager.acknowledge(
-                (self.group, self.names[topic_id], partition), loaded, self.member,
-                [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
-        return error
+            return ErrorCode(e["error_code"] or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
+        if not renew and any(RENEW in b.acknowledge_types for b in batches):
+            return ErrorCode.INVALID_REQUEST, None
+        error = await self.manager.acknowledge(
+            (self.group, self.names[topic_id], partition), loaded, self.member,
+            [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches])
+        return error, loaded.sp.refusal if error else None
 
     def answer(self, lock_ms: int, fields=None) -> dict:
         return answer(lock_ms=lock_ms, responses=self.topics(fields), node_endpoints=self.discovery.node_endpoints()

@@ -62,7 +62,8 @@ async def handle(ctx, request):
     acknowledged = [(t, p, batches) for t, p, batches in named if batches]
     await shares.load([(t, p) for t, p, _ in acknowledged])   # (an acknowledgement needs the partition's state)
     for topic_id, partition, batches in acknowledged:
-        shares.entry(topic_id, partition)["acknowledge_error_code"] = \
+        e = shares.entry(topic_id, partition)
+        e["acknowledge_error_code"], e["acknowledge_error_message"] = \
             await shares.acknowledge(topic_id, partition, batches, renew)
     lock_ms = manager.lock_ms(group)
     if epoch == FINAL_EPOCH:

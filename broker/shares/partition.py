@@ -46,6 +46,7 @@ class SharePartition:
         self.delivery_limit = delivery_limit
         self.max_in_flight = max_in_flight
         self._locks = 0
+        self.refusal: str | None = None   # (Kafka's words for the last acknowledgement refused, if known)
 
     # ------------------------------------------------------------------ persistence
     @classmethod
@@ -162,14 +163,17 @@ class SharePartition:
         """Apply (first, last, types) batches, all or nothing: every offset at or after the start must be
         acquired by ``member`` (INVALID_RECORD_STATE otherwise); the batches in order without overlapping, every
         type known and, while records are in flight, no offset past the last of them (INVALID_REQUEST, as
-        Kafka's)."""
+        Kafka's). ``refusal`` then holds Kafka's words for it, where kbroker knows them."""
         changes = []
         previous_last = -1
+        self.refusal = None
         for first, last, types in batches:
             if last < first or first <= previous_last or (len(types) != 1 and len(types) != last - first + 1):
                 return ErrorCode.INVALID_REQUEST   # (batches in order and apart, one type or one per record)
             previous_last = last
             if self.records and last >= self.end:
+                self.refusal = f"Batch record not found. The {'first' if first >= self.end else 'last'} offset in " \
+                               f"request is past acquired records."
                 return ErrorCode.INVALID_REQUEST
             for i, offset in enumerate(range(first, last + 1)):
                 kind = types[0] if len(types) == 1 else types[i]

@@ -430,8 +430,9 @@ async def test_share_fetch_edges(targets, topic, case):
     """What ShareFetch answers at its edges, partition by partition (error, acknowledgement error, acquired
     ranges); the member acquired offsets 0-4 first where the case needs it."""
     def shape(a):
-        return a.error_code, sorted((p.partition_index, p.error_code, p.acknowledge_error_code, len(p.acquired_records))
-                                    for t in a.responses for p in t.partitions)
+        return a.error_code, a.error_message, sorted(
+            (p.partition_index, p.error_code, p.error_message, p.acknowledge_error_code, p.acknowledge_error_message,
+             len(p.acquired_records)) for t in a.responses for p in t.partitions)
 
     async def scenario(target):
         group, member = await share_group_with_member(target, topic)
@@ -484,7 +485,7 @@ async def test_share_acknowledge_edges(targets, topic, case):
                 "group_id": group, "member_id": member, "share_session_epoch": epoch, **extra, "topics": [{
                     "topic_id": topic_id, "partitions": [{"partition_index": p, "acknowledgement_batches": b}
                                                          for p, b in parts.items()]}]})
-            return answer.error_code, sorted((p.partition_index, p.error_code)
+            return answer.error_code, answer.error_message, sorted((p.partition_index, p.error_code, p.error_message)
                                              for t in answer.responses for p in t.partitions)
         try:
             seen = [(await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))).error_code]

@@ -1,4 +1,5 @@
-"""Replica assignment for new topics and partitions, as Kafka's AdminUtils.assignReplicasToBrokers.
+"""Replica assignment for new topics and partitions, as Kafka's AdminUtils.assignReplicasToBrokers, and the
+checks Kafka's controller makes of a manual assignment and of a replication factor, in its words.
 
 Leaders are spread round-robin from a random start, each partition's
 followers shifted so that replicas of one broker do not all follow the same
@@ -13,6 +14,33 @@ import random
 
 class InvalidReplicationFactor(Exception):
     pass
+
+
+def assignment_problem(assignment, live: set[int], replicas: int | None) -> str | None:
+    """What Kafka's controller finds wrong with one partition's manual replica list, or None: replicas at all,
+    then each broker in ascending order registered and named once, then as many replicas as ``replicas`` (the
+    partitions before it, or the topic's)."""
+    if not assignment:
+        return "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker_id in sorted(assignment):
+        if broker_id not in live:
+            return f"The manual partition assignment includes broker {broker_id}, but no such broker is registered."
+        if broker_id == previous:
+            return f"The manual partition assignment includes the broker {previous} more than once."
+        previous = broker_id
+    if replicas is not None and len(assignment) != replicas:
+        return (f"The manual partition assignment includes a partition with {len(assignment)} replica(s), but this "
+                f"is not consistent with previous partitions, which have {replicas} replica(s).")
+    return None
+
+
+def placement_problem(replication: int, live: int) -> str | None:
+    """Kafka's replica placer's refusal of a replication factor the registered brokers cannot hold, or None."""
+    if replication > live:
+        return (f"The target replication factor of {replication} cannot be reached because only {live} "
+                f"broker(s) are registered.")
+    return None
 
 
 def _rack_alternated(brokers: dict[int, str | None]) -> list[int]:

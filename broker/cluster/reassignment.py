@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import structlog
 
+from kbroker.broker.cluster.assignment import assignment_problem
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.reassignment")
@@ -93,21 +94,21 @@ class Reassignments:
 
     def _refusal(self, tp, replicas, allow_rf_change: bool = True) -> tuple[ErrorCode, str | None]:
         c = self.c
-        if tp not in c.states:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {tp[0]}-{tp[1]}"
+        if tp not in c.states:   # (Kafka's controller's words for each refusal)
+            if (tp[0], 0) not in c.states:   # (every topic has a partition 0)
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {tp[0]}."
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {tp[0]}:{tp[1]}."
         if replicas is None:
             if not self.ongoing(tp):
-                return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"No reassignment in progress for {tp[0]}-{tp[1]}"
+                return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
             return ErrorCode.NONE, None
-        if not replicas or len(set(replicas)) != len(replicas):
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Empty or duplicate replicas in {list(replicas)}"
-        unknown = sorted(r for r in replicas if r not in c.live)
-        if unknown:
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Brokers {unknown} are not live"
+        problem = assignment_problem(replicas, set(c.live), None)
+        if problem:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
         current = len(self.original(tp))
         if not allow_rf_change and len(replicas) != current:   # (KIP-860)
-            return ErrorCode.INVALID_REPLICATION_FACTOR, (f"The replication factor is changed from {current} to "
-                                                          f"{len(replicas)} but allowReplicationFactorChange is false")
+            return ErrorCode.INVALID_REPLICATION_FACTOR, f"The replication factor is changed from {current} to " \
+                                                         f"{len(replicas)}"
         return ErrorCode.NONE, None
 
     def _begin(self, tp, target: list[int]) -> list[int]:

@@ -2,6 +2,7 @@
 controller (broker/cluster/reassignment.py). Needs Alter on the cluster. From v1 (KIP-860) a request may
 forbid changing a partition's replication factor: such a move is INVALID_REPLICATION_FACTOR."""
 
+from kbroker.broker.cluster.assignment import assignment_problem
 from kbroker.protocol.acls import ALTER
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.alter_partition_reassignments import ALTER_PARTITION_REASSIGNMENTS as API  # noqa: F401  (the registry reads API)
@@ -28,11 +29,9 @@ def _single_broker(ctx, request) -> dict:
                 message = f"Unable to find partition {t.name}:{p.partition_index}."
             elif p.replicas is None:
                 error, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
-            elif list(p.replicas) == [ctx.broker.broker_id]:
-                error, message = ErrorCode.NONE, None
-            else:
-                error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Brokers other than {ctx.broker.broker_id} " \
-                                                                       f"are not live"
+            else:   # (the one broker is every replica there can be: Kafka's controller's checks decide the rest)
+                problem = assignment_problem(p.replicas, {ctx.broker.broker_id}, None)
+                error, message = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem) if problem else (ErrorCode.NONE, None)
             results.append({"partition_index": p.partition_index, "error_code": error, "error_message": message})
         responses.append({"name": t.name, "partitions": results})
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}

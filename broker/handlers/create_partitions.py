@@ -6,7 +6,7 @@ from collections import Counter
 
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
-from kbroker.broker.handlers.create_topics import assignment_problem, placement_problem
+from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.protocol.acls import ALTER, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.storage.java_order import hash_order, table_size

@@ -2,6 +2,7 @@
 
 from collections import Counter
 
+from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.alter_configs import stored_topic_configs, topic_configs_problem
 from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
@@ -24,33 +25,6 @@ def _collides(name: str, existing) -> str | None:
     for other in existing:
         if other.replace(".", "_") == normalized and ("." in other or "_" in other):
             return other
-    return None
-
-
-def assignment_problem(assignment, live: set[int], replicas: int | None) -> str | None:
-    """What Kafka's controller finds wrong with one partition's manual replica list, or None: replicas at all,
-    then each broker in ascending order registered and named once, then as many replicas as ``replicas`` (the
-    partitions before it, or the topic's)."""
-    if not assignment:
-        return "The manual partition assignment includes an empty replica list."
-    previous = None
-    for broker_id in sorted(assignment):
-        if broker_id not in live:
-            return f"The manual partition assignment includes broker {broker_id}, but no such broker is registered."
-        if broker_id == previous:
-            return f"The manual partition assignment includes the broker {previous} more than once."
-        previous = broker_id
-    if replicas is not None and len(assignment) != replicas:
-        return (f"The manual partition assignment includes a partition with {len(assignment)} replica(s), but this "
-                f"is not consistent with previous partitions, which have {replicas} replica(s).")
-    return None
-
-
-def placement_problem(replication: int, live: int) -> str | None:
-    """Kafka's replica placer's refusal of a replication factor the registered brokers cannot hold, or None."""
-    if replication > live:
-        return (f"The target replication factor of {replication} cannot be reached because only {live} "
-                f"broker(s) are registered.")
     return None
 
 

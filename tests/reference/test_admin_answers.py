@@ -171,7 +171,7 @@ async def coordinator_ready(target, group: str) -> None:
 
 def _masked(value, me: int):
     if isinstance(value, str):
-        return re.sub(rf"\b([Ee]xpected) {me}\b", r"\1 <me>", value)
+        return re.sub(rf"\b([Ee]xpected|broker) {me}\b", r"\1 <me>", value)
     if isinstance(value, dict):
         return {k: _masked(v, me) for k, v in value.items()}
     if isinstance(value, list):
@@ -329,4 +329,28 @@ async def test_a_heartbeat_to_an_empty_classic_group_is_told_it_is_not_a_consume
         beat = await call(target, 68, 1, {"group_id": group, "member_id": M, "member_epoch": 4})
         left = await call(target, 68, 1, {"group_id": group, "member_id": M, "member_epoch": -1})
         return joined.error_code, [(a.error_code, a.error_message) for a in (beat, left)]
+    await same(targets, scenario)
+
+
+REASSIGNMENTS = {   # case -> (partition, replicas given the broker's own id)
+    "to the broker it is on": (0, lambda me: [me]), "to a broker not there": (0, lambda me: [50]),
+    "to the same broker twice": (0, lambda me: [me, me]), "to no broker": (0, lambda me: []),
+    "to a negative broker id": (0, lambda me: [-3]), "to it and a broker not there": (0, lambda me: [me, 50]),
+    "of a partition the topic lacks": (7, lambda me: [me]), "cancelled, none in progress": (0, lambda me: None),
+    "of a topic not there": (None, lambda me: [me]),
+}
+
+
+@pytest.mark.parametrize("case", list(REASSIGNMENTS))
+async def test_a_reassignment_is_refused_in_kafkas_words(targets, topic, case):
+    """AlterPartitionReassignments checks the replicas as Kafka's controller checks a manual assignment."""
+    partition, replicas = REASSIGNMENTS[case]
+
+    async def scenario(target):
+        me = 1 if target.name == "kafka" else 0
+        await create(target, topic, 1)
+        answer = await call(target, 45, 0, {"timeout_ms": 5000, "topics": [{
+            "name": topic if partition is not None else f"{topic}-none",
+            "partitions": [{"partition_index": partition or 0, "replicas": replicas(me)}]}]})
+        return _masked(plain(answer, volatile=VOLATILE), me)
     await same(targets, scenario)

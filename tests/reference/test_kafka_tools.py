@@ -2,6 +2,7 @@
 each checked by what it prints: what an operator types works as it does against Kafka (issue 33)."""
 
 import json
+import re
 import subprocess
 import time
 import uuid
@@ -265,3 +266,39 @@ def test_kafka_transactions_describes_and_aborts_a_hanging_transaction(server):
         assert got == [b"after"]
     finally:
         consumer.close()
+
+
+MISTAKES = {   # case -> a tool's arguments, given the test's topic (made with two partitions)
+    "a replication factor past the brokers": lambda t: (
+        "org.apache.kafka.tools.TopicCommand", "--create", "--topic", f"{t}-x", "--replication-factor", "3"),
+    "fewer partitions": lambda t: ("org.apache.kafka.tools.TopicCommand", "--alter", "--topic", t, "--partitions", "1"),
+    "a config value of the wrong type": lambda t: (
+        "org.apache.kafka.tools.TopicCommand", "--create", "--topic", f"{t}-y", "--config", "retention.ms=abc"),
+    "compaction lags that contradict": lambda t: (
+        "kafka.admin.ConfigCommand", "--alter", "--entity-type", "topics", "--entity-name", t, "--add-config",
+        "min.compaction.lag.ms=5,max.compaction.lag.ms=1"),
+    "a topic that is not there": lambda t: (
+        "org.apache.kafka.tools.TopicCommand", "--delete", "--topic", f"{t}-none"),
+}
+
+
+def _told(result: subprocess.CompletedProcess, server: str) -> tuple[int, list[str]]:
+    """The exit code and the error lines a tool printed, without their times and the broker's address."""
+    lines = [re.sub(r"^\[[^]]*\] ", "", line).replace(server, "<server>")
+             for line in (result.stdout + result.stderr).splitlines() if "rror" in line or "xception" in line]
+    return result.returncode, lines[:3]
+
+
+@pytest.mark.parametrize("case", list(MISTAKES))
+def test_an_operators_mistake_is_told_as_kafka_tells_it(targets, case):
+    """The same mistake through Kafka's own tools, against Kafka and kbroker: the same exit and the same
+    error lines (the broker's words reach the operator through the Java admin client)."""
+    topic = f"tools-{uuid.uuid4().hex[:8]}"
+    told = {}
+    for target in targets:
+        server = f"127.0.0.1:{target.port}"
+        ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+                "--partitions", "2"))
+        main, *args = MISTAKES[case](topic)
+        told[target.name] = _told(tool(main, "--bootstrap-server", server, *args), server)
+    assert told["kbroker"] == told["kafka"]

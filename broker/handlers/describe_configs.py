@@ -11,7 +11,7 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.describe_configs import DESCRIBE_CONFIGS as API  # noqa: F401  (the registry reads API)
 from kbroker.storage.config_values import java_int
 from kbroker.storage.java_order import hash_order
-from kbroker.storage.log_config import BROKER_SYNONYMS, DEFINED_ORDER, TOPIC_CONFIGS, LogConfig
+from kbroker.storage.log_config import BROKER_SYNONYMS, DEFINED_ORDER, TOPIC_CONFIGS
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 RESOURCE_TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
@@ -87,15 +87,12 @@ def topic_config_entries(broker, config, overrides: dict[str, str]) -> list[dict
     """One entry per topic config, in Kafka's order: its effective value, where it comes from, and its synonyms
     (the topic's override, then the broker key's dynamic, static and default values)."""
     entries = []
-    defaults = LogConfig()
     for name in _TOPIC_ORDER:
         parser = TOPIC_CONFIGS[name][1]
         broker_key = BROKER_SYNONYMS.get(name)
-        if broker_key:
-            synonyms = broker.dynamic.synonyms(broker_key)
-        else:   # (a topic config with no broker key: its own default, unless that is null)
-            default = defaults.value_of(name)
-            synonyms = [] if default is None else [{"name": name, "value": default, "source": DEFAULT_CONFIG}]
+        # (a topic config with no broker key, the throttled replicas', has no synonym but the topic's own value:
+        # Kafka lists the broker's layers of its synonyms, and there are none)
+        synonyms = broker.dynamic.synonyms(broker_key) if broker_key else []
         if name in overrides:
             synonyms.insert(0, {"name": name, "value": overrides[name], "source": DYNAMIC_TOPIC_CONFIG})
         entries.append(_entry(name, config.value_of(name), False, synonyms, parser, topic=True))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import call, documented, same
+from tests.reference.differential import call, documented, same, settled
+from tests.reference.test_configs import KBROKER_ONLY_TOPIC_CONFIGS, TOPIC_CONFIGS_NOT_IN_KBROKER
 from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference
@@ -74,3 +75,34 @@ async def test_synonyms_of_a_topic_config(targets, topic, version):
 @documented("DescribeConfigs carries no documentation")
 async def test_documentation_of_a_topic_config(targets, topic):
     await same(targets, _described, topic, 4, True)
+
+
+async def test_a_topics_configs_with_their_synonyms_whole(targets, topic):
+    """A topic with two overrides on a broker with two dynamic cluster-wide defaults: every config's value,
+    source, type and synonyms (the topic's value, then the broker's layers of its synonyms; none for a config
+    with no broker synonym), in Kafka's order. Left out: the configs only one of the two has
+    (test_configs.py says which) and min.insync.replicas' source (Kafka 4 sets it cluster-wide at format)."""
+    left_out = TOPIC_CONFIGS_NOT_IN_KBROKER | KBROKER_ONLY_TOPIC_CONFIGS | {"min.insync.replicas"}
+    defaults = {"log.retention.bytes": "99999999", "log.cleaner.delete.retention.ms": "4444444"}
+
+    async def alter_defaults(target, operation):
+        await call(target, 44, 1, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+            {"name": k, "config_operation": operation, "value": v if operation == 0 else None}
+            for k, v in defaults.items()]}], "validate_only": False})
+
+    async def scenario(target):
+        await create(target, topic, 1, retention_ms=123456, cleanup_policy="compact")
+        await alter_defaults(target, 0)
+        try:
+            async def described():
+                answer = await call(target, 32, 4, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                                    "configuration_keys": None}],
+                                                    "include_synonyms": True, "include_documentation": False})
+                return [(c.name, c.value, c.read_only, c.config_source, c.is_sensitive, c.config_type,
+                         [(s.name, s.value, s.source) for s in c.synonyms])
+                        for c in answer.results[0].configs if c.name not in left_out]
+            # (Kafka's broker applies a dynamic default a moment after the controller took it)
+            return await settled(described, lambda d: ("retention.bytes", "99999999") in [c[:2] for c in d])
+        finally:
+            await alter_defaults(target, 1)
+    await same(targets, scenario)

@@ -4,13 +4,13 @@ names in the order of the Java hash set that held them."""
 
 from collections import Counter
 
+from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
-from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.protocol.acls import ALTER, TOPIC
 from kbroker.protocol.errors import ErrorCode
-from kbroker.storage.java_order import hash_order, table_size
 from kbroker.protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.java_order import hash_order, table_size
 
 
 def _problem(broker, topic, quota, live: set[int]) -> tuple[ErrorCode, str | None]:

@@ -9,9 +9,9 @@ from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PART
 from kbroker.broker.handlers.describe_configs import topic_config_entries
 from kbroker.broker.metadata import TopicNotCreated, topic_name_invalid
 from kbroker.protocol.acls import CREATE, TOPIC
-from kbroker.storage.java_order import hash_order, table_size
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_topics import CREATE_TOPICS as API  # noqa: F401  (the registry reads API)
+from kbroker.storage.java_order import hash_order, table_size
 
 
 CLUSTER_METADATA = "__cluster_metadata"   # (Kafka's KRaft log: never a topic a client may make)

@@ -92,21 +92,20 @@ class AclBinding:
         """Raise InvalidAcl unless Kafka would store this binding (AclControlManager / AclApis' checks). An
         empty host is stored, as Kafka 4.2 stores it: it matches no caller."""
         if self.resource_type not in RESOURCE_TYPES:
-            raise InvalidAcl(f"Invalid resourceType {self.resource_type}")
+            raise InvalidAcl(f"Invalid resourceType {_refused_name(self.resource_type)}")
         if self.pattern_type not in PATTERN_TYPES:
-            raise InvalidAcl(f"Invalid patternType {self.pattern_type}")
+            raise InvalidAcl(f"Invalid patternType {_refused_name(self.pattern_type, pattern=True)}")
         if self.operation not in OPERATIONS:
-            raise InvalidAcl(f"Invalid operation {self.operation}")
+            raise InvalidAcl(f"Invalid operation {_refused_name(self.operation)}")
         if self.permission not in PERMISSIONS:
-            raise InvalidAcl(f"Invalid permissionType {self.permission}")
+            raise InvalidAcl(f"Invalid permissionType {_refused_name(self.permission)}")
         if not self.name:
             raise InvalidAcl("Invalid empty resource name")
         if self.resource_type == CLUSTER and self.name != CLUSTER_NAME:
             raise InvalidAcl(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
-        kind, sep, who = self.principal.partition(":")
-        if not sep or not kind or not who:
-            raise InvalidAcl(f"Could not parse principal from `{self.principal}` (no colon is found "
-                             "separating principal type from principal name)")
+        if ":" not in self.principal:   # (an empty type or name is taken, as Kafka takes it)
+            raise InvalidAcl(f"Could not parse principal from `{self.principal}` (no colon is present separating "
+                             "the principal type from the principal name)")
 
     def entry_json(self) -> dict:
         return {"principal": self.principal, "permissionType": PERMISSIONS[self.permission],
@@ -116,6 +115,12 @@ class AclBinding:
         """Kafka's text form, as ``kafka-acls --list`` prints it."""
         return (f"(principal={self.principal}, host={self.host}, operation={OPERATIONS[self.operation].upper()}, "
                 f"permissionType={PERMISSIONS[self.permission].upper()})")
+
+
+def _refused_name(code: int, pattern: bool = False) -> str:
+    """How Kafka names a code no binding may hold: its enum's name (a filter's ANY or MATCH), UNKNOWN for the
+    rest (a code it does not know reads as UNKNOWN)."""
+    return "ANY" if code == ANY else "MATCH" if pattern and code == MATCH else "UNKNOWN"
 
 
 @dataclass(frozen=True, slots=True)

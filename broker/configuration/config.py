@@ -155,6 +155,8 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "num.network.threads": (int, 3),
     "background.threads": (int, 10),
     "num.recovery.threads.per.data.dir": (int, 2),
+    # Kafka's log cleaner threads: likewise (kbroker's cleaner is one task on its own thread)
+    "log.cleaner.threads": (int, 1),
     "max.incremental.fetch.session.cache.slots": (int, 1000),
     "max.request.partition.size.limit": (int, 2000),   # DescribeTopicPartitions' partitions per answer
     "replica.fetch.max.bytes": (int, 1048576),

@@ -50,7 +50,8 @@ LISTENER_KEYS = frozenset({"advertised.listeners"})
 QUOTA_KEYS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
                         "replica.alter.log.dirs.io.max.bytes.per.second"})
 DYNAMIC_KEYS = LOG_KEYS | THREAD_KEYS | CONNECTION_KEYS | LISTENER_KEYS | QUOTA_KEYS | {
-    "log.cleaner.backoff.ms", "producer.id.expiration.ms"}
+    "log.cleaner.backoff.ms", "producer.id.expiration.ms", "log.cleaner.threads"}
+DEDUPE_BUFFER_BYTES = 134217728   # (Kafka's log.cleaner.dedupe.buffer.size, which its cleaner threads share)
 PER_BROKER_KEYS = LISTENER_KEYS   # Kafka refuses these at the cluster-wide default
 # Kafka's LIST-typed broker configs kbroker has: APPEND and SUBTRACT apply to these only
 LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "listeners", "log.dirs", "log.dir",
@@ -82,6 +83,7 @@ _TYPES = {
     **{key: (INT, ("at least", 0)) for key in ("max.connections", "max.connections.per.ip",
                                                "max.connection.creation.rate")},
     **{key: (LONG, ("at least", 0)) for key in ("log.cleaner.backoff.ms", *QUOTA_KEYS)},
+    "log.cleaner.threads": (INT, ("at least", 0)),
     "max.connections.per.ip.overrides": (STRING, None), "advertised.listeners": (LIST, None)}
 # Broker defaults of topic configs whose broker key Kafka defines with no floor (its topic key has one)
 _UNBOUNDED = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
@@ -131,6 +133,12 @@ def validate(texts: dict[str, str], per_broker: bool, config) -> str | None:
             return f"requirement failed: {key} must be greater than or equal to {least}"
     if "log.retention.ms" in texts and int(texts["log.retention.ms"]) == 0:   # (any negative is unlimited)
         return "requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal to 1"
+    if "log.cleaner.threads" in texts:   # (the dedupe buffer divided between the threads: Kafka's words, zero's too)
+        threads = int(texts["log.cleaner.threads"])
+        if threads == 0:
+            return "/ by zero"
+        if DEDUPE_BUFFER_BYTES // threads <= 1024 * 1024:
+            return "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."
     per_ip = texts.get("max.connections.per.ip", config["max.connections.per.ip"])
     overrides = texts.get("max.connections.per.ip.overrides", config["max.connections.per.ip.overrides"])
     if str(per_ip).strip() == "0" and not str(overrides).strip():
@@ -177,6 +185,15 @@ def _value_problem(key: str, text: str, value, config) -> str | None:
             if value > old * 2:
                 return _reconfiguration_refused(f"{refused}, value should not be greater than double the current "
                                                 f"value {old}")
+        return None
+    if key == "log.cleaner.threads":   # (Kafka's LogCleaner rule: at most doubled or halved at once)
+        old = config[key]
+        if value < old // 2:
+            return _reconfiguration_refused(f"Log cleaner threads cannot be reduced to less than half the current "
+                                            f"value {old}")
+        if value > old * 2:
+            return _reconfiguration_refused(f"Log cleaner threads cannot be increased to more than double the "
+                                            f"current value {old}")
         return None
     if key in ("max.connections", "max.connection.creation.rate") and value <= 0:   # (ConnectionQuotas' rule)
         return _reconfiguration_refused(f"Invalid {key} {value}")

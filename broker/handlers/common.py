@@ -95,6 +95,34 @@ def _offsets_partition_hash(partition: int) -> int:
     return ((31 + partition) * 31 + _OFFSETS_TOPIC_HASH) & 0xFFFFFFFF
 
 
+def split_by_right(ctx, operation: int, group_ids) -> tuple[list[str], list[str]]:
+    """``group_ids`` this request's principal may do ``operation`` on, and those it may not (each refusal
+    logged), both in the order asked: each group authorized once."""
+    allowed, refused = [], []
+    for group_id in group_ids:
+        (allowed if ctx.authorized(operation, GROUP, group_id) else refused).append(group_id)
+    return allowed, refused
+
+
+def names_once_and_repeated(names) -> tuple[list[str], list[str], int]:
+    """A request's names as Kafka's controller sorts them into two hash sets: those given once (in the order
+    given), those given more than once (in the order they turned out so), and the most names the first set held
+    at once (it grows with every name until a repeat takes one out, and its table never shrinks)."""
+    once: dict[str, None] = {}
+    repeated: dict[str, None] = {}
+    peak = 0
+    for name in names:
+        if name in repeated:
+            continue
+        if name in once:
+            del once[name]
+            repeated[name] = None
+        else:
+            once[name] = None
+            peak = max(peak, len(once))
+    return list(once), list(repeated), peak
+
+
 def coordinator_order(ctx, group_ids: list[str]) -> list[int]:
     """The places of ``group_ids`` in the order Kafka's group coordinator answers a batch of them: by the
     ``__consumer_offsets`` partition each belongs to, the partitions in the order of the Java hash map keyed by

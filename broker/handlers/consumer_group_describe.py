@@ -1,9 +1,9 @@
 """ConsumerGroupDescribe (KIP-848): epochs, assignor and each member's current and target assignment."""
 
-from kbroker.broker.handlers.common import coordinator_error, coordinator_order, with_group_operations
+from kbroker.broker.handlers.common import coordinator_order, split_by_right, with_group_operations
 from kbroker.coordinators.group.consumer.describe import consumer_group_description
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
-from kbroker.protocol.acls import DESCRIBE, GROUP
+from kbroker.protocol.acls import DESCRIBE
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.consumer_group_describe import CONSUMER_GROUP_DESCRIBE as API  # noqa: F401
 
@@ -18,14 +18,13 @@ def handle(ctx, request):
     """Kafka's order: the groups this principal may not describe, as asked; then empty ids; then the others as
     its group coordinator answers a batch (common.coordinator_order)."""
     coordinator = ctx.broker.group_coordinator
-    refused = [_refused(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in request.group_ids
-               if not ctx.authorized(DESCRIBE, GROUP, g)]
-    allowed = [g for g in request.group_ids if ctx.authorized(DESCRIBE, GROUP, g, log_denied=False)]
+    allowed, denied = split_by_right(ctx, DESCRIBE, request.group_ids)
+    refused = [_refused(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in denied]
     refused += [_refused("", ErrorCode.INVALID_GROUP_ID) for g in allowed if not g]
     allowed = [g for g in allowed if g]
     groups = []
     for group_id in allowed:
-        error = coordinator_error(ctx, group_id, DESCRIBE)
+        error = ctx.broker.coordination.group_coordinator_error(group_id)
         group = coordinator.groups.get(group_id) if not error else None
         if error:
             groups.append(_refused(group_id, error))

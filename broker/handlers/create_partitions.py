@@ -2,11 +2,9 @@
 answers: each repeated name, then each topic not to be altered by this principal, then the others' results; the
 names in the order of the Java hash set that held them."""
 
-from collections import Counter
-
 from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
-from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
+from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS, names_once_and_repeated
 from kbroker.protocol.acls import ALTER, TOPIC
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.create_partitions import CREATE_PARTITIONS as API  # noqa: F401  (the registry reads API)
@@ -56,13 +54,12 @@ def handle(ctx, request):
         return {"throttle_time_ms": 0, "results": [
             {"name": name, "error_code": ErrorCode.POLICY_VIOLATION, "error_message": TOO_MANY_PARTITIONS}
             for name in dict.fromkeys(names)]}
-    counts = Counter(names)
-    seen: set[str] = set()
-    duplicates = list(dict.fromkeys(n for n in names if n in seen or seen.add(n)))   # (as they turn out so)
+    # (Kafka's set of names holds every name before the repeated ones are taken out: sized for all of them)
+    singles, duplicates, _ = names_once_and_repeated(names)
     results = [{"name": n, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."}
                for n in hash_order(duplicates)]
     given = []
-    for name in hash_order([n for n in dict.fromkeys(names) if counts[n] == 1], capacity=table_size(len(counts))):
+    for name in hash_order(singles, capacity=table_size(len(singles) + len(duplicates))):
         if ctx.authorized(ALTER, TOPIC, name):
             given.append(name)
         else:

@@ -5,7 +5,7 @@ from collections import Counter
 from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
 from kbroker.broker.handlers.alter_configs import stored_topic_configs, topic_configs_problem
-from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS
+from kbroker.broker.handlers.common import PARTITIONS_PER_REQUEST, TOO_MANY_PARTITIONS, names_once_and_repeated
 from kbroker.broker.handlers.describe_configs import topic_config_entries
 from kbroker.broker.metadata import TopicNotCreated, topic_name_invalid
 from kbroker.protocol.acls import CREATE, TOPIC
@@ -166,34 +166,15 @@ def _create(ctx, request):
         accepted.append((topic, partitions, replication, configs, results[-1]))
     for topic, partitions, replication, configs, result in accepted:
         result.update(_made(ctx, request, topic, partitions, replication, configs))
-    duplicates, singles, table = _name_sets(names)
+    singles, duplicates, peak = names_once_and_repeated(names)
     results += [_refused(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in hash_order(duplicates)]
-    for name in hash_order(singles, capacity=table):
+    for name in hash_order(singles, capacity=table_size(peak)):
         if name == CLUSTER_METADATA:
             results.append(_refused(name, ErrorCode.INVALID_REQUEST,
                                     f"Creation of internal topic {CLUSTER_METADATA} is prohibited."))
         elif name not in allowed:
             results.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
     return {"throttle_time_ms": mutation_throttle(ctx, quota), "topics": results}
-
-
-def _name_sets(names: list[str]) -> tuple[list[str], list[str], int]:
-    """Kafka's two hash sets of a request's names: those given twice or more (in the order they turned out so),
-    those given once (in the order given), and the buckets of the latter's table, which grew with every name
-    before a repeat took it out again."""
-    once: dict[str, None] = {}
-    twice: dict[str, None] = {}
-    peak = 0
-    for name in names:
-        if name in twice:
-            continue
-        if name in once:
-            del once[name]
-            twice[name] = None
-        else:
-            once[name] = None
-            peak = max(peak, len(once))
-    return list(twice), list(once), table_size(peak)
 
 
 def _made(ctx, request, topic, partitions: int, replication: int, configs: dict) -> dict:

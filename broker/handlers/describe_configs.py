@@ -178,9 +178,10 @@ def _describe_id_refusal(ctx, resource_type: int, name: str) -> tuple[ErrorCode,
     differ from the alter APIs')."""
     if resource_type == BROKER_LOGGER and not name:
         return ErrorCode.INVALID_REQUEST, "Broker id must not be empty"
-    if java_int(name) is None:
+    node_id = java_int(name)
+    if node_id is None:
         return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
-    if java_int(name) != ctx.broker.broker_id:
+    if node_id != ctx.broker.broker_id:
         either = " or empty string," if resource_type == BROKER else ""
         return (ErrorCode.INVALID_REQUEST,
                 f"Unexpected broker id, expected {ctx.broker.broker_id}{either} but received {name}")

@@ -136,3 +136,22 @@ def test_kafka_3_topic_configs_and_an_empty_cleanup_policy(broker, topic_name):
     admin.incremental_alter_configs([ConfigResource("topic", topic_name, incremental_configs=[append])])[
         resource].result(10)
     assert admin.describe_configs([resource])[resource].result(10)["cleanup.policy"].value == "compact"
+
+
+def test_topic_refusals_reach_the_client_in_kafkas_words(broker, topic_name):
+    """librdkafka's admin client passes the broker's message on: a replication factor past the brokers and fewer
+    partitions are told in Kafka 4.2's controller's words."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(10)
+
+    def refusal(future) -> tuple[int, str]:
+        with pytest.raises(Exception) as refused:
+            future.result(10)
+        return refused.value.args[0].code(), refused.value.args[0].str()
+    code, message = refusal(admin.create_topics([NewTopic(f"{topic_name}-x", 1, 3)])[f"{topic_name}-x"])
+    assert code == KafkaError.INVALID_REPLICATION_FACTOR and message == (
+        "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because "
+        "only 1 broker(s) are registered.")
+    code, message = refusal(admin.create_partitions([NewPartitions(topic_name, 1)])[topic_name])
+    assert code == KafkaError.INVALID_PARTITIONS and message == (
+        f"The topic {topic_name} currently has 2 partition(s); 1 would not be an increase.")

@@ -133,22 +133,30 @@ class KafkaConnection:
         data = bytes(frame)
         del frame
         if not expect_response:
-            self.stream.write(data)
-            await self.stream.drain()
+            await self._write(data)
             return None
         pending = self._pending[correlation_id] = _Pending(api_key, version, timeout,
                                                            None if self._repeater is None else bytearray(data))
         try:
-            self.stream.write(data)
-            await self.stream.drain()
+            await self._write(data)
             return await pending.future
         finally:
             pending.timer.cancel()
 
     async def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (tests of malformed input)."""
-        self.stream.write(data)
-        await self.stream.drain()
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        """Write a frame; a broker that hung up while it was written is ConnectionClosed, as a read finds it
+        (not the socket's own BrokenPipeError or ConnectionResetError, which depend on how far the write got)."""
+        try:
+            self.stream.write(data)
+            await self.stream.drain()
+        except ConnectionClosed:
+            raise
+        except ConnectionError as exc:
+            raise ConnectionClosed(f"connection closed by the broker: {exc}") from exc
 
     async def _read_loop(self) -> None:
         error: Exception = ConnectionClosed("connection closed by the broker")

@@ -52,8 +52,12 @@ final class Clients {
     }
 
     static Properties props(KBroker broker, Object... keyValues) {
+        return props(broker.bootstrap(), keyValues);
+    }
+
+    static Properties props(String bootstrap, Object... keyValues) {
         Properties p = new Properties();
-        p.put("bootstrap.servers", broker.bootstrap());
+        p.put("bootstrap.servers", bootstrap);
         for (int i = 0; i < keyValues.length; i += 2) {
             p.put(keyValues[i], keyValues[i + 1]);
         }

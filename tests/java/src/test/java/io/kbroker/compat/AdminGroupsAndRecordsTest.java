@@ -30,24 +30,10 @@ import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** The Admin client on share groups, group configs, transactions, offsets and DeleteRecords. */
-class AdminGroupsAndRecordsTest {
-    static KBroker broker;
-
-    @BeforeAll
-    static void start() throws Exception {
-        broker = KBroker.start();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        broker.close();
-    }
-
+class AdminGroupsAndRecordsTest extends OneBroker {
     @Test
     void aShareGroupIsDescribedWithItsMembersAndItsShareOffsets() throws Exception {
         String topic = name("admin-share");

@@ -35,26 +35,12 @@ import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
 import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** The Admin client: topics, partitions, configs, the groups of every type, and quotas: an IP address's
  * connection rate (KIP-612) and a client id's controller mutation rate (KIP-599), which the Admin meets by
  * retrying once the throttle time has passed. */
-class AdminTest {
-    static KBroker broker;
-
-    @BeforeAll
-    static void start() throws Exception {
-        broker = KBroker.start();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        broker.close();
-    }
-
+class AdminTest extends OneBroker {
     @Test
     void topicsPartitionsAndConfigs() throws Exception {
         String topic = name("admin");

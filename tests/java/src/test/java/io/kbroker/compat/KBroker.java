@@ -105,6 +105,14 @@ public final class KBroker implements AutoCloseable {
             System.err.println("kept for its logs: " + dir + " (exit " + process.exitValue() + ")");
             return;
         }
+        removeTree(dir);
+    }
+
+    /** {@code dir} and everything under it removed, if it is there. */
+    static void removeTree(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
         try (Stream<Path> paths = Files.walk(dir)) {
             for (Path path : (Iterable<Path>) paths.sorted(Comparator.reverseOrder())::iterator) {
                 Files.deleteIfExists(path);

@@ -31,24 +31,10 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** The idempotent and the transactional producer, the classic consumer and the KIP-848 consumer. */
-class ProducersAndConsumersTest {
-    static KBroker broker;
-
-    @BeforeAll
-    static void start() throws Exception {
-        broker = KBroker.start();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        broker.close();
-    }
-
+class ProducersAndConsumersTest extends OneBroker {
     static KafkaConsumer<String, String> consumer(String group, Object... more) {
         Object[] base = {"group.id", group, "auto.offset.reset", "earliest", "enable.auto.commit", "false"};
         Object[] all = new Object[base.length + more.length];

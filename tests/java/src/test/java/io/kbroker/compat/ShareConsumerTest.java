@@ -17,25 +17,11 @@ import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** KafkaShareConsumer (KIP-932): implicit and explicit acknowledgement with delivery counts, a lock renewed
  * (AcknowledgeType.RENEW, ShareAcknowledge v2) and the record-limit acquire mode (ShareFetch v2). */
-class ShareConsumerTest {
-    static KBroker broker;
-
-    @BeforeAll
-    static void start() throws Exception {
-        broker = KBroker.start();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        broker.close();
-    }
-
+class ShareConsumerTest extends OneBroker {
     static KafkaShareConsumer<String, String> shareConsumer(String group, String mode) {
         return Clients.shareConsumer(broker, group, mode);
     }

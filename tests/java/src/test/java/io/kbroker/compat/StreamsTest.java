@@ -5,8 +5,6 @@ import static io.kbroker.compat.Clients.name;
 
 import java.util.Map;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -14,19 +12,7 @@ import org.junit.jupiter.api.Test;
  * transactions, standby tasks and restores from changelogs, on one kbroker. A Streams application that asks
  * for the streams group protocol (KIP-1071) is not served: docs/COMPATIBILITY.md says what it sees.
  */
-class StreamsTest {
-    static KBroker broker;
-
-    @BeforeAll
-    static void start() throws Exception {
-        broker = KBroker.start();
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        broker.close();
-    }
-
+class StreamsTest extends OneBroker {
     @Test
     void wordCountsStayExactWhileInstancesComeAndGo() throws Exception {
         String in = name("words"), out = name("counts"), windowed = name("hourly"), app = name("wc");

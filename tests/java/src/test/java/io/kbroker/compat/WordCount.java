@@ -3,12 +3,10 @@ package io.kbroker.compat;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.stream.Stream;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -130,13 +128,6 @@ final class WordCount implements AutoCloseable {
     @Override
     public void close() throws Exception {
         streams.close(Duration.ofSeconds(30));   // (again is nothing: a test may close it before its end)
-        if (!Files.exists(stateDir)) {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(stateDir)) {
-            for (Path path : (Iterable<Path>) paths.sorted(Comparator.reverseOrder())::iterator) {
-                Files.deleteIfExists(path);
-            }
-        }
+        KBroker.removeTree(stateDir);
     }
 }

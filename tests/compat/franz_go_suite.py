@@ -1,0 +1,98 @@
+"""franz-go's own integration tests (``pkg/kgo``), run against kbroker.
+
+franz-go (twmb/franz-go, the Go client) tests itself against a live cluster named by ``KGO_SEEDS``: producing
+and consuming at every acks and compression, idempotent and transactional ETL chains, classic and KIP-848
+groups, share groups (KIP-932), regex subscriptions, admin requests and client telemetry (KIP-714). With
+``KGO_TEST_CHAOS=1`` its ETL tests also cut every connection after 0.5-1.5 s, so the client reconnects,
+retries and rewinds sequence numbers mid-run. The module comes from the Go module proxy into
+``.cache/compat/go`` (``go`` from ``PATH`` or /usr/local/go; franz-go 1.22 wants Go 1.26, which the
+toolchain fetches itself where the local one is older).
+
+``python -m tests.compat.franz_go_suite`` runs the whole package against one broker and prints each test's
+outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from tests.brokerproc import ROOT, BrokerProcess
+
+MODULE, VERSION = "github.com/twmb/franz-go", "v1.22.3"
+CACHE = os.path.join(ROOT, ".cache", "compat", "go")
+# Each needs a listener kbroker does not offer here: SCRAM on seeds of their own, OAUTHBEARER.
+NEEDS_OTHER_SEEDS = {"TestSCRAMAuth", "TestSCRAMAuthBadCredentials", "TestOAuthAuth"}
+ETL_TESTS = "^(TestGroupETL|TestShareGroupETL|TestTxnEtl)$"
+_OUTCOME = re.compile(r"^--- (PASS|FAIL|SKIP): (\S+)", re.MULTILINE)
+
+
+def go() -> str:
+    """The go command: on PATH, else where the official archive installs it."""
+    found = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+    if found is None:
+        raise RuntimeError("franz-go's tests need Go (https://go.dev/dl, or /usr/local/go)")
+    return found
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "GOMODCACHE": os.path.join(CACHE, "mod"), "GOPATH": os.path.join(CACHE, "path"),
+            "GOCACHE": os.path.join(CACHE, "build"), "GOFLAGS": "-modcacherw -mod=mod", "GOTOOLCHAIN": "auto"}
+
+
+def source() -> str:
+    """franz-go's module, downloaded once through the Go module proxy; returns its directory."""
+    os.makedirs(CACHE, exist_ok=True)
+    done = subprocess.run([go(), "mod", "download", "-json", f"{MODULE}@{VERSION}"], cwd=CACHE, env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"go mod download failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return json.loads(done.stdout)["Dir"]
+
+
+def run(seeds: str, replication_factor: int, tests: str = ".", chaos: bool = False, count: int = 1,
+        timeout: float = 1200) -> tuple[dict[str, str], str]:
+    """(test name -> PASS, FAIL or SKIP, the run's output) for ``go test ./pkg/kgo -run tests`` against
+    ``seeds``; a test that ran ``count`` times keeps its worst outcome."""
+    env = {**_env(), "KGO_SEEDS": seeds, "KGO_TEST_RF": str(replication_factor), "KGO_TEST_RECORDS": "50000"}
+    if chaos:
+        env["KGO_TEST_CHAOS"] = "1"
+    command = [go(), "test", "./pkg/kgo/", "-v", "-count", str(count), "-run", tests,
+               "-timeout", f"{int(timeout)}s"]
+    with tempfile.TemporaryDirectory(prefix="franz-go-") as work:   # (writable: go test may touch go.sum)
+        tree = os.path.join(work, "franz-go")
+        shutil.copytree(source(), tree)
+        done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout + 120)
+    log = done.stdout + done.stderr
+    outcomes: dict[str, str] = {}
+    for outcome, name in _OUTCOME.findall(log):
+        if "/" not in name and outcomes.get(name) != "FAIL":   # (subtests count in their parent)
+            outcomes[name] = outcome
+    if done.returncode != 0 and "FAIL" not in outcomes.values():
+        outcomes["(the run)"] = "FAIL"   # a build failure, a panic or the timeout: no test said why
+    return outcomes, log
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = BrokerProcess(os.path.join(tmp, "data")).start()
+        try:
+            outcomes, log = run(broker.bootstrap, 1)
+        finally:
+            broker.stop()
+    counts = {k: sum(1 for v in outcomes.values() if v == k) for k in ("PASS", "FAIL", "SKIP")}
+    print(f"franz-go {VERSION} pkg/kgo against kbroker: {counts['PASS']} passed, {counts['FAIL']} failed, "
+          f"{counts['SKIP']} skipped")
+    for name, outcome in sorted(outcomes.items()):
+        if outcome != "PASS":
+            print(f"  {outcome.lower()}: {name}")
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -355,6 +355,8 @@ class Broker:
         for conn in list(self.connections):
             conn.stream.abort()   # its answers did not leave within the wait; the servers close only after it
         self.connection_limits.close_held()
+        for security in self.listener_security.values():
+            security.close()   # (an OAUTHBEARER key set's refresh thread)
         for server in self.servers:
             # uvloop waits here for every transport the server made; one closed gracefully whose peer never
             # reads keeps flushing forever, so the wait is bounded (the process exits and the kernel closes it)

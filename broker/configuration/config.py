@@ -127,6 +127,14 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "sasl.jaas.config": (str, None),
     "sasl.server.max.receive.size": (int, 524288),
     "connections.max.reauth.ms": (int, 0),
+    # OAUTHBEARER's JWKS validator (broker/security/jwks.py); each may be set per listener (and mechanism)
+    "sasl.oauthbearer.jwks.endpoint.url": (str, None),
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": (int, 3600000),
+    "sasl.oauthbearer.expected.audience": (_list, ""),
+    "sasl.oauthbearer.expected.issuer": (str, None),
+    "sasl.oauthbearer.sub.claim.name": (str, "sub"),
+    "sasl.oauthbearer.scope.claim.name": (str, "scope"),
+    "sasl.oauthbearer.clock.skew.seconds": (int, 30),
     # Prometheus metrics (broker/metrics/): GET /metrics on this port; -1 (the default) serves none
     "metrics.port": (int, -1),
     "metrics.host": (str, "127.0.0.1"),

@@ -5,9 +5,12 @@ the others (TLS context and SASL credentials on the inter-broker listener)."""
 from __future__ import annotations
 
 import ssl
+import time
 from dataclasses import dataclass, field
 
-from kbroker.broker.configuration.config import ConfigError
+from kbroker.broker.configuration.config import ConfigError, parse_value
+from kbroker.broker.security.jwks import JwksValidator
+from kbroker.broker.security.oauthbearer import OAuthBearerExchange, UnsecuredValidator
 from kbroker.broker.security.principal import PrincipalError, parse_rules
 from kbroker.broker.security.sasl import SaslSession
 from kbroker.broker.security.tls import client_context, server_context
@@ -17,11 +20,18 @@ from kbroker.client.sasl import MECHANISMS, SaslCredentials
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
+# What a listener may offer: kbroker's own mechanisms (it speaks them to other brokers too) and OAUTHBEARER.
+SERVER_MECHANISMS = (*MECHANISMS, "OAUTHBEARER")
+VALIDATOR_CLASSES = ("org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+                     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler")
+
+
 @dataclass
 class ListenerSasl:
     mechanisms: list[str]
     plain_users: dict[str, str]
     reauth_ms: int
+    oauth_validator: object = None   # UnsecuredValidator or JwksValidator, where OAUTHBEARER is offered
 
 
 @dataclass
@@ -32,9 +42,14 @@ class ListenerSecurity:
     principal_rules: list = field(default_factory=list)
     sasl: ListenerSasl | None = None
 
+    def close(self) -> None:
+        if self.sasl is not None and hasattr(self.sasl.oauth_validator, "close"):
+            self.sasl.oauth_validator.close()
+
     def sasl_session(self, broker) -> SaslSession:
+        validator = self.sasl.oauth_validator
         return SaslSession(self.sasl.mechanisms, self.sasl.plain_users, broker.credentials.lookup,
-                           self.sasl.reauth_ms)
+                           self.sasl.reauth_ms, oauthbearer=lambda: OAuthBearerExchange(validator, _wall_ms))
 
 
 def listener_security(config) -> dict[str, ListenerSecurity]:
@@ -57,12 +72,42 @@ def listener_security(config) -> dict[str, ListenerSecurity]:
 def _listener_sasl(config, name: str) -> ListenerSasl:
     get = config.for_listener(name)
     mechanisms = get("sasl.enabled.mechanisms")
-    unknown = [m for m in mechanisms if m not in MECHANISMS]
+    unknown = [m for m in mechanisms if m not in SERVER_MECHANISMS]
     if unknown or not mechanisms:
         raise ConfigError(f"listener {name}: sasl.enabled.mechanisms {','.join(mechanisms) or '(empty)'}: kbroker "
-                          f"offers {', '.join(MECHANISMS)}")
+                          f"offers {', '.join(SERVER_MECHANISMS)}")
     users = plain_users(jaas_options(config, name, "PLAIN", required=True)) if "PLAIN" in mechanisms else {}
-    return ListenerSasl(list(mechanisms), users, get("connections.max.reauth.ms"))
+    validator = oauth_validator(config, name) if "OAUTHBEARER" in mechanisms else None
+    return ListenerSasl(list(mechanisms), users, get("connections.max.reauth.ms"), validator)
+
+
+def oauth_validator(config, listener: str):
+    """The listener's OAUTHBEARER validator: Kafka's default unsecured one (its options from the listener's
+    JAAS entry, which Kafka requires), or the JWKS one that
+    ``listener.name.<l>.oauthbearer.sasl.server.callback.handler.class`` names."""
+    options = jaas_options(config, listener, "OAUTHBEARER", required=True)
+    prefix = f"listener.name.{listener.lower()}."
+    handler = config.values.get(prefix + "oauthbearer.sasl.server.callback.handler.class")
+    try:
+        if handler is None:
+            return UnsecuredValidator(options)
+        if handler not in VALIDATOR_CLASSES:
+            raise ValueError(f"{prefix}oauthbearer.sasl.server.callback.handler.class {handler}: kbroker offers "
+                             f"Kafka's {VALIDATOR_CLASSES[0]} or, without the setting, the unsecured validator")
+
+        def setting(key: str):   # (Kafka's order: per listener and mechanism, per listener, the broker's)
+            for name in (prefix + "oauthbearer." + key, prefix + key):
+                value = config.values.get(name)
+                if value is not None:
+                    return parse_value(key, value) if isinstance(value, str) else value
+            return config.get(key)
+        return JwksValidator(setting)
+    except ValueError as exc:
+        raise ConfigError(f"listener {listener}: OAUTHBEARER: {exc}") from None
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def jaas_options(config, listener: str, mechanism: str, required: bool) -> dict[str, str]:

@@ -10,7 +10,8 @@ A connection on a SASL_PLAINTEXT or SASL_SSL listener owns one ``SaslSession``:
 * a failed exchange is answered (SASL_AUTHENTICATION_FAILED and a message)
   and then the connection closes; it never becomes authenticated;
 * once authenticated the principal is ``User:<name>``. With
-  ``connections.max.reauth.ms`` set the session expires after that long
+  ``connections.max.reauth.ms`` set, or a credential that expires (an
+  OAUTHBEARER token), the session expires after the shorter of the two
   (KIP-368): a SaslHandshake v1 on the open connection re-authenticates it,
   with the same mechanism and as the same principal; any other request after
   expiry closes the connection. Without it a SaslHandshake on the authenticated
@@ -142,14 +143,28 @@ class ScramExchange:
         self.principal = "User:" + user
         return ("v=" + scram.b64(scram.server_signature(self.mechanism, credential.server_key, auth_message))).encode()
 
+def lifetime_of_session(credential_expires_ms: int | None, reauth_ms: int, now_ms: int) -> int | None:
+    """How long an authenticated session lasts, as Kafka's authenticator decides (None: for ever): until the
+    credential expires (an OAUTHBEARER token's ``exp``), or ``connections.max.reauth.ms``, whichever is sooner."""
+    if credential_expires_ms is None:
+        return reauth_ms if reauth_ms > 0 else None
+    left = max(0, credential_expires_ms - now_ms)
+    return min(left, reauth_ms) if reauth_ms > 0 else left
+
+
 class SaslSession:
     def __init__(self, mechanisms: list[str], plain_users: dict[str, str], scram_lookup,
-                 reauth_ms: int = 0, clock=time.monotonic) -> None:
+                 reauth_ms: int = 0, clock=time.monotonic, oauthbearer=None,
+                 wall_ms=lambda: int(time.time() * 1000)) -> None:
+        """``oauthbearer()``: a new OAUTHBEARER exchange (broker/security/oauthbearer.py), where it is enabled."""
         self.mechanisms = mechanisms
         self.plain_users = plain_users
         self.scram_lookup = scram_lookup
         self.reauth_ms = reauth_ms
         self.clock = clock
+        self.oauthbearer = oauthbearer
+        self.wall_ms = wall_ms
+        self.lifetime_ms: int | None = None
         self.state = State.HANDSHAKE
         self.mechanism: str | None = None
         self.principal: str | None = None
@@ -171,7 +186,7 @@ class SaslSession:
 
     def handshake(self, mechanism: str, version: int) -> ErrorCode:
         if self.state is State.AUTHENTICATED:
-            if self.reauth_ms <= 0:
+            if self.expires_at is None:
                 return ErrorCode.ILLEGAL_SASL_STATE   # no session lifetime: nothing to re-authenticate
             if version == 0 or mechanism != self.mechanism:
                 self.state = State.FAILED   # re-authentication needs v1 and the mechanism of the session
@@ -184,8 +199,12 @@ class SaslSession:
             self.state = State.FAILED
             return ErrorCode.UNSUPPORTED_SASL_MECHANISM
         self.mechanism = mechanism
-        self._exchange = PlainExchange(self.plain_users) if mechanism == "PLAIN" else \
-            ScramExchange(mechanism, self.scram_lookup)
+        if mechanism == "PLAIN":
+            self._exchange = PlainExchange(self.plain_users)
+        elif mechanism == "OAUTHBEARER":
+            self._exchange = self.oauthbearer()
+        else:
+            self._exchange = ScramExchange(mechanism, self.scram_lookup)
         self.state = State.AUTHENTICATE
         self.raw_tokens = version == 0
         return ErrorCode.NONE
@@ -205,13 +224,16 @@ class SaslSession:
         if principal is not None:
             if self.reauthenticating and principal != self.principal:
                 self.state = State.FAILED
-                raise SaslFailure(f"Cannot change principals during re-authentication from {self.principal}: "
-                                  f"{principal}")
+                # (Kafka names each principal type.name here)
+                raise SaslFailure("Cannot change principals during re-authentication from "
+                                  f"{self.principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}")
             self.principal = principal
             self.state = State.AUTHENTICATED
             self.reauthenticating = False
             self.raw_tokens = False
-            self.expires_at = self.clock() + self.reauth_ms / 1000 if self.reauth_ms > 0 else None
+            self.lifetime_ms = lifetime_of_session(getattr(self._exchange, "expires_ms", None), self.reauth_ms,
+                                                   self.wall_ms())
+            self.expires_at = self.clock() + self.lifetime_ms / 1000 if self.lifetime_ms is not None else None
         return response
 
     @property
@@ -221,4 +243,4 @@ class SaslSession:
     @property
     def session_lifetime_ms(self) -> int:
         """What SaslAuthenticate v1+ tells the client once authenticated (0: no re-authentication needed)."""
-        return self.reauth_ms if self.state is State.AUTHENTICATED and self.reauth_ms > 0 else 0
+        return self.lifetime_ms or 0 if self.state is State.AUTHENTICATED else 0

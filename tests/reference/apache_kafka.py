@@ -106,6 +106,7 @@ class KafkaNode:
     heap: tuple[str, ...] = HEAP
     version: str = VERSION
     sasl: object = None         # the SaslCredentials start() asks Metadata with, for a SASL client listener
+    system_properties: dict[str, str] = field(default_factory=dict)   # the JVM's -D settings
     proc: subprocess.Popen | None = None
 
     @property
@@ -148,7 +149,8 @@ class KafkaNode:
             if run.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed:\n{run.stdout}{run.stderr}")
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(java(libs, "kafka.Kafka", config, heap=self.heap), stdout=log,
+        options = (*self.heap, *(f"-D{k}={v}" for k, v in self.system_properties.items()))
+        self.proc = subprocess.Popen(java(libs, "kafka.Kafka", config, heap=options), stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def start(self, timeout: float = 90.0) -> "KafkaNode":

@@ -1,20 +1,18 @@
 """franz-go's own integration tests (pkg/kgo, the Go client's 150-odd tests against a live broker) pass
-against one kbroker, and its ETL tests pass on a three-broker cluster with every connection cut after
-0.5-1.5 s (its chaos mode). Slow: about 70 s and two minutes, plus the module's first download."""
+against one kbroker (its OAUTHBEARER test on a listener of its own), and its ETL tests pass on a three-broker
+cluster with every connection cut after 0.5-1.5 s (its chaos mode). Slow: about 70 s and two minutes, plus the module's first download."""
 
 import pytest
 
-from tests.compat.franz_go_suite import ETL_TESTS, NEEDS_OTHER_SEEDS, run
+from tests.compat.franz_go_suite import ETL_TESTS, NEEDS_OTHER_SEEDS, broker_with_oauth, run
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 
 def test_franz_gos_client_tests_pass_against_one_broker(tmp_path):
-    from tests.brokerproc import BrokerProcess
-
-    broker = BrokerProcess(str(tmp_path / "data")).start()
+    broker, oauth = broker_with_oauth(str(tmp_path / "data"))
     try:
-        outcomes, log = run(broker.bootstrap, 1)
+        outcomes, log = run(broker.bootstrap, 1, oauth_seeds=oauth)
     finally:
         assert broker.stop() == 0
     failed = sorted(name for name, outcome in outcomes.items() if outcome == "FAIL")

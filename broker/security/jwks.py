@@ -16,8 +16,10 @@ listener, as Kafka reads them.
 
 The key set is read at start-up (a broker that cannot read it does not start) and again every
 ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` in a thread of its own; a token naming a ``kid`` the set lacks is
-refused and makes that thread read the set again at once (at most every 10 s), where Kafka's validator waits
-for the refresh before it answers: the client's next attempt then finds the new key.
+refused and, as in Kafka, makes that thread read the set again at once, so that the client's next attempt finds
+a key the provider has just added. Kafka reads it again at most once a minute per missing ``kid``; kbroker at
+most every 10 s whatever the ``kid``, so that tokens naming made-up ids cannot make it ask the provider again
+and again.
 """
 
 from __future__ import annotations

@@ -34,12 +34,19 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def signed_token(subject: str = "alice", lifetime_s: float = 3600, audience: str = "kbroker") -> str:
+def jwk(kid: str, key) -> dict:
+    public = key.public_key().public_numbers()
+    as_b64 = lambda n: b64(n.to_bytes((n.bit_length() + 7) // 8, "big"))   # noqa: E731
+    return {"kty": "RSA", "kid": kid, "n": as_b64(public.n), "e": as_b64(public.e)}
+
+
+def signed_token(subject: str = "alice", lifetime_s: float = 3600, audience: str = "kbroker", kid: str = "k1",
+                 key=KEY) -> str:
     now = time.time()
-    header = b64(json.dumps({"alg": "RS256", "kid": "k1", "typ": "JWT"}).encode())
+    header = b64(json.dumps({"alg": "RS256", "kid": kid, "typ": "JWT"}).encode())
     claims = b64(json.dumps({"sub": subject, "iat": int(now), "exp": int(now + lifetime_s), "aud": audience,
                              "iss": "https://idp.example"}).encode())
-    signature = KEY.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
+    signature = key.sign(f"{header}.{claims}".encode(), padding.PKCS1v15(), hashes.SHA256())
     return f"{header}.{claims}.{b64(signature)}"
 
 
@@ -58,10 +65,8 @@ def oauth_broker(tmp_path_factory):
     """One broker with two OAUTHBEARER listeners: SIGNED (a key set in a file, audience kbroker, an issuer) and
     UNSECURED (Kafka's default validator of unsigned tokens, requiring the scope kafka)."""
     root = tmp_path_factory.mktemp("oauth")
-    public = KEY.public_key().public_numbers()
-    as_b64 = lambda n: b64(n.to_bytes((n.bit_length() + 7) // 8, "big"))   # noqa: E731
     keys = root / "jwks.json"
-    keys.write_text(json.dumps({"keys": [{"kty": "RSA", "kid": "k1", "n": as_b64(public.n), "e": as_b64(public.e)}]}))
+    keys.write_text(json.dumps({"keys": [jwk("k1", KEY)]}))
     broker = BrokerProcess(str(root / "data"), {
         "listeners": "PLAINTEXT://127.0.0.1:0,SIGNED://127.0.0.1:0,UNSECURED://127.0.0.1:0",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SIGNED:SASL_PLAINTEXT,UNSECURED:SASL_PLAINTEXT",
@@ -74,6 +79,7 @@ def oauth_broker(tmp_path_factory):
         "listener.name.unsecured.oauthbearer.sasl.jaas.config":
             f'{MODULE} unsecuredValidatorRequiredScope="kafka";'}).start()
     broker.ports = {name: listener_port(broker, name) for name in ("SIGNED", "UNSECURED")}
+    broker.key_set = keys
     yield broker
     assert broker.stop() == 0
     assert "Traceback" not in open(broker.log_path, encoding="utf-8").read()
@@ -199,3 +205,27 @@ async def test_a_connection_that_does_not_reauthenticate_is_closed_when_its_toke
         assert closed_at - authenticated_at >= answer.session_lifetime_ms / 1000 - 0.2
     finally:
         await conn.close()
+
+
+async def test_a_key_the_provider_adds_is_found_once_a_token_names_it(oauth_broker):
+    """The provider rotates in a new signing key: the first token signed with it is refused (the broker has not
+    read the key set since) and makes the broker read the set again; a token a moment later is accepted."""
+    rotated = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    oauth_broker.key_set.write_text(json.dumps({"keys": [jwk("k1", KEY), jwk("k2", rotated)]}))
+
+    async def attempt() -> int:
+        conn = await KafkaConnection.open("127.0.0.1", oauth_broker.ports["SIGNED"], client_id="rotation")
+        try:
+            await conn.request_unchecked(SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})
+            token = signed_token("grace", kid="k2", key=rotated)
+            answer = await conn.request_unchecked(SASL_AUTHENTICATE, 2, {
+                "auth_bytes": f"n,,\x01auth=Bearer {token}\x01\x01".encode()})
+            return 0 if not answer.auth_bytes and answer.error_code == 0 else 1
+        finally:
+            await conn.close()
+    outcomes = [await attempt()]
+    deadline = time.monotonic() + 30   # (the set is read again at most every 10 s)
+    while outcomes[-1] and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        outcomes.append(await attempt())
+    assert outcomes[0] == 1 and outcomes[-1] == 0, outcomes

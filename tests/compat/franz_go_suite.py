@@ -8,8 +8,8 @@ retries and rewinds sequence numbers mid-run. The module comes from the Go modul
 ``.cache/compat/go`` (``go`` from ``PATH`` or /usr/local/go; franz-go 1.22 wants Go 1.26, which the
 toolchain fetches itself where the local one is older).
 
-``python -m tests.compat.franz_go_suite`` runs the whole package against one broker (with an OAUTHBEARER
-listener for TestOAuthAuth) and prints each test's outcome.
+``python -m tests.compat.franz_go_suite`` runs the whole package against one broker (with a SASL listener
+for its SCRAM and OAUTHBEARER tests) and prints each test's outcome.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from tests.brokerproc import ROOT, BrokerProcess
 
 MODULE, VERSION = "github.com/twmb/franz-go", "v1.22.3"
 CACHE = os.path.join(ROOT, ".cache", "compat", "go")
-# Each needs SCRAM on seeds of their own, which the runs here do not set up.
-NEEDS_OTHER_SEEDS = {"TestSCRAMAuth", "TestSCRAMAuthBadCredentials"}
 OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;"
+SCRAM_USER = ("franz", "franz-secret")   # (TestSCRAMAuth's; its SASL tests skip themselves without seeds)
 ETL_TESTS = "^(TestGroupETL|TestShareGroupETL|TestTxnEtl)$"
 _OUTCOME = re.compile(r"^--- (PASS|FAIL|SKIP): (\S+)", re.MULTILINE)
 
@@ -63,25 +62,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def broker_with_oauth(data_dir: str) -> tuple[BrokerProcess, str]:
-    """A broker with an OAUTHBEARER listener beside its plaintext one (Kafka's default validator of unsigned
-    tokens, which TestOAuthAuth sends); returns it and that listener's address."""
+def broker_with_sasl(data_dir: str) -> tuple[BrokerProcess, str]:
+    """A broker with a SASL listener beside its plaintext one, offering SCRAM-SHA-256 (user ``SCRAM_USER``) and
+    OAUTHBEARER (Kafka's default validator of unsigned tokens, which TestOAuthAuth sends); returns it and that
+    listener's address."""
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
     port = free_port()
     broker = BrokerProcess(data_dir, {
         "listeners": f"PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{port}",
-        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,OAUTHBEARER",
         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_MODULE}).start()
+    user, password = SCRAM_USER
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          password.encode())
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})   # (held: its futures die with it)
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
     return broker, f"127.0.0.1:{port}"
 
 
 def run(seeds: str, replication_factor: int, tests: str = ".", chaos: bool = False, count: int = 1,
-        timeout: float = 1200, oauth_seeds: str | None = None) -> tuple[dict[str, str], str]:
+        timeout: float = 1200, sasl_seeds: str | None = None) -> tuple[dict[str, str], str]:
     """(test name -> PASS, FAIL or SKIP, the run's output) for ``go test ./pkg/kgo -run tests`` against
-    ``seeds`` (and ``oauth_seeds``, an OAUTHBEARER listener); a test that ran ``count`` times keeps its worst
-    outcome."""
+    ``seeds`` (and ``sasl_seeds``, the listener of ``broker_with_sasl``); a test that ran ``count`` times keeps
+    its worst outcome."""
     env = {**_env(), "KGO_SEEDS": seeds, "KGO_TEST_RF": str(replication_factor), "KGO_TEST_RECORDS": "50000"}
-    if oauth_seeds:
-        env["KGO_TEST_OAUTH_SEEDS"] = oauth_seeds
+    if sasl_seeds:
+        env.update(KGO_TEST_OAUTH_SEEDS=sasl_seeds, KGO_TEST_SCRAM_SEEDS=sasl_seeds,
+                   KGO_TEST_SCRAM=":".join(SCRAM_USER))
     if chaos:
         env["KGO_TEST_CHAOS"] = "1"
     command = [go(), "test", "./pkg/kgo/", "-v", "-count", str(count), "-run", tests,
@@ -102,9 +111,9 @@ def run(seeds: str, replication_factor: int, tests: str = ".", chaos: bool = Fal
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        broker, oauth = broker_with_oauth(os.path.join(tmp, "data"))
+        broker, sasl = broker_with_sasl(os.path.join(tmp, "data"))
         try:
-            outcomes, log = run(broker.bootstrap, 1, oauth_seeds=oauth)
+            outcomes, log = run(broker.bootstrap, 1, sasl_seeds=sasl)
         finally:
             broker.stop()
     counts = {k: sum(1 for v in outcomes.values() if v == k) for k in ("PASS", "FAIL", "SKIP")}

@@ -74,11 +74,15 @@ def parse_initial_response(message: bytes) -> tuple[str, str, dict[str, str]]:
     return match.group("authzid") or "", auth.group("token"), pairs   # (the id as sent, escapes kept, as Kafka)
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")   # (NaN and Infinity, which Python's parser would take as numbers)
+
+
 def b64url_json(part: str, what: str) -> dict:
     """A JOSE header or claims set: base64url (unpadded) JSON object. Raises InvalidToken."""
     try:
-        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    except (binascii.Error, ValueError):
+        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)), parse_constant=_no_constant)
+    except (binascii.Error, ValueError, RecursionError):   # (RecursionError: arrays nested past the stack)
         raise InvalidToken(f"malformed {what}") from None
     if not isinstance(value, dict):
         raise InvalidToken(f"malformed {what}")

@@ -38,6 +38,9 @@ def test_a_malformed_initial_response_fails_with_kafkas_generic_words(message):
     ({"sub": "a", "exp": NOW_MS / 1000 + 60, "iat": NOW_MS / 1000 + 60}, "invalid_token"),  # exp not after iat
     ({"sub": 7, "exp": NOW_MS / 1000 + 60}, "invalid_token"),
     ({"sub": "a", "exp": "soon"}, "invalid_token"),
+    ({"sub": "a", "exp": float("inf")}, "invalid_token"),   # (json.dumps writes Infinity, which JSON has not)
+    ({"sub": "a", "exp": float("nan")}, "invalid_token"),
+    ({"sub": "a", "exp": NOW_MS / 1000 + 60, "x": [[[[[[[[[[]]]]]]]]]] * 1}, None),
 ])
 def test_the_unsecured_validator_at_its_edges(claims, status):
     validator = UnsecuredValidator({})
@@ -89,3 +92,10 @@ def test_an_accepted_token_names_the_principal_and_its_expiry():
 ])
 def test_a_session_lasts_until_its_credential_expires_or_the_reauth_maximum(expires, reauth, lifetime):
     assert lifetime_of_session(expires, reauth, NOW_MS) == lifetime
+
+
+def test_a_claims_set_nested_past_the_stack_is_refused_not_raised():
+    part = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()   # noqa: E731
+    deep = part(b'{"sub": "a", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(InvalidToken):
+        UnsecuredValidator({}).validate(f"{part(json.dumps({'alg': 'none'}).encode())}.{deep}.", NOW_MS)

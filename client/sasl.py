@@ -27,13 +27,15 @@ class SaslCredentials:
     mechanism: str   # PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
     username: str
     password: str
+    token: bool = False   # a delegation token (SCRAM only): username its id, password its HMAC in base64
 
 
 class _ScramClient:
     def __init__(self, credentials: SaslCredentials) -> None:
         self.credentials = credentials
         self.nonce = secrets.token_urlsafe(24)
-        self.first_bare = f"n={scram.encode_name(credentials.username)},r={self.nonce}"
+        self.first_bare = f"n={scram.encode_name(credentials.username)},r={self.nonce}" + \
+            (",tokenauth=true" if credentials.token else "")   # (Kafka's extension for a delegation token)
         self.expected_signature = b""
 
     def first(self) -> bytes:

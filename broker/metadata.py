@@ -90,6 +90,7 @@ class LocalMetadataStore:
         self.client_metrics: dict[str, dict[str, str]] = {}   # subscription -> its configs (CLIENT_METRICS)
         self.features: dict[str, int] = {}                      # feature -> the level UpdateFeatures set
         self.features_epoch = 0                                 # (how many updates it made)
+        self.tokens: dict[str, str] = {}                        # delegation token id -> its JSON (no HMAC)
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
@@ -116,6 +117,7 @@ class LocalMetadataStore:
             self.client_metrics = data.get("client_metrics", {})
             self.features = data.get("features", {})
             self.features_epoch = data.get("features_epoch", 0)
+            self.tokens = data.get("delegation_tokens", {})
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
@@ -124,7 +126,7 @@ class LocalMetadataStore:
                            for (u, c, ip), q in self.quotas.items()],
                 "broker_configs": self.broker_configs, "group_configs": self.group_configs,
                 "client_metrics": self.client_metrics, "features": self.features,
-                "features_epoch": self.features_epoch}
+                "features_epoch": self.features_epoch, "delegation_tokens": self.tokens}
         write_atomically(self.path, json.dumps(data, indent=1).encode())
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
@@ -155,6 +157,14 @@ class LocalMetadataStore:
 
     def set_user_credentials(self, user: str, credentials: dict[str, str]) -> None:
         self._replace(self.users, user, credentials)
+
+    def set_token(self, token_id: str, text: str | None) -> None:
+        """A delegation token's JSON (None: the token is gone). Persisted before returning."""
+        if text is None:
+            self.tokens.pop(token_id, None)
+        else:
+            self.tokens[token_id] = text
+        self.save()
 
     def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
         self._replace(self.quotas, entity, values)

@@ -23,6 +23,7 @@ from kbroker.broker.metrics.counters import BrokerCounters
 from kbroker.broker.configuration.quotas import QuotaManager
 from kbroker.broker.security.authorizer import Authorizer
 from kbroker.broker.security.credentials import ScramCredentialCache
+from kbroker.broker.security.delegation_tokens import DelegationTokenCache, TokenInfo
 from kbroker.broker.security.listeners import inter_broker_sasl, inter_broker_tls, listener_security
 from kbroker.broker.network.heap import CHECK_MS, HeapTrimmer
 from kbroker.broker.network.log_regions import SendMemory
@@ -71,9 +72,12 @@ class Broker:
                               self.metadata.broker_configs.get(str(self.broker_id), {}))
         self.default_log_config = config.log_config()
         self.credentials = ScramCredentialCache()
+        self.tokens = DelegationTokenCache(config["delegation.token.secret.key"])
         if not config["zookeeper.connect"]:   # a cluster's come from ZooKeeper only (ClusterMember.start)
             for user, texts in self.metadata.users.items():
                 self.credentials.replace(user, texts)
+            for token_id, text in self.metadata.tokens.items():
+                self.tokens.replace(token_id, TokenInfo.from_json(text.encode()))
         # ACLs: None (everything allowed, as Kafka without authorizer.class.name) or the one authorizer
         self.authorizer = Authorizer(config["super.users"], config["allow.everyone.if.no.acl.found"]) \
             if config["authorizer.class.name"] else None
@@ -292,6 +296,9 @@ class Broker:
                 self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
                 self.txn_coordinator.expire_transactional_ids)),
         ]
+        if self.tokens.enabled:
+            self._tasks.append(asyncio.create_task(self._every(
+                self.config["delegation.token.expiry.check.interval.ms"], self.admin.expire_tokens)))
         self._tasks.append(asyncio.create_task(self._every(
             self.config["producer.id.expiration.check.interval.ms"],
             lambda: self.log_manager.expire_producers(self.config["producer.id.expiration.ms"]))))

@@ -127,6 +127,24 @@ class AdminOperations:
         await _persisted(self.broker.metadata.set_user_credentials(user, texts))
         self.broker.credentials.replace(user, texts)
 
+    async def set_token(self, token_id: str, info) -> None:
+        """A delegation token is now ``info`` (a TokenInfo; None: gone), persisted before this returns; in a
+        cluster every broker applies it from ZooKeeper's notification."""
+        text = info.to_json().decode() if info is not None else None
+        await _persisted(self.broker.metadata.set_token(token_id, text))
+        self.broker.tokens.replace(token_id, info)
+
+    async def expire_tokens(self) -> None:
+        """Remove the tokens past their expiry or their maximum lifetime (every
+        ``delegation.token.expiry.check.interval.ms``; in a cluster the controller does it for all)."""
+        member = self.broker.cluster
+        if member is not None and (member.controller is None or not member.controller.active):
+            return
+        now = int(self.broker.clock() * 1000)
+        for token_id, info in list(self.broker.tokens.tokens.items()):
+            if info.expired(now):
+                await self.set_token(token_id, None)
+
     async def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
         """The (user, client id) entity's quotas are now ``values``, persisted before this returns; in a cluster
         every broker applies them from ZooKeeper's notification."""

@@ -104,6 +104,7 @@ class ClusterMember:
         await self.topics.load_group_configs()
         await self.topics.load_features()
         await self.topics.load_users()
+        await self.topics.load_tokens()
         await self.topics.load_quotas()
         if self.acls is not None:
             await self.acls.start()

@@ -155,6 +155,33 @@ class ZkConfigs:
             self.zk.create(self.path("/config/changes/config_change_"),
                            dump_json({"version": 2, "entity_path": f"{kind}/{name}"}), sequence=True)
 
+    def token_ids(self) -> list[str]:
+        try:
+            return sorted(self.zk.get_children(self.path("/delegation_token/tokens")))
+        except NoNodeError:
+            return []
+
+    def token(self, token_id: str) -> bytes | None:
+        """``/delegation_token/tokens/<id>``: the token's JSON, as ZooKeeper-mode Kafka kept it (None: gone)."""
+        try:
+            return self.zk.get(self.path(f"/delegation_token/tokens/{token_id}"))[0]
+        except NoNodeError:
+            return None
+
+    def set_token(self, token_id: str, data: bytes | None) -> None:
+        """Write (or with None delete) a token's znode and tell every broker (a config change naming it)."""
+        p = self.path(f"/delegation_token/tokens/{token_id}")
+        try:
+            if data is None:
+                self.zk.delete(p)
+            else:
+                self.zk.set(p, data)
+        except NoNodeError:
+            if data is not None:
+                self.zk.create(p, data, makepath=True)
+        self.zk.create(self.path("/config/changes/config_change_"),
+                       dump_json({"version": 2, "entity_path": f"delegation_token/{token_id}"}), sequence=True)
+
     def config_changes(self, watch=None) -> list[str]:
         return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))
 

@@ -26,6 +26,7 @@ from kbroker.broker.cluster.zk_client import KafkaZkClient, TopicAssignment
 from kbroker.broker.configuration.dynamic_config import DEFAULT_ENTITY
 from kbroker.broker.metadata import TopicMetadata
 from kbroker.broker.configuration.quotas import QUOTA_KEYS
+from kbroker.broker.security.delegation_tokens import TokenInfo
 
 log = structlog.get_logger("broker.cluster.zk_store")
 
@@ -96,6 +97,18 @@ class ZkTopicStore:
 
     async def set_user_credentials(self, user: str, texts: dict[str, str]) -> None:
         await self.member.zk_call(self.member.zk.set_user_scram_credentials, user, texts)
+
+    async def load_tokens(self) -> None:
+        """Every delegation token, before this broker registers (a client may present one to it at once)."""
+        for token_id in await self.member.zk_call(self.member.zk.token_ids):
+            await self._reload_token(token_id)
+
+    async def _reload_token(self, token_id: str) -> None:
+        data = await self.member.zk_call(self.member.zk.token, token_id)
+        self.member.broker.tokens.replace(token_id, TokenInfo.from_json(data) if data is not None else None)
+
+    async def set_token(self, token_id: str, text: str | None) -> None:
+        await self.member.zk_call(self.member.zk.set_token, token_id, text.encode() if text is not None else None)
 
     async def load_quotas(self) -> None:
         for entity, configs in await self.member.zk_call(self.member.zk.quota_entities):
@@ -177,6 +190,9 @@ class ZkTopicStore:
                 await self._reload_user(parts[1])
                 await self._reload_quota((parts[1], None, None))
                 log.info("user_credentials_changed", user=parts[1])
+            return
+        if entity.startswith("delegation_token/"):
+            await self._reload_token(entity.split("/", 1)[1])
             return
         if entity.startswith("brokers/"):   # brokers/<default> or brokers/<id>: dynamic broker configs
             name = entity.split("/", 1)[1]

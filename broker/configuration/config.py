@@ -127,6 +127,12 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "sasl.jaas.config": (str, None),
     "sasl.server.max.receive.size": (int, 524288),
     "connections.max.reauth.ms": (int, 0),
+    # delegation tokens (KIP-48, broker/security/delegation_tokens.py): off without the secret key, which every
+    # broker of a cluster shares
+    "delegation.token.secret.key": (str, None),
+    "delegation.token.max.lifetime.ms": (int, 604800000),
+    "delegation.token.expiry.time.ms": (int, 86400000),
+    "delegation.token.expiry.check.interval.ms": (int, 3600000),
     # OAUTHBEARER's JWKS validator (broker/security/jwks.py); each may be set per listener (and mechanism)
     "sasl.oauthbearer.jwks.endpoint.url": (str, None),
     "sasl.oauthbearer.jwks.endpoint.refresh.ms": (int, 3600000),

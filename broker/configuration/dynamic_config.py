@@ -58,8 +58,8 @@ LIST_KEYS = frozenset({"log.cleanup.policy", "advertised.listeners", "listeners"
                        "group.consumer.assignors", "group.coordinator.rebalance.protocols", "sasl.enabled.mechanisms",
                        "ssl.cipher.suites", "ssl.enabled.protocols"})
 # (Kafka's PASSWORD-typed configs: their values are never described)
-SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                      "ssl.truststore.certificates")
+SENSITIVE_SUFFIXES = ("password", "sasl.jaas.config", "delegation.token.secret.key", "ssl.keystore.key",
+                      "ssl.keystore.certificate.chain", "ssl.truststore.certificates")
 
 
 def is_custom(key: str) -> bool:

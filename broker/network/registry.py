@@ -13,6 +13,10 @@ from types import ModuleType
 from typing import Callable
 
 from kbroker.broker.handlers import (
+    create_delegation_token,
+    describe_delegation_token,
+    expire_delegation_token,
+    renew_delegation_token,
     alter_partition_reassignments,
     get_telemetry_subscriptions,
     push_telemetry,
@@ -125,6 +129,7 @@ HANDLERS: dict[int, Handler] = {
         describe_log_dirs, alter_replica_log_dirs,
         describe_topic_partitions, alter_partition_reassignments, list_partition_reassignments,
         get_telemetry_subscriptions, push_telemetry, update_features,
+        create_delegation_token, renew_delegation_token, expire_delegation_token, describe_delegation_token,
     ])
 }
 

@@ -49,7 +49,8 @@ class ListenerSecurity:
     def sasl_session(self, broker) -> SaslSession:
         validator = self.sasl.oauth_validator
         return SaslSession(self.sasl.mechanisms, self.sasl.plain_users, broker.credentials.lookup,
-                           self.sasl.reauth_ms, oauthbearer=lambda: OAuthBearerExchange(validator, _wall_ms))
+                           self.sasl.reauth_ms, oauthbearer=lambda: OAuthBearerExchange(validator, _wall_ms),
+                           token_lookup=broker.tokens.lookup)
 
 
 def listener_security(config) -> dict[str, ListenerSecurity]:

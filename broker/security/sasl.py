@@ -82,12 +82,16 @@ class PlainExchange:
 class ScramExchange:
     """RFC 5802 server: client-first -> server-first, client-final -> server-final."""
 
-    def __init__(self, mechanism: str, lookup) -> None:
-        """``lookup(user, mechanism)``: the user's ``ScramCredential`` or None."""
+    def __init__(self, mechanism: str, lookup, token_lookup=None) -> None:
+        """``lookup(user, mechanism)``: the user's ``ScramCredential`` or None; ``token_lookup(token id,
+        mechanism)``: a delegation token's (credential, TokenInfo) or None (broker/security/delegation_tokens.py)."""
         self.mechanism = mechanism
         self.lookup = lookup
+        self.token_lookup = token_lookup
         self.principal: str | None = None
         self.user: str | None = None
+        self.token_authenticated = False   # the client presented a delegation token: it acts as its owner
+        self.expires_ms: int | None = None   # (a token's expiry ends the session)
         self._first: tuple | None = None   # (client-first-bare, server-first, nonce, gs2 header, credential, user)
 
     def _failed(self) -> SaslFailure:
@@ -110,25 +114,31 @@ class ScramExchange:
         if not (sep and sep2) or flag not in ("n", "y"):
             raise scram.ScramError("channel binding is not supported")   # (p=... asks for it)
         fields = scram.attributes(bare)
-        if "tokenauth" in fields:
-            raise scram.ScramError("delegation tokens are not supported")
         user = self.user = scram.decode_name(fields.get("n", ""))
         nonce = fields.get("r", "")
         if not user or not nonce:
             raise scram.ScramError("client-first message without user or nonce")
+        if fields.get("tokenauth", "").lower() == "true":   # (Kafka's extension: the user is a token's id)
+            found = self.token_lookup(user, self.mechanism) if self.token_lookup is not None else None
+            if found is None:
+                raise scram.ScramError("Token Authentication failed: Invalid tokenId")
+            credential, token = found
+            self.token_authenticated, self.expires_ms = True, token.expiry_ms
+            principal = token.owner
+        else:
+            credential, principal = self.lookup(user, self.mechanism), "User:" + user
         if authzid and scram.decode_name(authzid.removeprefix("a=")) != user:
             raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
                               "from username")
-        credential = self.lookup(user, self.mechanism)
         if credential is None:
             raise SaslFailure("Authentication failed: Invalid user credentials")
         combined = nonce + secrets.token_urlsafe(18)
         server_first = f"r={combined},s={scram.b64(credential.salt)},i={credential.iterations}"
-        self._first = (bare, server_first, combined, f"{flag},{authzid},", credential, user)
+        self._first = (bare, server_first, combined, f"{flag},{authzid},", credential, principal)
         return server_first.encode()
 
     def _client_final(self, message: str) -> bytes:
-        bare, server_first, nonce, gs2_header, credential, user = self._first
+        bare, server_first, nonce, gs2_header, credential, principal = self._first
         without_proof, sep, proof = message.rpartition(",p=")
         if not sep:
             raise scram.ScramError("client-final message without proof")
@@ -140,7 +150,7 @@ class ScramExchange:
         auth_message = f"{bare},{server_first},{without_proof}".encode()
         if not scram.verify_proof(self.mechanism, credential, auth_message, scram.unb64(proof)):
             raise scram.ScramError("invalid proof")
-        self.principal = "User:" + user
+        self.principal = principal
         return ("v=" + scram.b64(scram.server_signature(self.mechanism, credential.server_key, auth_message))).encode()
 
 def lifetime_of_session(credential_expires_ms: int | None, reauth_ms: int, now_ms: int) -> int | None:
@@ -155,8 +165,11 @@ def lifetime_of_session(credential_expires_ms: int | None, reauth_ms: int, now_m
 class SaslSession:
     def __init__(self, mechanisms: list[str], plain_users: dict[str, str], scram_lookup,
                  reauth_ms: int = 0, clock=time.monotonic, oauthbearer=None,
-                 wall_ms=lambda: int(time.time() * 1000)) -> None:
-        """``oauthbearer()``: a new OAUTHBEARER exchange (broker/security/oauthbearer.py), where it is enabled."""
+                 wall_ms=lambda: int(time.time() * 1000), token_lookup=None) -> None:
+        """``oauthbearer()``: a new OAUTHBEARER exchange (broker/security/oauthbearer.py), where it is enabled;
+        ``token_lookup``: delegation tokens for SCRAM (``ScramExchange``)."""
+        self.token_lookup = token_lookup
+        self.token_authenticated = False
         self.mechanisms = mechanisms
         self.plain_users = plain_users
         self.scram_lookup = scram_lookup
@@ -204,7 +217,7 @@ class SaslSession:
         elif mechanism == "OAUTHBEARER":
             self._exchange = self.oauthbearer()
         else:
-            self._exchange = ScramExchange(mechanism, self.scram_lookup)
+            self._exchange = ScramExchange(mechanism, self.scram_lookup, self.token_lookup)
         self.state = State.AUTHENTICATE
         self.raw_tokens = version == 0
         return ErrorCode.NONE
@@ -228,6 +241,7 @@ class SaslSession:
                 raise SaslFailure("Cannot change principals during re-authentication from "
                                   f"{self.principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}")
             self.principal = principal
+            self.token_authenticated = getattr(self._exchange, "token_authenticated", False)
             self.state = State.AUTHENTICATED
             self.reauthenticating = False
             self.raw_tokens = False

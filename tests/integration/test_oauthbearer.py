@@ -96,6 +96,19 @@ def authenticated(broker: BrokerProcess, principal: str) -> int:
     return len(exchanges(broker, principal))
 
 
+async def hung_up(conn, deadline: float) -> float | None:
+    """When the broker closed ``conn`` (monotonic time), asked Metadata every 0.1 s until it did or until
+    ``deadline``; None if it never did."""
+    body = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+    while time.monotonic() < deadline:
+        try:
+            await conn.request_unchecked(METADATA, 12, body, timeout=5)
+        except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
+            return time.monotonic()
+        await asyncio.sleep(0.1)
+    return None
+
+
 def oauth_cb(subject: str, lifetime_s: float):
     return lambda _config: (signed_token(subject, lifetime_s), time.time() + lifetime_s)
 
@@ -192,15 +205,7 @@ async def test_a_connection_that_does_not_reauthenticate_is_closed_when_its_toke
         answer = await conn.request_unchecked(SASL_AUTHENTICATE, 2, {"auth_bytes": message})
         authenticated_at = time.monotonic()
         assert answer.error_code == 0 and 1000 < answer.session_lifetime_ms <= 3000
-        metadata = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-        closed_at = None
-        while time.monotonic() < authenticated_at + 10:   # (Metadata until the broker hangs up)
-            try:
-                await conn.request_unchecked(METADATA, 12, metadata, timeout=5)
-            except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
-                closed_at = time.monotonic()
-                break
-            await asyncio.sleep(0.1)
+        closed_at = await hung_up(conn, authenticated_at + 10)
         assert closed_at is not None, "the connection outlived its token"
         assert closed_at - authenticated_at >= answer.session_lifetime_ms / 1000 - 0.2
     finally:

@@ -20,8 +20,9 @@ def sasl_settings(port: int) -> dict[str, str]:
             "listeners": f"SASL_PLAINTEXT://127.0.0.1:{port}"}
 
 
-def secured_pair(tmp_path_factory):
-    """Kafka and kbroker with SASL/PLAIN listeners and ACLs on, admin a super user: yields their targets."""
+def secured_pair(tmp_path_factory, extra: dict[str, str] | None = None):
+    """Kafka and kbroker with SASL/PLAIN listeners and ACLs on, admin a super user (and ``extra`` settings on
+    both): yields their targets."""
     admin = SaslCredentials("PLAIN", "admin", USERS["admin"])
     node = KafkaNode(str(tmp_path_factory.mktemp("secured-kafka")), sasl=admin)
     node.overrides = {
@@ -32,11 +33,11 @@ def secured_pair(tmp_path_factory):
         "inter.broker.listener.name": "SASL_PLAINTEXT",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         # (the controller listener is PLAINTEXT inside the one process: its principal is ANONYMOUS)
-        "super.users": "User:admin;User:ANONYMOUS"}
+        "super.users": "User:admin;User:ANONYMOUS", **(extra or {})}
     node.start()
     broker = BrokerProcess(str(tmp_path_factory.mktemp("secured-kbroker") / "data"), {
         **SINGLE_NODE, **sasl_settings(0), "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin"}, test_overrides=False).start()
+        "super.users": "User:admin", **(extra or {})}, test_overrides=False).start()
     yield [Target("kafka", node.port), Target("kbroker", broker.port)]
     node.stop()
     broker.stop()

@@ -153,6 +153,7 @@ class ScramExchange:
         self.principal = principal
         return ("v=" + scram.b64(scram.server_signature(self.mechanism, credential.server_key, auth_message))).encode()
 
+
 def lifetime_of_session(credential_expires_ms: int | None, reauth_ms: int, now_ms: int) -> int | None:
     """How long an authenticated session lasts, as Kafka's authenticator decides (None: for ever): until the
     credential expires (an OAUTHBEARER token's ``exp``), or ``connections.max.reauth.ms``, whichever is sooner."""

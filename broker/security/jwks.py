@@ -24,7 +24,6 @@ and again.
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import time
@@ -35,7 +34,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from kbroker.broker.security.oauthbearer import InvalidToken, Token, b64url_json
+from kbroker.broker.security.oauthbearer import InvalidToken, Token, b64url, b64url_json, number_claim
 
 _HASHES = {"256": hashes.SHA256, "384": hashes.SHA384, "512": hashes.SHA512}
 _CURVES = {"P-256": ec.SECP256R1, "P-384": ec.SECP384R1, "P-521": ec.SECP521R1}
@@ -44,11 +43,7 @@ REFRESH_AT_MOST_EVERY_S = 10.0
 
 
 def _b64int(text: str) -> int:
-    return int.from_bytes(_b64(text), "big")
-
-
-def _b64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return int.from_bytes(b64url(text), "big")
 
 
 def public_key(jwk: dict):
@@ -59,7 +54,7 @@ def public_key(jwk: dict):
     if kty == "EC" and jwk.get("crv") in _CURVES:
         return ec.EllipticCurvePublicNumbers(_b64int(jwk["x"]), _b64int(jwk["y"]), _CURVES[jwk["crv"]]()).public_key()
     if kty == "OKP" and jwk.get("crv") == "Ed25519":
-        return ed25519.Ed25519PublicKey.from_public_bytes(_b64(jwk["x"]))
+        return ed25519.Ed25519PublicKey.from_public_bytes(b64url(jwk["x"]))
     raise ValueError(f"unsupported key type {kty} {jwk.get('crv', '')}")
 
 
@@ -152,7 +147,7 @@ class JwksValidator:
             self._wake.set()   # a key the set did not have when last read: read it again
         signed = f"{parts[0]}.{parts[1]}".encode()
         try:
-            signature = _b64(parts[2])
+            signature = b64url(parts[2])
         except ValueError:
             raise InvalidToken("malformed signature") from None
         if not any(verify(alg, key, signature, signed) for key in candidates):
@@ -161,9 +156,7 @@ class JwksValidator:
 
     def _checked(self, claims: dict, now_ms: int) -> Token:
         for name in ("exp", "iat"):
-            value = claims.get(name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InvalidToken(f"no {name} claim")
+            number_claim(claims, name, required=True)
         if now_ms >= claims["exp"] * 1000 + self.skew_ms:
             raise InvalidToken("expired")
         nbf = claims.get("nbf")

@@ -5,8 +5,8 @@ the others (TLS context and SASL credentials on the inter-broker listener)."""
 from __future__ import annotations
 
 import ssl
-import time
 from dataclasses import dataclass, field
+from functools import partial
 
 from kbroker.broker.configuration.config import ConfigError, parse_value
 from kbroker.broker.security.jwks import JwksValidator
@@ -47,9 +47,8 @@ class ListenerSecurity:
             self.sasl.oauth_validator.close()
 
     def sasl_session(self, broker) -> SaslSession:
-        validator = self.sasl.oauth_validator
         return SaslSession(self.sasl.mechanisms, self.sasl.plain_users, broker.credentials.lookup,
-                           self.sasl.reauth_ms, oauthbearer=lambda: OAuthBearerExchange(validator, _wall_ms),
+                           self.sasl.reauth_ms, oauthbearer=partial(OAuthBearerExchange, self.sasl.oauth_validator),
                            token_lookup=broker.tokens.lookup)
 
 
@@ -96,19 +95,14 @@ def oauth_validator(config, listener: str):
             raise ValueError(f"{prefix}oauthbearer.sasl.server.callback.handler.class {handler}: kbroker offers "
                              f"Kafka's {VALIDATOR_CLASSES[0]} or, without the setting, the unsecured validator")
 
+        per_listener = config.for_listener(listener)
+
         def setting(key: str):   # (Kafka's order: per listener and mechanism, per listener, the broker's)
-            for name in (prefix + "oauthbearer." + key, prefix + key):
-                value = config.values.get(name)
-                if value is not None:
-                    return parse_value(key, value) if isinstance(value, str) else value
-            return config.get(key)
+            value = config.values.get(prefix + "oauthbearer." + key)   # (kept as text: no definition names it)
+            return parse_value(key, value) if value is not None else per_listener(key)
         return JwksValidator(setting)
     except ValueError as exc:
         raise ConfigError(f"listener {listener}: OAUTHBEARER: {exc}") from None
-
-
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def jaas_options(config, listener: str, mechanism: str, required: bool) -> dict[str, str]:

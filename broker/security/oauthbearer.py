@@ -78,10 +78,15 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")   # (NaN and Infinity, which Python's parser would take as numbers)
 
 
+def b64url(text: str) -> bytes:
+    """JOSE's base64url without padding, decoded (binascii.Error, a ValueError, if it is not)."""
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
 def b64url_json(part: str, what: str) -> dict:
     """A JOSE header or claims set: base64url (unpadded) JSON object. Raises InvalidToken."""
     try:
-        value = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)), parse_constant=_no_constant)
+        value = json.loads(b64url(part), parse_constant=_no_constant)
     except (binascii.Error, ValueError, RecursionError):   # (RecursionError: arrays nested past the stack)
         raise InvalidToken(f"malformed {what}") from None
     if not isinstance(value, dict):
@@ -98,7 +103,7 @@ def scope_of(claims: dict, name: str) -> frozenset[str]:
     return frozenset()
 
 
-def _number(claims: dict, name: str, required: bool) -> float | None:
+def number_claim(claims: dict, name: str, required: bool) -> float | None:
     value = claims.get(name)
     if value is None and not required:
         return None
@@ -133,8 +138,8 @@ class UnsecuredValidator:
         principal = claims.get(self.principal_claim)
         if not isinstance(principal, str) or not principal.strip():
             raise InvalidToken(f"no {self.principal_claim} claim of type String")
-        issued = _number(claims, "iat", required=False)
-        expires = _number(claims, "exp", required=True)
+        issued = number_claim(claims, "iat", required=False)
+        expires = number_claim(claims, "exp", required=True)
         if issued is not None and issued * 1000 - self.skew_ms > now_ms:
             raise InvalidToken("issued in the future")
         if now_ms >= expires * 1000 + self.skew_ms:

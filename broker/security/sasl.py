@@ -167,7 +167,8 @@ class SaslSession:
     def __init__(self, mechanisms: list[str], plain_users: dict[str, str], scram_lookup,
                  reauth_ms: int = 0, clock=time.monotonic, oauthbearer=None,
                  wall_ms=lambda: int(time.time() * 1000), token_lookup=None) -> None:
-        """``oauthbearer()``: a new OAUTHBEARER exchange (broker/security/oauthbearer.py), where it is enabled;
+        """``oauthbearer(wall_ms)``: a new OAUTHBEARER exchange (broker/security/oauthbearer.py) reading the
+        session's clock, where the mechanism is enabled;
         ``token_lookup``: delegation tokens for SCRAM (``ScramExchange``)."""
         self.token_lookup = token_lookup
         self.token_authenticated = False
@@ -216,7 +217,7 @@ class SaslSession:
         if mechanism == "PLAIN":
             self._exchange = PlainExchange(self.plain_users)
         elif mechanism == "OAUTHBEARER":
-            self._exchange = self.oauthbearer()
+            self._exchange = self.oauthbearer(self.wall_ms)
         else:
             self._exchange = ScramExchange(mechanism, self.scram_lookup, self.token_lookup)
         self.state = State.AUTHENTICATE

@@ -140,7 +140,7 @@ class AdminOperations:
         member = self.broker.cluster
         if member is not None and (member.controller is None or not member.controller.active):
             return
-        now = int(self.broker.clock() * 1000)
+        now = self.broker.replica_manager.now_ms()
         for token_id, info in list(self.broker.tokens.tokens.items()):
             if info.expired(now):
                 await self.set_token(token_id, None)

@@ -5,7 +5,7 @@ longer than the request's maximum or ``delegation.token.max.lifetime.ms``. Kafka
 import base64
 import uuid
 
-from kbroker.broker.handlers.token_requests import now_ms, parts, principal, token_requests_allowed
+from kbroker.broker.handlers.token_requests import parts, principal, token_requests_allowed
 from kbroker.broker.security.delegation_tokens import TokenInfo
 from kbroker.protocol.acls import CREATE_TOKENS, USER
 from kbroker.protocol.errors import ErrorCode
@@ -37,7 +37,7 @@ async def handle(ctx, request):
     answer.update(issue_timestamp_ms=0, expiry_timestamp_ms=0, max_timestamp_ms=0)
     if not tokens.enabled:
         return {**answer, "error_code": ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED}
-    now = now_ms(ctx)
+    now = ctx.broker.replica_manager.now_ms()
     lifetime = config["delegation.token.max.lifetime.ms"]
     if request.max_lifetime_ms > 0:
         lifetime = min(lifetime, request.max_lifetime_ms)

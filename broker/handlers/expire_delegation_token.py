@@ -1,7 +1,7 @@
 """ExpireDelegationToken: its owner or a renewer ends a token now (a negative period) or sets its expiry to
 now plus the period (never past its maximum lifetime)."""
 
-from kbroker.broker.handlers.token_requests import now_ms, refusal, token_named
+from kbroker.broker.handlers.token_requests import refusal, token_named
 from kbroker.broker.security.delegation_tokens import TokenInfo
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.expire_delegation_token import (  # noqa: F401  (the registry reads API)
@@ -13,7 +13,7 @@ async def handle(ctx, request):
     info, refused = token_named(ctx, request.hmac)
     if refused is not None:
         return refused
-    now = now_ms(ctx)
+    now = ctx.broker.replica_manager.now_ms()
     if not info.owner_or_renewer(ctx.connection.principal):
         return refusal(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH)
     if request.expiry_time_period_ms < 0:   # at once: the token is gone

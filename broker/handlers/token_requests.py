@@ -27,10 +27,6 @@ def parts(text: str) -> tuple[str, str]:
     return kind, name
 
 
-def now_ms(ctx) -> int:
-    return int(ctx.broker.clock() * 1000)
-
-
 def refusal(error, expiry_ms: int = 0) -> dict:
     """A Renew or Expire answer refusing the request (-1 for a request not allowed at all, 0 past that check,
     as Kafka's broker and controller answer)."""

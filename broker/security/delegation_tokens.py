@@ -61,6 +61,7 @@ class DelegationTokenCache:
         """``secret``: ``delegation.token.secret.key``; None: tokens are off (DELEGATION_TOKEN_AUTH_DISABLED)."""
         self.secret = secret
         self.tokens: dict[str, TokenInfo] = {}
+        self._hmacs: dict[str, bytes] = {}      # token id -> its HMAC, computed once
         self._by_hmac: dict[bytes, str] = {}
         self._credentials: dict[str, dict[str, ScramCredential]] = {}
 
@@ -69,25 +70,19 @@ class DelegationTokenCache:
         return self.secret is not None
 
     def hmac(self, token_id: str) -> bytes:
-        return token_hmac(self.secret, token_id)
+        return self._hmacs.get(token_id) or token_hmac(self.secret, token_id)
 
     def replace(self, token_id: str, info: TokenInfo | None) -> None:
-        """The token is now ``info`` (None: gone). Its SCRAM credentials are derived once, here, with a salt of
-        this broker's (a client learns it in the exchange, as for any user)."""
-        old = self.tokens.pop(token_id, None)
-        if old is not None:
-            self._by_hmac.pop(self.hmac(token_id), None)
+        """The token is now ``info`` (None: gone); a renewal or an expiry keeps its HMAC and credentials."""
         if info is None or not self.enabled:
+            self.tokens.pop(token_id, None)
+            self._by_hmac.pop(self._hmacs.pop(token_id, b""), None)
             self._credentials.pop(token_id, None)
             return
+        if token_id not in self._hmacs:
+            self._hmacs[token_id] = digest = token_hmac(self.secret, token_id)
+            self._by_hmac[digest] = token_id
         self.tokens[token_id] = info
-        digest = self.hmac(token_id)
-        self._by_hmac[digest] = token_id
-        if old is None or token_id not in self._credentials:
-            password = base64.b64encode(digest).decode()
-            self._credentials[token_id] = {
-                mechanism: ScramCredential.from_password(mechanism, password, secrets.token_bytes(16), MIN_ITERATIONS)
-                for mechanism in MECHANISMS}
 
     def for_hmac(self, digest: bytes) -> TokenInfo | None:
         token_id = self._by_hmac.get(bytes(digest))
@@ -95,7 +90,15 @@ class DelegationTokenCache:
 
     def lookup(self, token_id: str, mechanism: str) -> tuple[ScramCredential, TokenInfo] | None:
         """What a SCRAM exchange with ``tokenauth=true`` checks the client against: the token's credential and
-        the token (its owner acts; its expiry ends the session)."""
+        the token (its owner acts; its expiry ends the session). The credentials are derived at a token's first
+        login on this broker, with a salt of its own (a client learns it in the exchange), not at start-up or at
+        each change: 4,096 iterations for each mechanism is work only a login needs."""
         info = self.tokens.get(token_id)
-        credential = self._credentials.get(token_id, {}).get(mechanism)
-        return (credential, info) if info is not None and credential is not None else None
+        if info is None or mechanism not in MECHANISMS:
+            return None
+        held = self._credentials.setdefault(token_id, {})
+        if mechanism not in held:
+            password = base64.b64encode(self._hmacs[token_id]).decode()
+            held[mechanism] = ScramCredential.from_password(mechanism, password, secrets.token_bytes(16),
+                                                            MIN_ITERATIONS)
+        return held[mechanism], info

@@ -1,10 +1,11 @@
-"""The ``/config`` znodes of Kafka's ZooKeeper layout (and ``/feature``): each entity's dynamic configs as
-``{"version":1,"config":{...}}``, and the change notifications every broker watches.
+"""The ``/config`` znodes of Kafka's ZooKeeper layout (and ``/feature``, ``/delegation_token``): each entity's
+dynamic configs as ``{"version":1,"config":{...}}``, and the change notifications every broker watches.
 
     /config/topics/<topic>, /config/brokers/<id> or <default>, /config/users/<user>[/clients/<client>],
     /config/clients/<client>, /config/ips/<ip>, /config/groups/<group>, /config/client-metrics/<name>
     /config/changes/config_change_<seq>               {"version":2,"entity_path":"<kind>/<name>"}
     /feature                                          {"version":1,"features":{...}}
+    /delegation_token/tokens/<id>                     a delegation token (ZooKeeper-mode Kafka's JSON)
 
 A write that others must apply is followed by a sequential ``config_change_`` notification naming the entity;
 notifications older than Kafka's 15 minutes are purged (every broker has applied them by then). Mixed into
@@ -121,14 +122,8 @@ class ZkConfigs:
         return {name: int(level) for name, level in parse_json(data).get("features", {}).items()}, stat.version + 1
 
     def set_features(self, levels: dict[str, int]) -> None:
-        p = self.path("/feature")
-        data = dump_json({"version": 1, "features": levels})
-        try:
-            self.zk.set(p, data)
-        except NoNodeError:
-            self.zk.create(p, data, makepath=True)
-        self.zk.create(self.path("/config/changes/config_change_"), dump_json({"version": 2, "entity_path": "feature"}),
-                       sequence=True)
+        self._write(self.path("/feature"), dump_json({"version": 1, "features": levels}))
+        self._announce("feature")
 
     def entity_configs(self, kind: str) -> dict[str, dict[str, str]]:
         """Every entity of ``/config/<kind>`` with its configs."""
@@ -145,15 +140,21 @@ class ZkConfigs:
             return {}
 
     def _set_entity_config(self, kind: str, name: str, configs: dict[str, str], notify: bool) -> None:
-        p = self.path(f"/config/{kind}/{name}")
-        data = dump_json({"version": 1, "config": configs})
-        try:
-            self.zk.set(p, data)
-        except NoNodeError:
-            self.zk.create(p, data, makepath=True)
+        self._write(self.path(f"/config/{kind}/{name}"), dump_json({"version": 1, "config": configs}))
         if notify:
-            self.zk.create(self.path("/config/changes/config_change_"),
-                           dump_json({"version": 2, "entity_path": f"{kind}/{name}"}), sequence=True)
+            self._announce(f"{kind}/{name}")
+
+    def _write(self, path: str, data: bytes) -> None:
+        """``path`` holds ``data`` now, created (with its parents) if it was not there."""
+        try:
+            self.zk.set(path, data)
+        except NoNodeError:
+            self.zk.create(path, data, makepath=True)
+
+    def _announce(self, entity_path: str) -> None:
+        """The notification every broker applies: a sequential ``config_change_`` naming what changed."""
+        self.zk.create(self.path("/config/changes/config_change_"),
+                       dump_json({"version": 2, "entity_path": entity_path}), sequence=True)
 
     def token_ids(self) -> list[str]:
         try:
@@ -171,16 +172,14 @@ class ZkConfigs:
     def set_token(self, token_id: str, data: bytes | None) -> None:
         """Write (or with None delete) a token's znode and tell every broker (a config change naming it)."""
         p = self.path(f"/delegation_token/tokens/{token_id}")
-        try:
-            if data is None:
+        if data is not None:
+            self._write(p, data)
+        else:
+            try:
                 self.zk.delete(p)
-            else:
-                self.zk.set(p, data)
-        except NoNodeError:
-            if data is not None:
-                self.zk.create(p, data, makepath=True)
-        self.zk.create(self.path("/config/changes/config_change_"),
-                       dump_json({"version": 2, "entity_path": f"delegation_token/{token_id}"}), sequence=True)
+            except NoNodeError:
+                pass   # (gone already: the notification still tells the brokers that have it)
+        self._announce(f"delegation_token/{token_id}")
 
     def config_changes(self, watch=None) -> list[str]:
         return sorted(self.zk.get_children(self.path("/config/changes"), watch=watch))

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import secrets
 
 import pytest
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
-from kbroker.protocol import scram
+from kbroker.client.sasl import SaslAuthenticationError, SaslCredentials, authenticate
 from tests.reference.differential import same, settled
 from tests.reference.secured import secured_pair
 from tests.reference.test_authorization import call_as as as_user
+from tests.reference.test_sasl_edges import metadata
 
 pytestmark = pytest.mark.reference
 
-CREATE, RENEW, EXPIRE, DESCRIBE, SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA = 38, 39, 40, 41, 17, 36, 3
+CREATE, RENEW, EXPIRE, DESCRIBE = 38, 39, 40, 41
 DAY, WEEK = 86_400_000, 604_800_000
 
 
@@ -64,30 +64,17 @@ def described(answer) -> dict:
 
 
 async def token_authentication(target, token_id: str, hmac: bytes, mechanism="SCRAM-SHA-256"):
-    """A SCRAM exchange presenting the token; then what the connection may do (Metadata, a token of its own)."""
+    """A SCRAM exchange presenting the token (kbroker's client, ``tokenauth=true``): its refusal in the broker's
+    words, or that it set a session lifetime, then what the connection may do (Metadata, a token of its own)."""
     conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="tokens-scram")
     try:
-        handshake = await conn.request_unchecked(SASL_HANDSHAKE, 1, {"mechanism": mechanism})
-        nonce = secrets.token_urlsafe(18)
-        bare = f"n={scram.encode_name(token_id)},r={nonce},tokenauth=true"
-        first = await conn.request_unchecked(SASL_AUTHENTICATE, 2, {"auth_bytes": f"n,,{bare}".encode()})
-        if first.error_code:
-            return [handshake.error_code, (first.error_code, first.error_message)]
-        fields = scram.attributes(bytes(first.auth_bytes).decode())
-        password = base64.b64encode(hmac).decode()
-        salted = scram.salted_password(mechanism, password, scram.unb64(fields["s"]), int(fields["i"]))
-        without_proof = f"c={scram.b64(b'n,,')},r={fields['r']}"
-        auth_message = f"{bare},{bytes(first.auth_bytes).decode()},{without_proof}".encode()
-        proof = scram.b64(scram.client_proof(mechanism, salted, auth_message))
-        final = await conn.request_unchecked(SASL_AUTHENTICATE, 2,
-                                             {"auth_bytes": f"{without_proof},p={proof}".encode()})
-        steps = [handshake.error_code, (final.error_code, final.error_message, final.session_lifetime_ms > 0)]
-        if final.error_code:
-            return steps
-        metadata = await conn.request_unchecked(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                                               "include_topic_authorized_operations": False})
+        try:
+            lifetime_ms = await authenticate(conn, SaslCredentials(mechanism, token_id,
+                                                                   base64.b64encode(hmac).decode(), token=True))
+        except SaslAuthenticationError as refused:
+            return ["refused", str(refused)]
         own = await conn.request_unchecked(CREATE, 3, create_body())
-        return steps + [len(metadata.brokers), own.error_code]
+        return [lifetime_ms > 0, await metadata(conn), own.error_code]
     except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
         return "connection closed"
     finally:

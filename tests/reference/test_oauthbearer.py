@@ -6,7 +6,6 @@ must be Kafka's, the error challenge's JSON included."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
@@ -16,15 +15,15 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.connection import KafkaConnection
 from tests.brokerproc import BrokerProcess
 from tests.reference.apache_kafka import SINGLE_NODE, KafkaNode, free_port
 from tests.reference.differential import Target, documented, same
+from tests.reference.test_sasl_edges import CLOSED, ask, handshake, metadata
 
 pytestmark = pytest.mark.reference
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA = 17, 36, 3
-CLOSED = "connection closed"
+SASL_AUTHENTICATE = 36
 MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
 VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -119,38 +118,22 @@ def listeners(tmp_path_factory):
     broker.stop()
 
 
-async def _ask(conn, api_key, version, body, pick):
-    try:
-        return pick(await conn.request_unchecked(api_key, version, body, timeout=10))
-    except (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError):
-        return CLOSED
-
-
-def _handshake(conn):
-    return _ask(conn, SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"}, lambda a: (a.error_code, list(a.mechanisms)))
-
-
 def _authenticate(conn, message: bytes):
     # (the session's lifetime is the token's, so it is compared by range: set, and at most the hour it has)
-    return _ask(conn, SASL_AUTHENTICATE, 2, {"auth_bytes": message},
-                lambda a: (a.error_code, a.error_message, bytes(a.auth_bytes),
-                           0 < a.session_lifetime_ms <= 3_600_000))
-
-
-def _metadata(conn):
-    return _ask(conn, METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                     "include_topic_authorized_operations": False}, lambda a: len(a.brokers))
+    return ask(conn, SASL_AUTHENTICATE, 2, {"auth_bytes": message},
+               lambda a: (a.error_code, a.error_message, bytes(a.auth_bytes),
+                          0 < a.session_lifetime_ms <= 3_600_000))
 
 
 def exchange(*messages):
     """A handshake, then each message (and after an error challenge, the client's ^A), then Metadata."""
     async def run(conn):
-        seen = [await _handshake(conn)]
+        seen = [await handshake(conn, "OAUTHBEARER")]
         for message in messages:
             seen.append(await _authenticate(conn, message))
             if seen[-1] == CLOSED:
                 return seen
-        seen.append(await _metadata(conn))
+        seen.append(await metadata(conn))
         return seen
     return run
 
@@ -204,9 +187,9 @@ SIGNED_CASES = {
 
 async def _reauthenticate(conn, first: str, second: str):
     """Authenticated with ``first``, then the exchange again with ``second`` (KIP-368), then Metadata."""
-    seen = [await _handshake(conn), await _authenticate(conn, initial(first))]
-    seen += [await _handshake(conn), await _authenticate(conn, initial(second))]
-    seen.append(await _metadata(conn))
+    seen = [await handshake(conn, "OAUTHBEARER"), await _authenticate(conn, initial(first))]
+    seen += [await handshake(conn, "OAUTHBEARER"), await _authenticate(conn, initial(second))]
+    seen.append(await metadata(conn))
     return seen
 
 

@@ -17,7 +17,7 @@ API_VERSIONS, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 3, 17, 36
 CLOSED = "connection closed"
 
 
-async def _ask(conn, api_key, version, body, pick):
+async def ask(conn, api_key, version, body, pick):
     """What the broker answers (``pick`` of it), or that it closed the connection instead."""
     try:
         return pick(await conn.request_unchecked(api_key, version, body, timeout=10))
@@ -25,43 +25,43 @@ async def _ask(conn, api_key, version, body, pick):
         return CLOSED
 
 
-def _handshake(conn, mechanism="PLAIN", version=1):
-    return _ask(conn, SASL_HANDSHAKE, version, {"mechanism": mechanism},
-                lambda a: (a.error_code, list(a.mechanisms)))
+def handshake(conn, mechanism="PLAIN", version=1):
+    return ask(conn, SASL_HANDSHAKE, version, {"mechanism": mechanism},
+               lambda a: (a.error_code, list(a.mechanisms)))
 
 
 def _authenticate(conn, token: bytes, version=2):
-    return _ask(conn, SASL_AUTHENTICATE, version, {"auth_bytes": token},
-                lambda a: (a.error_code, a.error_message, bytes(a.auth_bytes), a.get("session_lifetime_ms")))
+    return ask(conn, SASL_AUTHENTICATE, version, {"auth_bytes": token},
+               lambda a: (a.error_code, a.error_message, bytes(a.auth_bytes), a.get("session_lifetime_ms")))
 
 
-def _metadata(conn):
-    return _ask(conn, METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                     "include_topic_authorized_operations": False}, lambda a: len(a.brokers))
+def metadata(conn):
+    return ask(conn, METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                    "include_topic_authorized_operations": False}, lambda a: len(a.brokers))
 
 
 CASES = {
-    "a mechanism not enabled": lambda conn: _steps(_handshake(conn, "SCRAM-SHA-512")),
-    "an unknown mechanism": lambda conn: _steps(_handshake(conn, "NOPE")),
-    "a wrong password": lambda conn: _steps(_handshake(conn), lambda: _authenticate(conn, b"\0alice\0wrong")),
-    "an unknown user": lambda conn: _steps(_handshake(conn), lambda: _authenticate(conn, b"\0mallory\0x")),
+    "a mechanism not enabled": lambda conn: _steps(handshake(conn, "SCRAM-SHA-512")),
+    "an unknown mechanism": lambda conn: _steps(handshake(conn, "NOPE")),
+    "a wrong password": lambda conn: _steps(handshake(conn), lambda: _authenticate(conn, b"\0alice\0wrong")),
+    "an unknown user": lambda conn: _steps(handshake(conn), lambda: _authenticate(conn, b"\0mallory\0x")),
     "an authorization id of another user": lambda conn: _steps(
-        _handshake(conn), lambda: _authenticate(conn, b"admin\0alice\0alice-secret")),
+        handshake(conn), lambda: _authenticate(conn, b"admin\0alice\0alice-secret")),
     "an authorization id of the same user": lambda conn: _steps(
-        _handshake(conn), lambda: _authenticate(conn, b"alice\0alice\0alice-secret"), lambda: _metadata(conn)),
-    "a token without separators": lambda conn: _steps(_handshake(conn), lambda: _authenticate(conn, b"alice")),
-    "an empty password": lambda conn: _steps(_handshake(conn), lambda: _authenticate(conn, b"\0alice\0")),
-    "metadata before the handshake": lambda conn: _steps(_metadata(conn)),
+        handshake(conn), lambda: _authenticate(conn, b"alice\0alice\0alice-secret"), lambda: metadata(conn)),
+    "a token without separators": lambda conn: _steps(handshake(conn), lambda: _authenticate(conn, b"alice")),
+    "an empty password": lambda conn: _steps(handshake(conn), lambda: _authenticate(conn, b"\0alice\0")),
+    "metadata before the handshake": lambda conn: _steps(metadata(conn)),
     "authenticate before the handshake": lambda conn: _steps(_authenticate(conn, b"\0alice\0alice-secret")),
     "api versions, then the exchange": lambda conn: _steps(
-        _ask(conn, API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"},
-             lambda a: a.error_code),
-        lambda: _handshake(conn), lambda: _authenticate(conn, b"\0alice\0alice-secret"), lambda: _metadata(conn)),
-    "the handshake twice": lambda conn: _steps(_handshake(conn), lambda: _handshake(conn)),
+        ask(conn, API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"},
+            lambda a: a.error_code),
+        lambda: handshake(conn), lambda: _authenticate(conn, b"\0alice\0alice-secret"), lambda: metadata(conn)),
+    "the handshake twice": lambda conn: _steps(handshake(conn), lambda: handshake(conn)),
     "a second exchange once authenticated": lambda conn: _steps(
-        _handshake(conn), lambda: _authenticate(conn, b"\0alice\0alice-secret"), lambda: _handshake(conn)),
+        handshake(conn), lambda: _authenticate(conn, b"\0alice\0alice-secret"), lambda: handshake(conn)),
     "SaslAuthenticate v0": lambda conn: _steps(
-        _handshake(conn), lambda: _authenticate(conn, b"\0alice\0alice-secret", version=0), lambda: _metadata(conn)),
+        handshake(conn), lambda: _authenticate(conn, b"\0alice\0alice-secret", version=0), lambda: metadata(conn)),
 }
 
 

@@ -229,8 +229,12 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.share.max.delivery.count.limit": (int, 10),
     "group.share.partition.max.record.locks": (int, 2000),
     "group.share.max.size": (int, 200),
-    # KIP-1071 streams groups are not served; these bound the streams configs a group may still be given (the
-    # GROUP resource), as in Kafka 4.2.
+    # KIP-1071 streams groups: Kafka 4.2's names and defaults.
+    "group.streams.session.timeout.ms": (int, 45000),
+    "group.streams.heartbeat.interval.ms": (int, 5000),
+    "group.streams.max.size": (int, 2147483647),
+    "group.streams.num.standby.replicas": (int, 0),
+    "group.streams.initial.rebalance.delay.ms": (int, 3000),
     "group.streams.min.session.timeout.ms": (int, 45000),
     "group.streams.max.session.timeout.ms": (int, 60000),
     "group.streams.min.heartbeat.interval.ms": (int, 5000),

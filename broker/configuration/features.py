@@ -2,6 +2,7 @@
 
 Kafka 4 turns protocol features on through finalized feature levels that clients read from ApiVersions:
 ``group.version`` 1 is KIP-848's consumer group protocol, ``share.version`` 1 KIP-932's share groups,
+``streams.version`` 1 KIP-1071's streams groups,
 ``transaction.version`` 2 KIP-890's transactions V2 (a client that reads it ends each transaction with
 EndTxn v5, which bumps its epoch, and lets the partition leader add partitions from Produce v12 and the
 group coordinator the offsets from TxnOffsetCommit v5, without AddPartitionsToTxn or AddOffsetsToTxn).
@@ -15,22 +16,24 @@ epoch ApiVersions reports counts those updates.
 Invariant: a feature is finalized at a level only while the behaviour of that level is served (the consumer
 protocol off through ``group.coordinator.rebalance.protocols`` finalizes ``group.version`` at 0, whatever was
 stored), and what is served follows the finalized level (``group.version`` 0 refuses ConsumerGroupHeartbeat,
-``share.version`` 0 the share group APIs).
+``share.version`` 0 the share group APIs, ``streams.version`` 0 the streams group APIs).
 """
 
 from __future__ import annotations
 
 from kbroker.protocol.errors import ErrorCode
 
-SUPPORTED = {"group.version": (0, 1), "share.version": (0, 1), "transaction.version": (0, 2)}
+SUPPORTED = {"group.version": (0, 1), "share.version": (0, 1), "streams.version": (0, 1),
+             "transaction.version": (0, 2)}
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 def ceilings(config) -> dict[str, int]:
-    """The highest level of each feature this broker serves as configured (the consumer protocol and share
-    groups can be turned off by their configs), which is also its level until UpdateFeatures sets one."""
+    """The highest level of each feature this broker serves as configured (the consumer protocol, share and
+    streams groups can be turned off by their configs), which is also its level until UpdateFeatures sets one."""
     return {"group.version": 1 if "consumer" in config["group.coordinator.rebalance.protocols"] else 0,
             "share.version": 1 if config["group.share.enable"] else 0,
+            "streams.version": 1 if "streams" in config["group.coordinator.rebalance.protocols"] else 0,
             "transaction.version": 2}
 
 

@@ -161,6 +161,24 @@ def with_group_operations(ctx, groups: list[dict], asked: bool) -> list[dict]:
     return groups
 
 
+def describe_groups_of_a_type(ctx, request, refused, describe, refusal_words=lambda error: None) -> dict:
+    """ConsumerGroupDescribe, ShareGroupDescribe and StreamsGroupDescribe answer alike, in Kafka's order: the
+    groups this principal may not describe, as asked; then empty ids; then the others as its group coordinator
+    answers a batch (``coordinator_order``). ``refused(group_id, error, message)`` is a refused group's entry,
+    ``describe(group_id)`` a described one's (or its refusal by the coordinator, a missing group or one of
+    another type), ``refusal_words(error)`` the words a coordinator's own refusal carries."""
+    allowed, denied = split_by_right(ctx, DESCRIBE, request.group_ids)
+    answered = [refused(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) for g in denied]
+    answered += [refused("", ErrorCode.INVALID_GROUP_ID, None) for g in allowed if not g]
+    allowed = [g for g in allowed if g]
+    groups = []
+    for group_id in allowed:
+        error = ctx.broker.coordination.group_coordinator_error(group_id)
+        groups.append(refused(group_id, error, refusal_words(error)) if error else describe(group_id))
+    groups = answered + [groups[place] for place in coordinator_order(ctx, allowed)]
+    return {"throttle_time_ms": 0, "groups": with_group_operations(ctx, groups, request.include_authorized_operations)}
+
+
 def transaction_error(ctx, transactional_id: str) -> ErrorCode:
     """As ``coordinator_error`` for a transactional id: Write on it first, then this broker's coordination."""
     if not ctx.authorized(WRITE, TRANSACTIONAL_ID, transactional_id):

@@ -1,6 +1,7 @@
 """CreateTopics: validated as Kafka does (name, collisions, partitions, replication factor, configs)."""
 
 from collections import Counter
+from types import SimpleNamespace
 
 from kbroker.broker.cluster.assignment import assignment_problem, placement_problem
 from kbroker.broker.configuration.quotas import mutation_quota, mutation_throttle
@@ -197,3 +198,18 @@ def _made(ctx, request, topic, partitions: int, replication: int, configs: dict)
             "configs": [{"name": e["name"], "value": sent.get(e["name"], e["value"]), "read_only": e["read_only"],
                          "config_source": e["config_source"], "is_sensitive": False}
                         for e in sorted(entries, key=lambda e: e["name"])]}   # (by name, as Kafka's controller)
+
+
+def create_on_behalf(ctx, name: str, partitions: int, replication: int, configs: dict[str, str]) -> str | None:
+    """Create a topic a coordinator needs (a streams group's internal topics), checked as CreateTopics checks
+    one; the reason it was not made, in Kafka's words, else None."""
+    topic = SimpleNamespace(name=name, num_partitions=partitions, replication_factor=replication, assignments=[],
+                            configs=[SimpleNamespace(name=k, value=v) for k, v in configs.items()])
+    error, message, partitions, replication = _validate(ctx, topic)
+    if error != ErrorCode.NONE:
+        return message or error.name
+    try:
+        ctx.broker.admin.create_topic(name, partitions, replication, stored_topic_configs(configs))
+    except TopicNotCreated as exc:
+        return str(exc)
+    return None

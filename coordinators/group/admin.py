@@ -1,5 +1,5 @@
 """Group administration: DeleteGroups, DescribeGroups and ListGroups, and how a group dies, for classic and
-KIP-848 consumer groups alike.
+KIP-848 consumer, share and streams groups alike.
 
 Mixed into ``GroupCoordinator``.
 """
@@ -13,6 +13,8 @@ from kbroker.coordinators.group.consumer.records import group_tombstones
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.coordinators.group.share.records import group_tombstones as share_group_tombstones
+from kbroker.coordinators.group.streams.model import StreamsGroup
+from kbroker.coordinators.group.streams.records import group_tombstones as streams_group_tombstones
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -37,6 +39,8 @@ class GroupAdmin:
                     entries += group_tombstones(group)
                 elif isinstance(group, ShareGroup):
                     entries += share_group_tombstones(group_id)
+                elif isinstance(group, StreamsGroup):
+                    entries += streams_group_tombstones(group)
                 else:
                     entries.append((records.group_metadata_key(group_id), None))
                 error = self._store(group_id, entries)
@@ -51,14 +55,15 @@ class GroupAdmin:
         group.offsets.clear()
         self.scheduler.cancel(("join", group.group_id))
         self.scheduler.cancel(("sync", group.group_id))
+        self.scheduler.cancel(("streams-initial-delay", group.group_id))
         if self.groups.get(group.group_id) is group:
             del self.groups[group.group_id]
         log.info("group_deleted", group=group.group_id)
 
     def describe_group(self, group_id: str) -> dict:
         group = self.groups.get(group_id)
-        if group is None or isinstance(group, (ConsumerGroup, ShareGroup)):
-            # A consumer or share group is not described by the classic API: Kafka 4.2 answers as for no group.
+        if group is None or isinstance(group, (ConsumerGroup, ShareGroup, StreamsGroup)):
+            # A consumer, share or streams group is not described by the classic API: Kafka 4.2 answers as for no group.
             return {"error_code": 0, "group_id": group_id, "group_state": S.DEAD.value, "protocol_type": "",
                     "protocol_data": "", "members": []}
         stable = group.is_(S.STABLE)

@@ -14,6 +14,7 @@ import structlog
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.group import sync_result
 from kbroker.coordinators.group.share.model import ShareGroup
+from kbroker.coordinators.group.streams.model import StreamsGroup
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
 
@@ -33,7 +34,7 @@ class ClassicRequests:
             return respond(self._classic_sync_consumer_group(
                 group, generation_id=generation_id, member_id=member_id, instance_id=group_instance_id,
                 protocol_type=protocol_type, protocol_name=protocol_name))
-        if group is None or isinstance(group, ShareGroup):
+        if group is None or isinstance(group, (ShareGroup, StreamsGroup)):
             return respond(sync_result(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.is_(S.DEAD):
             return respond(sync_result(ErrorCode.COORDINATOR_NOT_AVAILABLE))
@@ -82,7 +83,7 @@ class ClassicRequests:
         if isinstance(group, ConsumerGroup):
             return self._classic_heartbeat_consumer_group(group, generation_id=generation_id, member_id=member_id,
                                                           instance_id=group_instance_id)
-        if group is None or isinstance(group, ShareGroup):
+        if group is None or isinstance(group, (ShareGroup, StreamsGroup)):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -106,7 +107,7 @@ class ClassicRequests:
         group = self.groups.get(group_id)
         if isinstance(group, ConsumerGroup):
             return self._classic_leave_consumer_group(group, leaving)
-        if group is None or isinstance(group, ShareGroup):
+        if group is None or isinstance(group, (ShareGroup, StreamsGroup)):
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.COORDINATOR_NOT_AVAILABLE] * len(leaving)

@@ -35,6 +35,8 @@ from kbroker.coordinators.group.consumer.migration import OnlineMigration
 from kbroker.coordinators.group.consumer.records import group_tombstones
 from kbroker.coordinators.group.share.heartbeat import ShareGroupHeartbeat
 from kbroker.coordinators.group.share.model import ShareGroup
+from kbroker.coordinators.group.streams.heartbeat import StreamsGroupHeartbeat
+from kbroker.coordinators.group.streams.model import StreamsGroup
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.group import GroupMetadata, MemberMetadata, join_result, sync_result
 from kbroker.coordinators.group.loader import GroupLoader
@@ -69,6 +71,11 @@ class GroupConfig:
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
+    streams_session_timeout_ms: int = 45000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_max_size: int = 2**31 - 1
+    streams_num_standby_replicas: int = 0
+    streams_initial_rebalance_delay_ms: int = 3000
 
     @classmethod
     def from_broker(cls, config) -> "GroupConfig":
@@ -86,11 +93,16 @@ class GroupConfig:
                    consumer_migration_policy=config["group.consumer.migration.policy"],
                    share_session_timeout_ms=config["group.share.session.timeout.ms"],
                    share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
-                   share_max_size=config["group.share.max.size"])
+                   share_max_size=config["group.share.max.size"],
+                   streams_session_timeout_ms=config["group.streams.session.timeout.ms"],
+                   streams_heartbeat_interval_ms=config["group.streams.heartbeat.interval.ms"],
+                   streams_max_size=config["group.streams.max.size"],
+                   streams_num_standby_replicas=config["group.streams.num.standby.replicas"],
+                   streams_initial_rebalance_delay_ms=config["group.streams.initial.rebalance.delay.ms"])
 
 
 class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat, ClassicMembers,
-                       OnlineMigration, ShareGroupHeartbeat):
+                       OnlineMigration, ShareGroupHeartbeat, StreamsGroupHeartbeat):
     def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict,
                  partition_racks: Callable[[str, int], frozenset] = lambda topic, index: frozenset()) -> None:
         """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
@@ -135,7 +147,7 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
         if rebalance_timeout_ms < 0:   # JoinGroup v0 has none: Kafka uses the session timeout
             rebalance_timeout_ms = session_timeout_ms
         group = self.groups.get(group_id)
-        if isinstance(group, ShareGroup):
+        if isinstance(group, (ShareGroup, StreamsGroup)):
             return respond(join_result(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         if isinstance(group, ConsumerGroup):
             if not group.is_empty:   # a classic member in a consumer group (online migration)

@@ -17,6 +17,8 @@ from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
 from kbroker.coordinators.group.consumer.replay import replay_consumer_record
 from kbroker.coordinators.group.share.model import ShareGroup
+from kbroker.coordinators.group.streams.model import StreamsGroup
+from kbroker.coordinators.group.streams.replay import replay_streams_record
 from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata, MemberMetadata, join_result, sync_result
 from kbroker.coordinators.group.state import GroupState
 from kbroker.protocol.errors import ErrorCode
@@ -55,6 +57,8 @@ class GroupLoader:
             return replay_consumer_record(self.groups, decoded_key, decoded, self.now_ms())
         if isinstance(decoded_key, records.ShareGroupKey):
             return self.replay_share_group(decoded_key, decoded)
+        if isinstance(decoded_key, records.StreamsGroupKey):
+            return replay_streams_record(self.groups, decoded_key, decoded, self.now_ms())
         if isinstance(decoded_key, records.OffsetKey):
             tp = (decoded_key.topic, decoded_key.partition)
             group = self.groups.get(decoded_key.group)
@@ -77,7 +81,7 @@ class GroupLoader:
             return
         group_id = decoded_key.group
         previous = self.groups.get(group_id)
-        if isinstance(previous, (ConsumerGroup, ShareGroup)):
+        if isinstance(previous, (ConsumerGroup, ShareGroup, StreamsGroup)):
             return   # a classic group's tombstone written when it became this consumer group
         if decoded is None:
             if previous is not None and (previous.offsets or previous.pending_txn_offsets):
@@ -115,6 +119,12 @@ class GroupLoader:
                     for member_id in group.members:
                         self._schedule_share_session(group.group_id, member_id)
                     continue
+                if isinstance(group, StreamsGroup):
+                    for member in group.members.values():
+                        self._schedule_streams_session(group.group_id, member.member_id)
+                        if member.state.name == "UNREVOKED_TASKS":
+                            self._schedule_streams_revocation(group.group_id, member)
+                    continue
                 if isinstance(group, ConsumerGroup):
                     for member in group.members.values():
                         self._schedule_consumer_session(group.group_id, member.member_id)
@@ -146,6 +156,12 @@ class GroupLoader:
         if isinstance(group, ConsumerGroup):
             for member_id in group.members:
                 self._cancel_consumer_timers(group.group_id, member_id)
+            self.groups.pop(group.group_id, None)
+            return
+        if isinstance(group, StreamsGroup):
+            for member_id in group.members:
+                self._cancel_streams_timers(group.group_id, member_id)
+            self.scheduler.cancel(("streams-initial-delay", group.group_id))
             self.groups.pop(group.group_id, None)
             return
         for member in list(group.members.values()):

@@ -17,6 +17,7 @@ import structlog
 
 from kbroker.coordinators.group import records
 from kbroker.coordinators.group.consumer.model import ConsumerGroup
+from kbroker.coordinators.group.streams.model import StreamsGroup
 from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.coordinators.group.group import CommittedOffset, GroupMetadata
 from kbroker.coordinators.group.state import GroupState
@@ -44,7 +45,11 @@ class OffsetManager:
         if error:
             return all_(error)
         member = None
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, StreamsGroup):
+            error = self._streams_commit_error(group, member_id, generation_id, offsets)
+            if error:
+                return all_(error)
+        elif isinstance(group, ConsumerGroup):
             # KIP-848: a member commits at its current epoch; others only while the group has no members.
             if not (generation_id < 0 and not group.members):
                 error = group.member_epoch_error(member_id, generation_id)
@@ -87,6 +92,23 @@ class OffsetManager:
             return None, ErrorCode.GROUP_ID_NOT_FOUND
         return group, ErrorCode.NONE
 
+    @staticmethod
+    def _streams_commit_error(group: StreamsGroup, member_id: str, member_epoch: int, offsets: dict) -> ErrorCode:
+        """KIP-1071: a commit from outside the group only while it is empty; from a member at its epoch, or
+        behind it for tasks it has held since (one stale partition refuses the whole commit, as in Kafka)."""
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch > member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        for tp in offsets:
+            error = group.commit_error(member_id, member_epoch, *tp)
+            if error:
+                return error
+        return ErrorCode.NONE
+
     def _offsets_to_write(self, group_id: str, offsets: dict, partition_exists, expire: int):
         """Per-partition checks shared by both commits: (errors so far, records to append, accepted offsets)."""
         now = self.now_ms()
@@ -119,7 +141,12 @@ class OffsetManager:
         group, error = self._commit_target(group_id, create=True)
         if error:
             return all_(error)
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, StreamsGroup):
+            if generation_id >= 0 or member_id or group_instance_id is not None:
+                error = self._streams_commit_error(group, member_id, generation_id, offsets)
+                if error:
+                    return all_(error)
+        elif isinstance(group, ConsumerGroup):
             if generation_id >= 0 or member_id:
                 error = group.member_epoch_error(member_id, generation_id)
                 if error:
@@ -158,7 +185,7 @@ class OffsetManager:
         """OffsetFetch v9+: a consumer group's member reads at its current epoch (KIP-848); a classic group
         and a request naming no member are not checked, as in Kafka."""
         group = self.groups.get(group_id)
-        if not isinstance(group, ConsumerGroup) or (member_id is None and member_epoch < 0):
+        if not isinstance(group, (ConsumerGroup, StreamsGroup)) or (member_id is None and member_epoch < 0):
             return ErrorCode.NONE
         return group.member_epoch_error(member_id or "", member_epoch)
 
@@ -178,7 +205,7 @@ class OffsetManager:
         if group is None or group.is_(S.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] | None = set()
-        if isinstance(group, ConsumerGroup):
+        if isinstance(group, (ConsumerGroup, StreamsGroup)):
             subscribed = group.subscribed_topic_names()
         elif group.state in (S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
             subscribed = group.subscribed_topics()
@@ -224,7 +251,7 @@ class OffsetManager:
             if group.is_(S.DEAD) or isinstance(group, ShareGroup):   # (a share group commits no offsets)
                 continue
             expired = []
-            consumer = isinstance(group, ConsumerGroup)
+            consumer = isinstance(group, (ConsumerGroup, StreamsGroup))
             subscribed = group.subscribed_topic_names() if consumer else set()
             for tp, committed in group.offsets.items():
                 if consumer:      # KIP-848: a topic no member subscribes to ages from its last commit

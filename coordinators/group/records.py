@@ -5,7 +5,8 @@ is its value; a null value is a tombstone (a deleted offset or group). The key
 version tells the record kind: 0 and 1 are offset commits, 2 is classic group metadata, 3 and 5-8 are a
 KIP-848 consumer group's epoch, member, target assignment epoch, target of a member and current assignment
 of a member, 10-15 a share group's member, epoch, target assignment epoch, target of a member, current
-assignment of a member and share partitions.
+assignment of a member and share partitions, 17 and 19-23 a streams group's epoch, member, target assignment
+epoch, target of a member, current assignment of a member and topology.
 Decoding accepts every version Kafka has written; encoding writes the
 versions Kafka 3.x writes (offset commit v3 values, group metadata v3 values).
 """
@@ -58,6 +59,18 @@ class ShareGroupKey:
     member: str = ""
 
 
+@dataclass(frozen=True)
+class StreamsGroupKey:
+    """A streams group's record, by key version: the group's epoch (17), a member (19), the target assignment's
+    epoch (20), a member's target (21), a member's current assignment (22), the topology (23)."""
+    kind: int
+    group: str
+    member: str = ""
+
+
+STREAMS_GROUP_RECORDS = {17: "StreamsGroupMetadata", 19: "StreamsGroupMemberMetadata",
+                         20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+                         22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology"}
 SHARE_GROUP_RECORDS = {10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
                        12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
                        14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata"}
@@ -120,6 +133,9 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey:
     if version in SHARE_GROUP_RECORDS:
         _, key = _decode(SHARE_GROUP_RECORDS[version] + "Key", data)
         return ShareGroupKey(key.group_id, version, key.get("member_id", ""))
+    if version in STREAMS_GROUP_RECORDS:
+        _, key = _decode(STREAMS_GROUP_RECORDS[version] + "Key", data)
+        return StreamsGroupKey(version, key.group_id, key.get("member_id", ""))
     if version == 4:   # written by Kafka 4.0 only (KIP-1101 replaced it with a hash): nothing to restore
         return ConsumerGroupKey(4, data[4:4 + int.from_bytes(data[2:4], "big")].decode())
     raise ValueError(f"unknown __consumer_offsets key version {version}")
@@ -132,6 +148,15 @@ def consumer_group_key(kind: int, group: str, member: str = "") -> bytes:
 
 def consumer_group_value(kind: int, value: dict) -> bytes:
     return _encode(CONSUMER_GROUP_RECORDS[kind] + "Value", 0, value)
+
+
+def streams_group_key(kind: int, group: str, member: str = "") -> bytes:
+    fields = {"group_id": group, "member_id": member} if kind in (19, 21, 22) else {"group_id": group}
+    return _encode(STREAMS_GROUP_RECORDS[kind] + "Key", kind, fields)
+
+
+def streams_group_value(kind: int, value: dict) -> bytes:
+    return _encode(STREAMS_GROUP_RECORDS[kind] + "Value", 0, value)
 
 
 def share_group_key(group: str) -> bytes:
@@ -169,6 +194,8 @@ def decode_value(key, data: bytes | None) -> schema.Message | None:
         return None
     if isinstance(key, ShareGroupKey):
         return _decode(SHARE_GROUP_RECORDS[key.kind] + "Value", data)[1]
+    if isinstance(key, StreamsGroupKey):
+        return _decode(STREAMS_GROUP_RECORDS[key.kind] + "Value", data)[1]
     if isinstance(key, ConsumerGroupKey):
         return None if key.kind == 4 else _decode(CONSUMER_GROUP_RECORDS[key.kind] + "Value", data)[1]
     name = "OffsetCommitValue" if isinstance(key, OffsetKey) else "GroupMetadataValue"

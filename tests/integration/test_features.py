@@ -1,5 +1,6 @@
 """UpdateFeatures (KIP-584) on a real broker: a finalized level lowered or raised is what ApiVersions reports,
-what the broker serves (group.version 0 refuses the consumer group protocol, share.version 0 share groups)
+what the broker serves (group.version 0 refuses the consumer group protocol, share.version 0 share groups,
+streams.version 0 streams groups)
 and what it keeps across a restart; bad updates change nothing."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode as E
 from tests.brokerproc import BrokerProcess
+from tests.streams_requests import STREAMS_GROUP_HEARTBEAT, join, subtopology
 
 pytestmark = pytest.mark.timeout(120)
 API_VERSIONS, UPDATE_FEATURES, CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT = 18, 57, 68, 76
@@ -58,12 +60,19 @@ async def share_heartbeat(conn) -> int:
     return answer.error_code
 
 
+async def streams_heartbeat(conn) -> int:
+    await coordinator_ready(conn, "features-st")
+    answer = await conn.request(STREAMS_GROUP_HEARTBEAT, 0, join("features-st", "m" * 22,
+                                                                  [subtopology("0", sources=["t"])]))
+    return answer.error_code
+
+
 async def test_levels_lowered_and_raised_decide_what_is_served_and_survive_a_restart(tmp_path):
     broker = BrokerProcess(str(tmp_path / "data")).start()
     try:
         conn = await KafkaConnection.open("127.0.0.1", broker.port)
         levels, epoch = await finalized(conn)
-        assert levels == {"group.version": 1, "share.version": 1, "transaction.version": 2}
+        assert levels == {"group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
         # all or none: one bad update leaves the good one undone too
         assert await update(conn, ("transaction.version", 1, SAFE_DOWNGRADE), ("group.version", 2, UPGRADE)) == \
             E.INVALID_UPDATE_VERSION
@@ -71,20 +80,22 @@ async def test_levels_lowered_and_raised_decide_what_is_served_and_survive_a_res
         assert await update(conn, ("group.version", 0, SAFE_DOWNGRADE), validate_only=True) == 0
         assert await finalized(conn) == (levels, epoch)
         assert await update(conn, ("group.version", 0, SAFE_DOWNGRADE), ("share.version", 0, SAFE_DOWNGRADE),
-                            ("transaction.version", 1, SAFE_DOWNGRADE)) == 0
+                            ("streams.version", 0, SAFE_DOWNGRADE), ("transaction.version", 1, SAFE_DOWNGRADE)) == 0
         assert await finalized(conn) == ({"transaction.version": 1}, epoch + 1)
         assert await consumer_heartbeat(conn) == E.UNSUPPORTED_VERSION
         assert await share_heartbeat(conn) == E.UNSUPPORTED_VERSION
+        assert await streams_heartbeat(conn) == E.UNSUPPORTED_VERSION
         await conn.close()
         broker.stop()
         broker.start()
         conn = await KafkaConnection.open("127.0.0.1", broker.port)
         assert await finalized(conn) == ({"transaction.version": 1}, epoch + 1)
         assert await update(conn, ("group.version", 1, UPGRADE), ("share.version", 1, UPGRADE),
-                            ("transaction.version", 2, UPGRADE)) == 0
+                            ("streams.version", 1, UPGRADE), ("transaction.version", 2, UPGRADE)) == 0
         assert (await finalized(conn))[0] == levels
         assert await consumer_heartbeat(conn) == 0
         assert await share_heartbeat(conn) == 0
+        assert await streams_heartbeat(conn) == 0
         await conn.close()
     finally:
         broker.stop()
@@ -96,11 +107,13 @@ async def test_a_level_cannot_go_past_what_the_configuration_serves(tmp_path):
     try:
         conn = await KafkaConnection.open("127.0.0.1", broker.port)
         levels = (await finalized(conn))[0]
-        assert "group.version" not in levels and "share.version" not in levels
+        assert not {"group.version", "share.version", "streams.version"} & set(levels)
         assert await update(conn, ("group.version", 1, UPGRADE)) == E.INVALID_UPDATE_VERSION
+        assert await update(conn, ("streams.version", 1, UPGRADE)) == E.INVALID_UPDATE_VERSION
         assert await update(conn, ("share.version", 1, UPGRADE)) == E.INVALID_UPDATE_VERSION
         assert await consumer_heartbeat(conn) == E.UNSUPPORTED_VERSION
         assert await share_heartbeat(conn) == E.UNSUPPORTED_VERSION
+        assert await streams_heartbeat(conn) == E.UNSUPPORTED_VERSION
         await conn.close()
     finally:
         broker.stop()

@@ -25,11 +25,12 @@ def _classic(value) -> ClassicMetadata | None:
                            tuple((p.name, bytes(p.metadata)) for p in value.supported_protocols))
 
 
-def _group(groups: dict, group_id: str) -> ConsumerGroup:
+def typed_group(groups: dict, group_id: str, kind=ConsumerGroup):
+    """The group of type ``kind`` holding the id, made over whatever held it before (taking its offsets)."""
     group = groups.get(group_id)
-    if isinstance(group, ConsumerGroup):
+    if isinstance(group, kind):
         return group
-    fresh = ConsumerGroup(group_id)
+    fresh = kind(group_id)
     if group is not None:
         fresh.offsets, fresh.pending_txn_offsets = group.offsets, group.pending_txn_offsets
     groups[group_id] = fresh
@@ -42,10 +43,10 @@ def replay_consumer_record(groups: dict, key: ConsumerGroupKey, value, now_ms: i
         return
     if key.kind == 4:      # Kafka 4.0's subscription metadata: recomputed from the topics instead
         return
-    group = _group(groups, key.group)
+    group = typed_group(groups, key.group)
     if key.kind == 3:
         if value is None:
-            _drop_consumer_group(groups, group)
+            drop_keeping_offsets(groups, group)
         else:
             group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
             group.state_timestamp_ms = now_ms
@@ -84,7 +85,9 @@ def replay_consumer_record(groups: dict, key: ConsumerGroupKey, value, now_ms: i
             pending_revocation=_assignment(value.partitions_pending_revocation)))
 
 
-def _drop_consumer_group(groups: dict, group: ConsumerGroup) -> None:
+def drop_keeping_offsets(groups: dict, group) -> None:
+    """A KIP-848, or KIP-1071, group whose epoch record is tombstoned: its offsets stay with an empty classic
+    group."""
     if groups.get(group.group_id) is not group:
         return
     if group.offsets or group.pending_txn_offsets:

@@ -39,6 +39,12 @@ final class WordCount implements AutoCloseable {
     private final Path stateDir;
 
     WordCount(String bootstrap, String app, String in, String out, String windowed, int replicas) throws Exception {
+        this(bootstrap, app, in, out, windowed, replicas, "classic");
+    }
+
+    /** {@code protocol}: the group protocol, "classic" (Streams' default) or "streams" (KIP-1071). */
+    WordCount(String bootstrap, String app, String in, String out, String windowed, int replicas, String protocol)
+            throws Exception {
         StreamsBuilder builder = new StreamsBuilder();
         var words = builder.stream(in, Consumed.with(Serdes.String(), Serdes.String()));
         words.groupBy((k, v) -> v, Grouped.with("by-word", Serdes.String(), Serdes.String()))
@@ -61,8 +67,47 @@ final class WordCount implements AutoCloseable {
         p.put(StreamsConfig.topicPrefix("min.insync.replicas"), String.valueOf(Math.min(replicas, 2)));
         p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
         p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), "10000");
+        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, protocol);
         streams = new KafkaStreams(builder.build(), p);
         streams.start();
+    }
+
+    /** What a scenario checks at one of its points, given the application id. */
+    interface Check {
+        void run(String app) throws Exception;
+    }
+
+    /**
+     * The scenario both group protocols run on one broker: two instances count; the first leaves (its tasks
+     * move to the second, which had them as standbys or restores them from their changelogs); a third with
+     * an empty state directory joins and the second leaves after it. Every count stays exact. {@code whileTwo}
+     * runs once the two first instances have counted the first records.
+     */
+    static void instancesComeAndGo(KBroker broker, String protocol, Check whileTwo) throws Exception {
+        String in = Clients.name("words"), out = Clients.name("counts"), windowed = Clients.name("hourly");
+        String app = Clients.name("wc");
+        for (String topic : new String[] {in, out, windowed}) {
+            Clients.createTopic(broker, topic, 4);
+        }
+        String bootstrap = broker.bootstrap();
+        int step = 20 * WORDS;
+        try (WordCount first = new WordCount(bootstrap, app, in, out, windowed, 1, protocol);
+             WordCount second = new WordCount(bootstrap, app, in, out, windowed, 1, protocol)) {
+            send(bootstrap, in, 0, step);
+            awaitCounts(bootstrap, out, 20);
+            whileTwo.run(app);
+            first.close();
+            send(bootstrap, in, step, 2 * step);
+            awaitCounts(bootstrap, out, 40);
+            try (WordCount third = new WordCount(bootstrap, app, in, out, windowed, 1, protocol)) {
+                second.close();
+                send(bootstrap, in, 2 * step, 3 * step);
+                awaitCounts(bootstrap, out, 60);
+                awaitCounts(bootstrap, windowed, 60);
+            }
+        }
+        assertNoCountPast(bootstrap, out, 60);
+        assertNoCountPast(bootstrap, windowed, 60);
     }
 
     /** Records {@code from} to {@code to} - 1 into {@code in}, each acknowledged by every in-sync replica. */

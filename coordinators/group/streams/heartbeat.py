@@ -1,0 +1,420 @@
+"""StreamsGroupHeartbeat (KIP-1071): joining, staying in and leaving a streams group, and its delayed first
+assignment. Mixed into ``GroupCoordinator``.
+
+As for KIP-848 consumer groups, each heartbeat computes the records of its change (member, topology, group
+epoch, target assignment, current assignment), appends them to ``__consumer_offsets`` and only then applies
+them through ``replay``. The answer also names the internal topics the topology still lacks; the broker's
+handler creates them, as Kafka's does.
+
+Invariants:
+* a group id names one group of one type: a joining member converts an empty classic group (keeping its
+  offsets), never a group of another type;
+* the topology is the one the group's first member brought: a member with another topology at the same or a
+  newer epoch is refused, one at an older epoch is told STALE_TOPOLOGY;
+* the target assignment is recomputed only when the group epoch moved past the assignment epoch, and only
+  once the topology is ready (before, every member's target is empty);
+* each member has one session timer and at most one revocation timer; either firing fences it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import structlog
+
+from kbroker.coordinators.group import records
+from kbroker.coordinators.group.group import GroupMetadata
+from kbroker.coordinators.group.state import GroupState
+from kbroker.coordinators.group.streams import topology as configuring
+from kbroker.coordinators.group.streams.assignor import MemberSpec, assign
+from kbroker.coordinators.group.streams.model import (
+    LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState, StreamsGroup, StreamsMember, Target, tasks)
+from kbroker.coordinators.group.streams.reconcile import next_member
+from kbroker.coordinators.group.streams.records import (
+    assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, target_record,
+    topology_record, wire)
+from kbroker.coordinators.group.streams.replay import topology_of
+from kbroker.protocol.errors import ErrorCode
+
+log = structlog.get_logger("coordinators.group")
+
+
+class StreamsError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def streams_error_response(code: ErrorCode, message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "member_id": "",
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "acceptable_recovery_lag": 0,
+            "task_offset_interval_ms": 0, "status": None, "active_tasks": None, "standby_tasks": None,
+            "warmup_tasks": None, "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
+
+
+def _owned(request) -> tuple | None:
+    if request.active_tasks is None:
+        return None
+    return tuple(tasks((t.subtopology_id, t.partitions) for t in (getattr(request, f) or ()))
+                 for f in ("active_tasks", "standby_tasks", "warmup_tasks"))
+
+
+def _validate(request) -> None:
+    def invalid(message: str) -> StreamsError:
+        return StreamsError(ErrorCode.INVALID_REQUEST, message)
+    # Kafka 4.2 refuses what it does not support yet first, then what is invalid.
+    if request.instance_id is not None:
+        raise invalid("Static membership is not yet supported.")
+    if request.task_offsets is not None:
+        raise invalid("TaskOffsets are not supported yet.")
+    if request.task_end_offsets is not None:
+        raise invalid("TaskEndOffsets are not supported yet.")
+    if request.warmup_tasks:
+        raise invalid("WarmupTasks are not supported yet.")
+    if request.topology is not None and any(s.source_topic_regex for s in request.topology.subtopologies):
+        raise invalid("Regular expressions for source topics are not supported yet.")
+    if request.member_id == "":
+        raise invalid("MemberId can't be empty.")
+    if request.group_id == "":
+        raise invalid("GroupId can't be empty.")
+    if request.rack_id == "":
+        raise invalid("RackId can't be empty.")
+    epoch = request.member_epoch
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        for name, label in (("active_tasks", "ActiveTasks"), ("standby_tasks", "StandbyTasks"),
+                            ("warmup_tasks", "WarmupTasks")):
+            if getattr(request, name):
+                raise invalid(f"{label} must be empty when (re-)joining.")
+        if request.topology is None:
+            raise invalid("Topology must be non-null when (re-)joining.")
+        for s in request.topology.subtopologies:
+            for info in s.state_changelog_topics:
+                if info.partitions != 0:
+                    raise StreamsError(ErrorCode.STREAMS_INVALID_TOPOLOGY,
+                                       f"Changelog topic {info.name} must have an undefined partition count, but it "
+                                       f"is set to {info.partitions}.")
+    elif epoch == STATIC_LEAVE_EPOCH:
+        raise invalid("InstanceId can't be null.")
+    elif epoch < STATIC_LEAVE_EPOCH:
+        raise invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+    given = [getattr(request, f) is not None for f in ("active_tasks", "standby_tasks", "warmup_tasks")]
+    if any(given) and not all(given):
+        raise invalid("If one task-type is non-null, all must be non-null.")
+    if epoch != 0 and request.topology is not None:
+        raise invalid("Topology can only be provided when (re-)joining.")
+
+
+def _check_tasks(configured: dict[str, int], owned) -> None:
+    for kind in owned or ():
+        for s, ps in sorted(kind.items()):
+            if s not in configured:
+                raise StreamsError(ErrorCode.INVALID_REQUEST, f"Subtopology {s} does not exist in the topology.")
+            for p in sorted(ps):
+                if not 0 <= p < configured[s]:
+                    raise StreamsError(ErrorCode.INVALID_REQUEST,
+                                       f"Task {p} for subtopology {s} is invalid. Number of tasks for this "
+                                       f"subtopology: {configured[s]}")
+
+
+def _contained(owned, member: StreamsMember) -> bool:
+    """Whether every task the member reports is one it holds (a heartbeat at its previous epoch)."""
+    if owned is None:
+        return True
+    return all(ps <= held.get(s, frozenset()) for mine, held in zip(owned, member.holds()) for s, ps in mine.items())
+
+
+class StreamsGroupHeartbeat:
+    # ================================================================== the request
+    def streams_group_heartbeat(self, request, client_id: str, client_host: str) -> tuple[dict, dict]:
+        """The answer, and the internal topics to create (name -> configuring.InternalTopic)."""
+        try:
+            _validate(request)
+            if request.member_epoch == LEAVE_EPOCH:
+                return self._streams_leave(request.group_id, request.member_id, request.shutdown_application), {}
+            return self._streams_heartbeat(request, client_id, client_host)
+        except StreamsError as e:
+            return streams_error_response(e.code, e.message), {}
+
+    def streams_config(self, group_id: str, name: str) -> int:
+        """A streams setting, the broker's ``group.streams.<name>`` (the group's own ``streams.*`` configs are
+        not read yet)."""
+        return getattr(self.config, f"streams_{name.replace('.', '_')}")
+
+    def _streams_group_for(self, group_id: str, joining: bool, entries: list) -> StreamsGroup:
+        group = self.groups.get(group_id)
+        if isinstance(group, StreamsGroup):
+            return group
+        if group is None or (joining and isinstance(group, GroupMetadata) and group.is_(GroupState.EMPTY)
+                             and not group.members):
+            if not joining:
+                raise StreamsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
+            if group is not None and group.generation_id > 0:
+                entries.append((records.group_metadata_key(group_id), None))
+            fresh = StreamsGroup(group_id, state_timestamp_ms=self.now_ms())
+            if group is not None:
+                fresh.offsets, fresh.pending_txn_offsets = group.offsets, group.pending_txn_offsets
+            return fresh
+        raise StreamsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+
+    def _streams_member_for(self, group: StreamsGroup, member_id: str, epoch: int, owned) -> StreamsMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise StreamsError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} is not a member of group {group.group_id}.")
+            return StreamsMember(member_id)
+        if epoch == 0:
+            return member
+        if epoch > member.member_epoch:
+            raise StreamsError(ErrorCode.FENCED_MEMBER_EPOCH,
+                               f"The streams group member has a greater member epoch ({epoch}) than the one known by "
+                               f"the group coordinator ({member.member_epoch}). The member must abandon all its "
+                               f"partitions and rejoin.")
+        if epoch < member.member_epoch and not (epoch == member.previous_member_epoch and _contained(owned, member)):
+            raise StreamsError(ErrorCode.FENCED_MEMBER_EPOCH,
+                               f"The streams group member has a smaller member epoch ({epoch}) than the one known by "
+                               f"the group coordinator ({member.member_epoch}). The member must abandon all its "
+                               f"partitions and rejoin.")
+        return member
+
+    # ================================================================== the topics
+    def streams_topic_counts(self, topology) -> tuple[dict[str, int], int]:
+        """The partition counts of the topology's topics that exist, and their hash."""
+        topics = self.topics()
+        counts, described = {}, []
+        for name in sorted(topology.required_topics()):
+            meta = topics.get(name)
+            if meta is not None and meta.partitions > 0:
+                counts[name] = meta.partitions
+                described.append(f"{name}:{bytes(meta.topic_id).hex()}:{meta.partitions}")
+        digest = hashlib.blake2b("\n".join(described).encode(), digest_size=8).digest()
+        return counts, int.from_bytes(digest, "big", signed=True)
+
+    # ================================================================== a heartbeat
+    def _streams_heartbeat(self, request, client_id: str, client_host: str) -> tuple[dict, dict]:
+        group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
+        owned = _owned(request)
+        entries: list = []
+        statuses: list[tuple[int, str]] = []
+        group = self._streams_group_for(group_id, epoch == 0, entries)
+        max_size = self.config.streams_max_size
+        if epoch == 0 and len(group.members) >= max_size:
+            raise StreamsError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                               f"The streams group has reached its maximum capacity of {max_size} members.")
+        member = self._streams_member_for(group, member_id, epoch, owned)
+        endpoint = request.user_endpoint
+        updated = member.with_(
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            topology_epoch=request.topology.epoch if request.topology is not None else member.topology_epoch,
+            client_id=client_id, client_host=client_host,
+            process_id=request.process_id if request.process_id is not None else member.process_id,
+            client_tags=(tuple((t.key, t.value) for t in request.client_tags) if request.client_tags is not None
+                         else member.client_tags),
+            user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else member.user_endpoint)
+        new_member = member_id not in group.members
+        bump = new_member or updated.stored() != member.stored()
+        if bump:
+            entries.append(member_record(group_id, updated))
+        topology = group.topology
+        if request.topology is not None:
+            asked = topology_of(request.topology)
+            if topology is None:
+                entries.append(topology_record(group_id, asked))
+                topology = asked
+            elif topology.epoch <= asked.epoch and topology != asked:
+                raise StreamsError(ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet.")
+        if topology is None:
+            raise StreamsError(ErrorCode.UNKNOWN_SERVER_ERROR, "The topology is null and the group topology is "
+                                                               "also null.")
+        if updated.topology_epoch < topology.epoch:
+            statuses.append((configuring.STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} is "
+                                                         f"behind the group's topology epoch {topology.epoch}."))
+        counts, metadata_hash = self.streams_topic_counts(topology)
+        if metadata_hash != group.metadata_hash:
+            bump = True
+        configured = configuring.configure(topology, counts)   # (may raise InvalidTopology)
+        validated = topology.epoch if configured.is_ready else -1
+        if configured.is_ready:
+            for kind in (owned or ()):
+                _check_tasks(configured.tasks, (kind,))
+        if validated != group.validated_topology_epoch:
+            bump = True
+        configs = {"num.standby.replicas": str(self.streams_config(group_id, "num.standby.replicas"))}
+        if configs != group.assignment_configs:
+            bump = True
+        group_epoch = group.group_epoch
+        if bump:
+            group_epoch = 2 if group_epoch == 0 else group_epoch + 1
+            entries.append(epoch_record(group_id, group_epoch, metadata_hash, validated, configs))
+        delay_key = ("streams-initial-delay", group_id)
+        if group.is_empty:
+            delay = self.streams_config(group_id, "initial.rebalance.delay.ms")
+            if delay > 0 and not self.scheduler.is_scheduled(delay_key):
+                self.scheduler.schedule(delay_key, delay, lambda: self._streams_delayed_assignment(group_id))
+        members = {**group.members, member_id: updated}
+        if group_epoch > group.assignment_epoch:
+            if self.scheduler.is_scheduled(delay_key):
+                target_epoch, target = max(1, group.assignment_epoch), Target()
+                statuses.append((configuring.ASSIGNMENT_DELAYED,
+                                 "Assignment delayed due to the configured initial rebalance delay."))
+            else:
+                targets = self._streams_targets(group, members, configured, configs)
+                entries += [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
+                entries.append(assignment_epoch_record(group_id, group_epoch))
+                target_epoch, target = group_epoch, targets.get(member_id, Target())
+        else:
+            target_epoch, target = group.assignment_epoch, group.target.get(member_id, Target())
+        reconciled = next_member(group, updated, target_epoch, target, owned)
+        if reconciled != updated or new_member:
+            entries.append(current_record(group_id, reconciled))
+        error = self._store(group_id, entries)
+        if error:
+            raise StreamsError(error)
+        if self.groups.get(group_id) is not group:
+            self.groups[group_id] = group
+        for key, value in entries:
+            self.replay(key, value)
+        group = self.groups[group_id]
+        current = group.members[member_id]
+        self._schedule_streams_session(group_id, member_id)
+        if current.state is MemberState.UNREVOKED_TASKS:
+            self._schedule_streams_revocation(group_id, current)
+        else:
+            self.scheduler.cancel(("streams-revocation", group_id, member_id))
+        if request.shutdown_application:
+            group.shutdown_requested_by = member_id
+        return self._streams_answer(group, member, current, request, statuses, configured), configured.to_create
+
+    def _streams_targets(self, group: StreamsGroup, members: dict, configured, configs: dict) -> dict[str, Target]:
+        if not configured.is_ready:
+            return {m: Target() for m in members}
+        stateful = {s.subtopology_id for s in group.topology.subtopologies if s.is_stateful} if group.topology \
+            else set()
+        specs = {m: MemberSpec(members[m].process_id, group.target.get(m, Target())) for m in members}
+        return assign(specs, configured.tasks, stateful, int(configs["num.standby.replicas"]))
+
+    def _streams_answer(self, group: StreamsGroup, before: StreamsMember, current: StreamsMember, request,
+                        statuses: list, configured) -> dict:
+        response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": current.member_id,
+                    "member_epoch": current.member_epoch,
+                    "heartbeat_interval_ms": self.streams_config(group.group_id, "heartbeat.interval.ms"),
+                    "acceptable_recovery_lag": 0, "task_offset_interval_ms": 0, "active_tasks": None,
+                    "standby_tasks": None, "warmup_tasks": None, "endpoint_information_epoch": 0,
+                    "partitions_by_user_endpoint": None}
+        if request.member_epoch == 0 or current.holds() != before.holds():
+            active, standby, warmup = current.holds()
+            response.update(active_tasks=wire(active), standby_tasks=wire(standby), warmup_tasks=wire(warmup))
+            if current.user_endpoint is not None:
+                group.endpoint_information_epoch += 1
+        if group.endpoint_information_epoch != request.endpoint_information_epoch:
+            response["partitions_by_user_endpoint"] = self._streams_endpoints(group)
+        response["endpoint_information_epoch"] = group.endpoint_information_epoch
+        if configured.status is not None:
+            statuses.append(configured.status)
+        if group.shutdown_requested_by is not None:
+            statuses.append((configuring.SHUTDOWN_APPLICATION,
+                             f"Streams group member {group.shutdown_requested_by} encountered a fatal error and "
+                             f"requested a shutdown for the entire application."))
+        response["status"] = [{"status_code": c, "status_detail": d} for c, d in statuses]
+        return response
+
+    def _streams_endpoints(self, group: StreamsGroup) -> list:
+        """Which input partitions each member's endpoint serves, actively and as a standby (Interactive
+        Queries)."""
+        topics = self.topics()
+        inputs = {}
+        for s in (group.topology.subtopologies if group.topology else ()):
+            inputs[s.subtopology_id] = list(s.source_topics) + [i.name for i in s.repartition_source_topics]
+
+        def partitions(held) -> list:
+            out: dict[str, set[int]] = {}
+            for s, ps in held.items():
+                for topic in inputs.get(s, ()):
+                    meta = topics.get(topic)
+                    count = meta.partitions if meta is not None else 0
+                    out.setdefault(topic, set()).update(p for p in ps if p < count)
+            return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(out.items())]
+        return [{"user_endpoint": {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
+                 "active_partitions": partitions(group.target.get(m.member_id, Target()).active),
+                 "standby_partitions": partitions(group.target.get(m.member_id, Target()).standby)}
+                for m in group.members.values() if m.user_endpoint is not None]
+
+    def _streams_delayed_assignment(self, group_id: str) -> None:
+        """The first assignment of a new group, once its initial rebalance delay has passed."""
+        group = self.groups.get(group_id)
+        if not isinstance(group, StreamsGroup) or group.is_empty or group.topology is None:
+            return
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        counts, _ = self.streams_topic_counts(group.topology)
+        configured = configuring.configure(group.topology, counts)
+        targets = self._streams_targets(group, group.members, configured, group.assignment_configs or
+                                        {"num.standby.replicas": "0"})
+        entries = [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
+        entries.append(assignment_epoch_record(group_id, group.group_epoch))
+        if self._store(group_id, entries):
+            return
+        for key, value in entries:
+            self.replay(key, value)
+
+    # ================================================================== leaving and fencing
+    def _streams_leave(self, group_id: str, member_id: str, shutdown: bool) -> dict:
+        group = self.groups.get(group_id)
+        if not isinstance(group, StreamsGroup):
+            raise StreamsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
+                               else f"Group {group_id} is not a streams group.")
+        if shutdown:
+            group.shutdown_requested_by = member_id
+        if member_id not in group.members:
+            raise StreamsError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        error = self._fence_streams(group, member_id, "left the group")
+        if error:
+            raise StreamsError(error)
+        answer = streams_error_response(ErrorCode.NONE)
+        answer.update(member_id=member_id, member_epoch=LEAVE_EPOCH, status=[])
+        return answer
+
+    def _fence_streams(self, group: StreamsGroup, member_id: str, reason: str) -> ErrorCode:
+        entries = member_tombstones(group.group_id, member_id)
+        entries.append(epoch_record(group.group_id, group.group_epoch + 1, group.metadata_hash,
+                                    group.validated_topology_epoch, group.assignment_configs))
+        error = self._store(group.group_id, entries)
+        if error:
+            return error
+        for key, value in entries:
+            self.replay(key, value)
+        self._cancel_streams_timers(group.group_id, member_id)
+        log.info("streams_member_removed", group=group.group_id, member=member_id, reason=reason,
+                 group_epoch=group.group_epoch)
+        return ErrorCode.NONE
+
+    def _cancel_streams_timers(self, group_id: str, member_id: str) -> None:
+        for kind in ("streams-session", "streams-revocation"):
+            self.scheduler.cancel((kind, group_id, member_id))
+
+    def _schedule_streams_session(self, group_id: str, member_id: str) -> None:
+        self.scheduler.schedule(("streams-session", group_id, member_id),
+                                self.streams_config(group_id, "session.timeout.ms"),
+                                lambda: self._streams_expired(group_id, member_id, None, "session timeout expired"))
+
+    def _schedule_streams_revocation(self, group_id: str, member: StreamsMember) -> None:
+        key = ("streams-revocation", group_id, member.member_id)
+        if self.scheduler.is_scheduled(key):
+            return
+        self.scheduler.schedule(key, max(member.rebalance_timeout_ms, 0),
+                                lambda: self._streams_expired(group_id, member.member_id, member.member_epoch,
+                                                              "did not revoke its tasks in time"))
+
+    def _streams_expired(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
+        group = self.groups.get(group_id)
+        if not isinstance(group, StreamsGroup) or member_id not in group.members:
+            return
+        member = group.members[member_id]
+        if epoch is not None and (member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_TASKS):
+            return
+        if self._fence_streams(group, member_id, reason):
+            self._schedule_streams_session(group_id, member_id)

@@ -8,8 +8,8 @@ Invariants:
 - A change is checked on the group's whole resulting set, filled with defaults, as Kafka's controller checks
   it: names first, then every value's type and floor in Kafka's order of definition, then the broker's bounds,
   then each session timeout above its heartbeat interval. The first failure is the answer, in Kafka's words.
-- The streams configs are stored and described (Kafka 4.2 has them) but nothing reads them: kbroker serves no
-  streams groups.
+- The group coordinator reads a group's streams configs over the broker's ``group.streams.*`` settings; as in
+  Kafka 4.2, DescribeConfigs shows Kafka's constant defaults for the ones a group does not set.
 """
 
 from __future__ import annotations

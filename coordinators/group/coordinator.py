@@ -104,15 +104,17 @@ class GroupConfig:
 class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, ConsumerGroupHeartbeat, ClassicMembers,
                        OnlineMigration, ShareGroupHeartbeat, StreamsGroupHeartbeat):
     def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict,
-                 partition_racks: Callable[[str, int], frozenset] = lambda topic, index: frozenset()) -> None:
+                 partition_racks: Callable[[str, int], frozenset] = lambda topic, index: frozenset(),
+                 group_configs: Callable[[str], dict[str, str]] = lambda group_id: {}) -> None:
         """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
         KIP-848's assignors divide); ``partition_racks(topic, index)``: the racks of a partition's replicas
-        (for rack-aware assignment)."""
+        (for rack-aware assignment); ``group_configs(group_id)``: the group's own configs (GROUP resource)."""
         self.config = config
         self.scheduler = scheduler
         self.store = store
         self.topics = topics
         self.partition_racks = partition_racks
+        self.group_configs = group_configs
         self.groups: dict[str, GroupMetadata] = {}
         self._initial_delay: set[str] = set()   # groups whose first rebalance waits out the initial delay
 

@@ -85,7 +85,7 @@ def _validate(request) -> None:
             raise invalid("RebalanceTimeoutMs must be provided in first request.")
         for name, label in (("active_tasks", "ActiveTasks"), ("standby_tasks", "StandbyTasks"),
                             ("warmup_tasks", "WarmupTasks")):
-            if getattr(request, name):
+            if getattr(request, name) is None or getattr(request, name):   # (null is not empty, for Kafka)
                 raise invalid(f"{label} must be empty when (re-)joining.")
         if request.topology is None:
             raise invalid("Topology must be non-null when (re-)joining.")
@@ -138,9 +138,10 @@ class StreamsGroupHeartbeat:
             return streams_error_response(e.code, e.message), {}
 
     def streams_config(self, group_id: str, name: str) -> int:
-        """A streams setting, the broker's ``group.streams.<name>`` (the group's own ``streams.*`` configs are
-        not read yet)."""
-        return getattr(self.config, f"streams_{name.replace('.', '_')}")
+        """A streams setting: the group's own ``streams.<name>`` (GROUP resource) if set, else the broker's
+        ``group.streams.<name>``."""
+        own = self.group_configs(group_id).get(f"streams.{name}")
+        return int(own) if own is not None else getattr(self.config, f"streams_{name.replace('.', '_')}")
 
     def _streams_group_for(self, group_id: str, joining: bool, entries: list) -> StreamsGroup:
         group = self.groups.get(group_id)

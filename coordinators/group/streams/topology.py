@@ -67,8 +67,7 @@ def summarize(names) -> str:
 def configure(topology: Topology, counts: dict[str, int]) -> Configured:
     """``counts``: the partition count of each topic there is now, by name."""
     try:
-        missing = sorted({t for s in topology.subtopologies for t in s.source_topics
-                          if t not in counts and t not in {i.name for i in s.repartition_source_topics}})
+        missing = sorted({t for s in topology.subtopologies for t in s.source_topics if t not in counts})
         if missing:
             raise _NotConfigured(MISSING_SOURCE_TOPICS, f"Source topics {summarize(missing)} are missing.")
         decided = _repartition_counts(topology, counts)

@@ -338,3 +338,73 @@ async def test_a_group_sets_its_standbys_and_initial_delay(targets, topic):
         seen["tasks"] = sorted([a, b], key=str)
         return seen
     await same(targets, scenario)
+
+
+async def test_kafka_streams_groups_tool_lists_describes_and_deletes(targets, topic):
+    """kafka-streams-groups.sh (Kafka 4.2.1's tool) against both brokers: a group's members and tasks, a
+    refused deletion while it has members and the deletion once empty print the same."""
+    from tests.reference.test_kafka_tools import tool
+
+    async def scenario(target):
+        server = f"127.0.0.1:{target.port}"
+        await create(target, topic, 2)
+        group = f"st-{topic}"
+        await coordinator_found(target, group)
+        joined = await beat(target, join(group, "member-1", [subtopology("0", sources=[topic])]))
+        await until_assigned(target, group, "member-1", joined.member_epoch)
+
+        async def run(*args):
+            result = await asyncio.to_thread(tool, "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                                             "--bootstrap-server", server, *args)
+            lines = [" ".join(line.split()) for line in (result.stdout + result.stderr).splitlines()
+                     if line.strip() and "WARN" not in line]
+            return result.returncode, [masked(line, group, topic) for line in lines]
+        seen = {"members": await run("--describe", "--group", group, "--members"),
+                "delete with a member": await run("--delete", "--group", group)}
+        await call(target, STREAMS_GROUP_HEARTBEAT, 0, leave(group, "member-1"))
+        seen["delete"] = await run("--delete", "--group", group)
+        return seen
+    await same(targets, scenario)
+
+
+async def test_interactive_query_endpoints_and_an_application_shutdown(targets, topic):
+    """Members with user endpoints are told which input partitions each endpoint serves, again whenever the
+    group's endpoint epoch moved past theirs; a member asking to shut the application down has every member
+    told so (SHUTDOWN_APPLICATION)."""
+    async def scenario(target):
+        await create(target, topic, 4)
+        group, first, second = f"st-{topic}", "a" + uuid.uuid4().hex, "b" + uuid.uuid4().hex
+        await coordinator_found(target, group)
+        topology = [subtopology("0", sources=[topic])]
+        seen = []
+
+        def endpoints(answer):
+            return (answer.endpoint_information_epoch, None if answer.partitions_by_user_endpoint is None else [
+                (e.user_endpoint.host, e.user_endpoint.port, [(masked(p.topic, topic), list(p.partitions))
+                                                              for p in e.active_partitions])
+                for e in answer.partitions_by_user_endpoint])
+        a = await beat(target, join(group, first, topology, user_endpoint={"host": "a.example", "port": 1}))
+        seen.append(("a joins", endpoints(a)))
+        a = await until_assigned(target, group, first, a.member_epoch) if not a.active_tasks else a
+        seen.append(("a assigned", endpoints(a)))
+        b = await beat(target, join(group, second, topology, process="process-2",
+                                    user_endpoint={"host": "b.example", "port": 2}))
+        seen.append(("b joins", endpoints(b)))
+        revoke = await call(target, STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+            group, first, a.member_epoch, active=tasks_of(a.active_tasks), standby={}, warmup={},
+            endpoint_epoch=a.endpoint_information_epoch))
+        seen.append(("a revokes", endpoints(revoke)))
+        done = await call(target, STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+            group, first, revoke.member_epoch, active=tasks_of(revoke.active_tasks), standby={}, warmup={},
+            endpoint_epoch=revoke.endpoint_information_epoch))
+        seen.append(("a done", endpoints(done)))
+        given = await until_assigned(target, group, second, b.member_epoch, process="process-2")
+        seen.append(("b given", endpoints(given)))
+        stop = await call(target, STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+            group, second, given.member_epoch, shutdown_application=True,
+            endpoint_epoch=given.endpoint_information_epoch))
+        told = await call(target, STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+            group, first, done.member_epoch, endpoint_epoch=done.endpoint_information_epoch))
+        seen.append(("shutdown", statuses(stop, second), statuses(told, second)))
+        return seen
+    await same(targets, scenario)

@@ -28,13 +28,14 @@ from kbroker.coordinators.group.state import GroupState
 from kbroker.coordinators.group.streams import topology as configuring
 from kbroker.coordinators.group.streams.assignor import MemberSpec, assign
 from kbroker.coordinators.group.streams.model import (
-    LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState, StreamsGroup, StreamsMember, Target, tasks)
+    LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState, StreamsGroup, StreamsMember, Target, keys, tasks)
 from kbroker.coordinators.group.streams.reconcile import next_member
 from kbroker.coordinators.group.streams.records import (
     assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, target_record,
     topology_record, wire)
 from kbroker.coordinators.group.streams.replay import topology_of
 from kbroker.protocol.errors import ErrorCode
+from kbroker.storage.java_order import hash_order
 
 log = structlog.get_logger("coordinators.group")
 
@@ -275,7 +276,8 @@ class StreamsGroupHeartbeat:
         error = self._store(group_id, entries)
         if error:
             raise StreamsError(error)
-        if self.groups.get(group_id) is not group:
+        created = self.groups.get(group_id) is not group
+        if created:
             self.groups[group_id] = group
         for key, value in entries:
             self.replay(key, value)
@@ -288,7 +290,8 @@ class StreamsGroupHeartbeat:
             self.scheduler.cancel(("streams-revocation", group_id, member_id))
         if request.shutdown_application:
             group.shutdown_requested_by = member_id
-        return self._streams_answer(group, member, current, request, statuses, configured), configured.to_create
+        answer = self._streams_answer(group, member, current, request, statuses, configured, created)
+        return answer, configured.to_create
 
     def _streams_targets(self, group: StreamsGroup, members: dict, configured, configs: dict) -> dict[str, Target]:
         if not configured.is_ready:
@@ -299,21 +302,23 @@ class StreamsGroupHeartbeat:
         return assign(specs, configured.tasks, stateful, int(configs["num.standby.replicas"]))
 
     def _streams_answer(self, group: StreamsGroup, before: StreamsMember, current: StreamsMember, request,
-                        statuses: list, configured) -> dict:
+                        statuses: list, configured, created: bool) -> dict:
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": current.member_id,
                     "member_epoch": current.member_epoch,
                     "heartbeat_interval_ms": self.streams_config(group.group_id, "heartbeat.interval.ms"),
                     "acceptable_recovery_lag": 0, "task_offset_interval_ms": 0, "active_tasks": None,
                     "standby_tasks": None, "warmup_tasks": None, "endpoint_information_epoch": 0,
                     "partitions_by_user_endpoint": None}
+        epoch = group.endpoint_information_epoch
         if request.member_epoch == 0 or current.holds() != before.holds():
             active, standby, warmup = current.holds()
             response.update(active_tasks=wire(active), standby_tasks=wire(standby), warmup_tasks=wire(warmup))
             if current.user_endpoint is not None:
-                group.endpoint_information_epoch += 1
-        if group.endpoint_information_epoch != request.endpoint_information_epoch:
-            response["partitions_by_user_endpoint"] = self._streams_endpoints(group)
-        response["endpoint_information_epoch"] = group.endpoint_information_epoch
+                epoch += 1
+        if epoch != request.endpoint_information_epoch:
+            response["partitions_by_user_endpoint"] = self._streams_endpoints(group, current.member_id)
+        # (a group this heartbeat made starts at 0: Kafka bumps a copy of it that its records then replace)
+        group.endpoint_information_epoch = response["endpoint_information_epoch"] = 0 if created else epoch
         if configured.status is not None:
             statuses.append(configured.status)
         if group.shutdown_requested_by is not None:
@@ -323,26 +328,26 @@ class StreamsGroupHeartbeat:
         response["status"] = [{"status_code": c, "status_detail": d} for c, d in statuses]
         return response
 
-    def _streams_endpoints(self, group: StreamsGroup) -> list:
-        """Which input partitions each member's endpoint serves, actively and as a standby (Interactive
-        Queries)."""
+    def _streams_endpoints(self, group: StreamsGroup, member_id: str) -> list:
+        """Which input partitions each member's endpoint serves, by its current active and standby tasks
+        (Interactive Queries): the other members in the order of Kafka's hash map of them, this member last;
+        a task's topics in hash-set order, each with the task's partitions it has."""
         topics = self.topics()
-        inputs = {}
-        for s in (group.topology.subtopologies if group.topology else ()):
-            inputs[s.subtopology_id] = list(s.source_topics) + [i.name for i in s.repartition_source_topics]
+        inputs = {s.subtopology_id: [*s.source_topics, *(i.name for i in s.repartition_source_topics)]
+                  for s in (group.topology.subtopologies if group.topology else ())}
 
         def partitions(held) -> list:
-            out: dict[str, set[int]] = {}
-            for s, ps in held.items():
-                for topic in inputs.get(s, ()):
+            out = []
+            for s in hash_order(held):
+                for topic in hash_order(inputs.get(s, ())):
                     meta = topics.get(topic)
                     count = meta.partitions if meta is not None else 0
-                    out.setdefault(topic, set()).update(p for p in ps if p < count)
-            return [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(out.items())]
+                    out.append({"topic": topic, "partitions": sorted(held[s])[:count]})
+            return out
+        order = [m for m in hash_order(group.members) if m != member_id] + [member_id]
         return [{"user_endpoint": {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
-                 "active_partitions": partitions(group.target.get(m.member_id, Target()).active),
-                 "standby_partitions": partitions(group.target.get(m.member_id, Target()).standby)}
-                for m in group.members.values() if m.user_endpoint is not None]
+                 "active_partitions": partitions(keys(m.active)), "standby_partitions": partitions(m.standby)}
+                for m in (group.members[i] for i in order) if m.user_endpoint is not None]
 
     def _streams_delayed_assignment(self, group_id: str) -> None:
         """The first assignment of a new group, once its initial rebalance delay has passed."""

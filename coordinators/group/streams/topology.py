@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbroker.coordinators.group.streams.model import Topology
+from kbroker.storage.java_order import hash_order
 
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS = 0, 1, 2, 3
 SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 4, 5
@@ -81,7 +82,7 @@ def configure(topology: Topology, counts: dict[str, int]) -> Configured:
             for info in s.state_changelog_topics:
                 decided[info.name] = tasks[s.subtopology_id]
         to_create, internal = {}, {}
-        for s in topology.subtopologies:
+        for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id):
             for info in s.repartition_source_topics + s.state_changelog_topics:
                 wanted = internal[info.name] = info.partitions or decided[info.name]
                 if info.name in counts:
@@ -94,8 +95,10 @@ def configure(topology: Topology, counts: dict[str, int]) -> Configured:
     except _NotConfigured as e:
         return Configured(status=(e.status, e.detail))
     if to_create:
+        # (named in the order of Kafka's hash map of every internal topic, the existing ones then taken out)
+        named = [n for n in hash_order(internal) if n in to_create]
         return Configured(tasks, internal, to_create,
-                          (MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {summarize(list(to_create))}"))
+                          (MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {summarize(named)}"))
     return Configured(tasks, internal)
 
 

@@ -2,7 +2,9 @@
 
 A KIP-848 consumer group (which the classic DescribeGroups does not describe) is read with
 ConsumerGroupDescribe: its epochs, and each member's epoch with its current and target assignment. A share
-group with ShareGroupDescribe and DescribeShareGroupOffsets: each share partition's start offset and lag.
+group with ShareGroupDescribe and DescribeShareGroupOffsets: each share partition's start offset and lag. A
+streams group (KIP-1071) with StreamsGroupDescribe: each member's process, epoch and tasks, and who owns each
+input partition.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from kbroker.protocol.errors import ErrorCode
 
 LIST_OFFSETS, OFFSET_FETCH, FIND_COORDINATOR, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 2, 9, 10, 15, 16, 42
 CONSUMER_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 69, 77, 90
+STREAMS_GROUP_DESCRIBE = 89
 
 
 def _fail(message: str) -> int:
@@ -72,7 +75,7 @@ async def _share_group(conn, group: str) -> tuple[str, dict, list[str]]:
     shared = (await conn.request(SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group],
                                                             "include_authorized_operations": False})).groups[0]
     if shared.error_code:
-        return f"Group {group} is Dead (no members)", {}, []
+        return await _streams_group(conn, group)
     offsets = (await conn.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group,
                                                                                "topics": None}]})).groups[0]
     lines = ["TOPIC\tPARTITION\tSTART-OFFSET\tLAG"]
@@ -85,6 +88,28 @@ async def _share_group(conn, group: str) -> tuple[str, dict, list[str]]:
                                                                or "-"))
     return (f"Group {group} is {shared.group_state} (share group, group epoch {shared.group_epoch}, "
             f"{len(shared.members)} members)", {}, lines)
+
+
+async def _streams_group(conn, group: str) -> tuple[str, dict, list[str]]:
+    """A streams group: its members' processes, epochs and tasks; an input partition is owned by the member
+    running its active task."""
+    streams = (await conn.request(STREAMS_GROUP_DESCRIBE, 0, {"group_ids": [group],
+                                                               "include_authorized_operations": False})).groups[0]
+    if streams.error_code:
+        return f"Group {group} is Dead (no members)", {}, []
+    inputs = {s.subtopology_id: list(s.source_topics) + [t.name for t in s.repartition_source_topics]
+              for s in (streams.topology.subtopologies or []) if streams.topology is not None}
+
+    def show(tasks) -> str:
+        return " ".join(f"{t.subtopology_id}:{','.join(map(str, t.partitions))}" for t in tasks) or "-"
+    owners, lines = {}, ["MEMBER-ID	PROCESS	MEMBER-EPOCH	ACTIVE	STANDBY"]
+    for m in streams.members:
+        for t in m.assignment.active_tasks:
+            owners.update({(topic, p): m for topic in inputs.get(t.subtopology_id, ()) for p in t.partitions})
+        lines.append(f"{m.member_id}\t{m.process_id}\t{m.member_epoch}\t{show(m.assignment.active_tasks)}\t"
+                     f"{show(m.assignment.standby_tasks)}")
+    return (f"Group {group} is {streams.group_state} (streams group, group epoch {streams.group_epoch}, "
+            f"assignment epoch {streams.assignment_epoch}, {len(streams.members)} members)", owners, lines)
 
 
 async def groups_tool(conn, args) -> int:

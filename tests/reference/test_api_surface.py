@@ -30,7 +30,7 @@ async def test_every_api_kbroker_serves_is_at_kafka_4_2s_highest_version(targets
         {k: hi for k, (_, hi) in kafka.items() if k in kbroker}
 
 
-@documented("streams groups (88, 89) and the KRaft quorum APIs are not served, and the oldest versions "
+@documented("the KRaft quorum APIs are not served, and the oldest versions "
             "Kafka 4.0 removed (KIP-896) still are")
 async def test_every_api_is_served_at_kafka_4_2s_versions(targets):
     async def served(target):

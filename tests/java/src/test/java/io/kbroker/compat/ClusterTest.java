@@ -163,24 +163,42 @@ class ClusterTest {
         }
     }
 
+    /** Which broker a scenario kills, given the admin client, the input topic and the application id. */
+    interface Victim {
+        int of(Admin admin, String in, String app) throws Exception;
+    }
+
     @Test
     void aStreamsApplicationCountsEachWordOnceAcrossALeaderKill() throws Exception {
         // Kafka Streams under exactly-once v2 with its internal topics replicated three times: the broker
         // leading the input's first partition is killed mid-stream and restarted; every count stays exact.
+        countsStayExactAcrossAKill("classic", (admin, in, app) -> leaderOf(admin, in));
+    }
+
+    @Test
+    void aStreamsGroupCountsEachWordOnceAcrossItsCoordinatorsKill() throws Exception {
+        // The same application on the streams group protocol (KIP-1071): the broker coordinating its group is
+        // killed mid-stream; the group (topology, members, tasks) is replayed from __consumer_offsets by the
+        // next coordinator, the members carry on there, and every count stays exact.
+        countsStayExactAcrossAKill("streams", (admin, in, app) ->
+            admin.describeStreamsGroups(List.of(app)).all().get().get(app).coordinator().id());
+    }
+
+    private void countsStayExactAcrossAKill(String protocol, Victim victim) throws Exception {
         String in = name("cluster-words"), out = name("cluster-counts"), windowed = name("cluster-hourly");
-        String bootstrap = cluster.bootstrap();
+        String bootstrap = cluster.bootstrap(), app = name("cluster-wc");
         int step = 10 * WordCount.WORDS;
         try (Admin admin = Admin.create(props())) {
             for (String topic : new String[] {in, out, windowed}) {
                 createReplicated(admin, topic, 2);
             }
-            try (WordCount app = new WordCount(bootstrap, name("cluster-wc"), in, out, windowed, 3)) {
+            try (WordCount counting = new WordCount(bootstrap, app, in, out, windowed, 3, protocol)) {
                 WordCount.send(bootstrap, in, 0, step);
                 WordCount.awaitCounts(bootstrap, out, 10);
-                int leader = leaderOf(admin, in);
-                cluster.kill(leader);
+                int killed = victim.of(admin, in, app);
+                cluster.kill(killed);
                 WordCount.send(bootstrap, in, step, 2 * step);
-                cluster.start(leader);
+                cluster.start(killed);
                 WordCount.send(bootstrap, in, 2 * step, 3 * step);
                 WordCount.awaitCounts(bootstrap, out, 30);
                 WordCount.awaitCounts(bootstrap, windowed, 30);

@@ -237,3 +237,43 @@ async def test_a_transactional_commit_of_a_topic_the_user_may_not_read(secured, 
         return await settled(lambda: commit(target), lambda errors: errors != [TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
                              and errors != [GROUP_AUTHORIZATION_FAILED])
     assert await same(secured, scenario) == [TOPIC_AUTHORIZATION_FAILED]
+
+
+async def test_a_streams_group_member_needs_the_group_its_topics_and_create_rights(secured, topic):
+    """StreamsGroupHeartbeat as a user gains rights: none (the group refused), READ on the group (its
+    topology's topics refused), DESCRIBE on them (joined, but told which internal topics it may not create),
+    CREATE on them (made, and the member assigned)."""
+    from tests.streams_requests import STREAMS_GROUP_HEARTBEAT, heartbeat, join, subtopology
+    group = f"sg-{topic}"
+    changelog = f"{group}-store-changelog"
+    topology = [subtopology("0", sources=[topic], changelogs=[changelog])]
+
+    async def scenario(target):
+        await call_as("admin", target, CREATE_TOPICS, 7, {"topics": [
+            {"name": topic, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 10000})
+        await settled(lambda: call_as("admin", target, FIND_COORDINATOR, 3, {"key": group, "key_type": 0}),
+                      lambda a: a.error_code == 0)
+
+        async def grant_then(bindings, until):
+            await call_as("admin", target, CREATE_ACLS, 3, {"creations": bindings})
+            # (Kafka's authorizer sees a new ACL once its broker has the controller's record of it)
+            return await settled(lambda: call_as("alice", target, STREAMS_GROUP_HEARTBEAT, 0,
+                                                 join(group, "member-1", topology)), until)
+        seen = {"no rights": (await call_as("alice", target, STREAMS_GROUP_HEARTBEAT, 0,
+                                            join(group, "member-1", topology))).error_code}
+        answer = await grant_then([acl(3, group, "User:alice", 3)],
+                                  lambda a: a.error_code != GROUP_AUTHORIZATION_FAILED)
+        seen["read on the group"] = (answer.error_code, answer.error_message)
+        answer = await grant_then([acl(2, topic, "User:alice", 8), acl(2, group, "User:alice", 8, pattern=4)],
+                                  lambda a: a.error_code != TOPIC_AUTHORIZATION_FAILED)
+        seen["describe on the topics"] = (answer.error_code, [(s.status_code, s.status_detail.replace(topic, "<t>"))
+                                                              for s in answer.status or ()])
+        joined = await grant_then([acl(2, group, "User:alice", 5, pattern=4)], lambda a: not a.status)
+        assigned = joined if joined.active_tasks else await settled(
+            lambda: call_as("alice", target, STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+                group, "member-1", joined.member_epoch, active={}, standby={}, warmup={})),
+            lambda a: a.error_code or a.active_tasks)
+        seen["create on them"] = (joined.error_code, assigned.error_code, [(t.subtopology_id, list(t.partitions))
+                                                        for t in assigned.active_tasks or ()])
+        return seen
+    await same(secured, scenario)

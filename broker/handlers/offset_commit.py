@@ -31,7 +31,7 @@ def handle(ctx, request):
         committed = broker.group_coordinator.commit_offsets(
             group_id=request.group_id, generation_id=request.generation_id_or_member_epoch,
             member_id=request.member_id, group_instance_id=request.group_instance_id, retention_time_ms=retention,
-            offsets=offsets, partition_exists=partition_exists(ctx))
+            offsets=offsets, partition_exists=partition_exists(ctx), version=ctx.api_version)
         if missing and ctx.api_version >= 9:   # a member's commit to no group: v9 says so (KIP-848)
             committed = {tp: ErrorCode.GROUP_ID_NOT_FOUND if e == ErrorCode.ILLEGAL_GENERATION else e
                          for tp, e in committed.items()}

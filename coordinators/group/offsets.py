@@ -32,8 +32,10 @@ class OffsetManager:
     # ================================================================== offsets
     def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
                        retention_time_ms: int, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
-                       partition_exists: Callable[[str, int], bool]) -> dict[tuple[str, int], ErrorCode]:
-        """Commit (offset, leader epoch, metadata) per partition; every partition gets an error code."""
+                       partition_exists: Callable[[str, int], bool], version: int = 9
+                       ) -> dict[tuple[str, int], ErrorCode]:
+        """Commit (offset, leader epoch, metadata) per partition; every partition gets an error code.
+        ``version``: the OffsetCommit version (a streams group's member must use v9+)."""
         def all_(error: ErrorCode) -> dict:
             return {tp: error for tp in offsets}
 
@@ -46,7 +48,7 @@ class OffsetManager:
             return all_(error)
         member = None
         if isinstance(group, StreamsGroup):
-            error = self._streams_commit_error(group, member_id, generation_id, offsets)
+            error = self._streams_commit_error(group, member_id, generation_id, offsets, version)
             if error:
                 return all_(error)
         elif isinstance(group, ConsumerGroup):
@@ -93,14 +95,18 @@ class OffsetManager:
         return group, ErrorCode.NONE
 
     @staticmethod
-    def _streams_commit_error(group: StreamsGroup, member_id: str, member_epoch: int, offsets: dict) -> ErrorCode:
+    def _streams_commit_error(group: StreamsGroup, member_id: str, member_epoch: int, offsets: dict,
+                              version: int | None = None) -> ErrorCode:
         """KIP-1071: a commit from outside the group only while it is empty; from a member at its epoch, or
-        behind it for tasks it has held since (one stale partition refuses the whole commit, as in Kafka)."""
+        behind it for tasks it has held since (one stale partition refuses the whole commit, as in Kafka); an
+        OffsetCommit (``version``; None for TxnOffsetCommit) from a member before v9 is UNSUPPORTED_VERSION."""
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if version is not None and version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch > member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH
         for tp in offsets:

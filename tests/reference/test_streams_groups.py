@@ -217,7 +217,8 @@ async def test_tasks_move_between_members(targets, topic):
 
 async def test_offset_commits_carry_the_member_epoch(targets, topic):
     """OffsetCommit v9 from a member: at its epoch, from outside while it has members, at an epoch ahead, from a
-    stranger; OffsetFetch v9 at an old epoch; and from outside once the group is empty."""
+    stranger, and at v8 (a streams member must use v9+); OffsetFetch v9 at an old epoch; and from outside once
+    the group is empty."""
     async def scenario(target):
         await create(target, topic, 2)
         group, member = f"st-{topic}", uuid.uuid4().hex
@@ -226,8 +227,8 @@ async def test_offset_commits_carry_the_member_epoch(targets, topic):
         one = await until_assigned(target, group, member, joined.member_epoch) if not joined.active_tasks \
             else joined
 
-        async def commit(member_id, epoch):
-            answer = await call(target, 8, 9, {"group_id": group, "generation_id_or_member_epoch": epoch,
+        async def commit(member_id, epoch, version=9):
+            answer = await call(target, 8, version, {"group_id": group, "generation_id_or_member_epoch": epoch,
                                                "member_id": member_id, "group_instance_id": None,
                                                "retention_time_ms": -1, "topics": [
                 {"name": topic, "partitions": [{"partition_index": p, "committed_offset": 5,
@@ -244,6 +245,7 @@ async def test_offset_commits_carry_the_member_epoch(targets, topic):
                 "from outside": await commit("", -1),
                 "ahead": await commit(member, one.member_epoch + 1),
                 "a stranger": await commit("stranger", one.member_epoch),
+                "OffsetCommit v8": await commit(member, one.member_epoch, version=8),
                 "fetch at an old epoch": await fetch(member, one.member_epoch - 1),
                 "fetch at its epoch": await fetch(member, one.member_epoch)}
         await call(target, STREAMS_GROUP_HEARTBEAT, 0, leave(group, member))

@@ -216,18 +216,20 @@ class StreamsGroup:
             return set()
         return set(self.topology.source_topic_map())
 
-    def active_owner_process(self, subtopology: str, partition: int) -> str | None:
-        """The process of the member holding an active task (assigned or still revoking), or None."""
+    def task_holders(self) -> tuple[dict, dict, dict]:
+        """Who holds each task now (assigned or still revoking): (task -> the process holding it actively,
+        task -> the processes holding it as a standby, task -> those holding it as a warm-up). Made once per
+        reconciliation, so that a member's step costs the group's tasks, not its tasks times its members."""
+        active: dict[tuple[str, int], str] = {}
+        standby: dict[tuple[str, int], set[str]] = {}
+        warmup: dict[tuple[str, int], set[str]] = {}
         for m in self.members.values():
-            if partition in m.active.get(subtopology, ()) or partition in m.active_revoking.get(subtopology, ()):
-                return m.process_id
-        return None
-
-    def processes_holding(self, subtopology: str, partition: int, standby: bool) -> set[str]:
-        """The processes whose members hold a task as standby (or warm-up), assigned or still revoking."""
-        out = set()
-        for m in self.members.values():
-            held = (m.standby, m.standby_revoking) if standby else (m.warmup, m.warmup_revoking)
-            if any(partition in t.get(subtopology, ()) for t in held):
-                out.add(m.process_id)
-        return out
+            for held in (m.active, m.active_revoking):
+                for s, ps in held.items():
+                    active.update(((s, p), m.process_id) for p in ps)
+            for index, held in ((standby, m.standby), (standby, m.standby_revoking), (warmup, m.warmup),
+                                (warmup, m.warmup_revoking)):
+                for s, ps in held.items():
+                    for p in ps:
+                        index.setdefault((s, p), set()).add(m.process_id)
+        return active, standby, warmup

@@ -37,14 +37,16 @@ def _compute(group: StreamsGroup, member: StreamsMember, epoch: int, target_epoc
              owned) -> StreamsMember:
     process = member.process_id
     unreleased = False
+    active_holder, standby_holders, warmup_holders = group.task_holders()
+
+    def in_process_otherwise(task) -> bool:
+        return process in standby_holders.get(task, ()) or process in warmup_holders.get(task, ())
 
     def withheld_active(s, p):
-        return (group.active_owner_process(s, p) is not None
-                or process in group.processes_holding(s, p, True) or process in group.processes_holding(s, p, False))
+        return active_holder.get((s, p)) is not None or in_process_otherwise((s, p))
 
     def withheld_other(s, p):
-        return (group.active_owner_process(s, p) == process
-                or process in group.processes_holding(s, p, True) or process in group.processes_holding(s, p, False))
+        return active_holder.get((s, p)) == process or in_process_otherwise((s, p))
 
     active, active_revoking, active_new = {}, {}, {}
     for s in set(target.active) | set(member.active):

@@ -264,7 +264,7 @@ class StreamsGroupHeartbeat:
                 statuses.append((configuring.ASSIGNMENT_DELAYED,
                                  "Assignment delayed due to the configured initial rebalance delay."))
             else:
-                targets = self._streams_targets(group, members, configured, configs)
+                targets = self._streams_targets(group, topology, members, configured, configs)
                 entries += [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
                 entries.append(assignment_epoch_record(group_id, group_epoch))
                 target_epoch, target = group_epoch, targets.get(member_id, Target())
@@ -288,16 +288,18 @@ class StreamsGroupHeartbeat:
             self._schedule_streams_revocation(group_id, current)
         else:
             self.scheduler.cancel(("streams-revocation", group_id, member_id))
-        if request.shutdown_application:
+        if request.shutdown_application and group.shutdown_requested_by is None:   # (the first asker is named)
             group.shutdown_requested_by = member_id
         answer = self._streams_answer(group, member, current, request, statuses, configured, created)
         return answer, configured.to_create
 
-    def _streams_targets(self, group: StreamsGroup, members: dict, configured, configs: dict) -> dict[str, Target]:
+    def _streams_targets(self, group: StreamsGroup, topology, members: dict, configured,
+                         configs: dict) -> dict[str, Target]:
+        """Every member's target: nothing while the topology is not ready. ``topology``: the group's, which
+        this heartbeat may have brought (not yet replayed into the group)."""
         if not configured.is_ready:
             return {m: Target() for m in members}
-        stateful = {s.subtopology_id for s in group.topology.subtopologies if s.is_stateful} if group.topology \
-            else set()
+        stateful = {s.subtopology_id for s in topology.subtopologies if s.is_stateful}
         specs = {m: MemberSpec(members[m].process_id, group.target.get(m, Target())) for m in members}
         return assign(specs, configured.tasks, stateful, int(configs["num.standby.replicas"]))
 
@@ -358,8 +360,8 @@ class StreamsGroupHeartbeat:
             return
         counts, _ = self.streams_topic_counts(group.topology)
         configured = configuring.configure(group.topology, counts)
-        targets = self._streams_targets(group, group.members, configured, group.assignment_configs or
-                                        {"num.standby.replicas": "0"})
+        configs = group.assignment_configs or {"num.standby.replicas": "0"}
+        targets = self._streams_targets(group, group.topology, group.members, configured, configs)
         entries = [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
         entries.append(assignment_epoch_record(group_id, group.group_epoch))
         if self._store(group_id, entries):
@@ -373,7 +375,7 @@ class StreamsGroupHeartbeat:
         if not isinstance(group, StreamsGroup):
             raise StreamsError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found." if group is None
                                else f"Group {group_id} is not a streams group.")
-        if shutdown:
+        if shutdown and group.shutdown_requested_by is None:
             group.shutdown_requested_by = member_id
         if member_id not in group.members:
             raise StreamsError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")

@@ -88,9 +88,10 @@ class Topology:
         return out
 
     def required_topics(self) -> set[str]:
+        """Every topic its tasks read or keep state in (a repartition sink is another subtopology's source)."""
         names = set()
         for s in self.subtopologies:
-            names.update(s.source_topics, s.repartition_sink_topics)
+            names.update(s.source_topics)
             names.update(t.name for t in s.repartition_source_topics + s.state_changelog_topics)
         return names
 

@@ -192,3 +192,13 @@ def test_standbys_need_another_process():
     assert not any(t.standby for t in one_process.values())          # no other process: no standby
     two = assign({"a": MemberSpec("p1", Target()), "b": MemberSpec("p2", Target())}, {"0": 2}, {"0"}, 2)
     assert sorted(p for t in two.values() for p in t.standby.get("0", ())) == [0, 1]   # one each, not two
+
+
+def test_the_first_member_to_ask_for_a_shutdown_is_the_one_named(h):
+    h.streams("a", 0)
+    b = h.streams("b", 0, process="p2")
+    body = heartbeat("g", "b", b["member_epoch"], shutdown_application=True)
+    h.coordinator.streams_group_heartbeat(request(body), "client", "/127.0.0.1")
+    a = h.coordinator.streams_group_heartbeat(request(dict(heartbeat("g", "a", 2), shutdown_application=True)),
+                                              "client", "/127.0.0.1")[0]
+    assert [(s["status_code"], "member b " in s["status_detail"]) for s in a["status"]] == [(4, True)]

@@ -410,3 +410,34 @@ async def test_interactive_query_endpoints_and_an_application_shutdown(targets, 
         seen.append(("shutdown", statuses(stop, second), statuses(told, second)))
         return seen
     await same(targets, scenario)
+
+
+async def test_an_application_moving_from_the_classic_protocol_keeps_its_offsets(targets, topic):
+    """An application that committed offsets as a classic group, now stopped (the group empty), restarted on
+    the streams protocol: the group becomes a streams group and its members start from those offsets; a
+    classic member cannot join it afterwards."""
+    async def scenario(target):
+        await create(target, topic, 2)
+        group, member = f"st-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        committed = await settled(lambda: call(target, 8, 9, {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": [{"partition_index": p, "committed_offset": 7 + p,
+                                                       "committed_leader_epoch": -1, "committed_metadata": "m"}
+                                                      for p in (0, 1)]}]}),
+            lambda a: a.topics[0].partitions[0].error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        joined = await beat(target, join(group, member, [subtopology("0", sources=[topic])]))
+        listed = await call(target, 16, 5, {"states_filter": [], "types_filter": []})
+        fetched = await call(target, 9, 9, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1,
+                                                        "topics": None}], "require_stable": False})
+        classic = await call(target, 11, 9, {"group_id": group, "session_timeout_ms": 10000,
+                                             "rebalance_timeout_ms": 10000, "member_id": "",
+                                             "group_instance_id": None, "protocol_type": "consumer",
+                                             "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+        return {"committed": [p.error_code for t in committed.topics for p in t.partitions],
+                "joined": (joined.error_code, joined.member_epoch),
+                "listed": [(g.group_type, g.group_state) for g in listed.groups if g.group_id == group],
+                "offsets": sorted((p.partition_index, p.committed_offset, p.metadata)
+                                  for t in fetched.groups[0].topics for p in t.partitions),
+                "a classic member": classic.error_code}
+    await same(targets, scenario)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from kbroker.coordinators.group.streams.heartbeat import STREAMS_GROUP_CONFIG_DEFAULTS as STREAMS_DEFAULTS
 from kbroker.storage.config_values import INT, STRING, Refused, parse_as
 from kbroker.storage.java_order import hash_order
 
@@ -40,10 +41,9 @@ CONFIGS = {
     "share.record.lock.duration.ms": (INT, 1000, B("group.share.record.lock.duration.ms"), 30000),
     "share.auto.offset.reset": (STRING, None, "latest", "latest"),
     "share.isolation.level": (STRING, None, "read_uncommitted", "read_uncommitted"),
-    "streams.session.timeout.ms": (INT, 1, 45000, 45000),
-    "streams.heartbeat.interval.ms": (INT, 1, 5000, 5000),
-    "streams.num.standby.replicas": (INT, 0, 0, 0),
-    "streams.initial.rebalance.delay.ms": (INT, 0, 3000, 3000),
+    **{f"streams.{name}": (INT, floor, STREAMS_DEFAULTS[name], STREAMS_DEFAULTS[name])
+       for name, floor in (("session.timeout.ms", 1), ("heartbeat.interval.ms", 1), ("num.standby.replicas", 0),
+                           ("initial.rebalance.delay.ms", 0))},
 }
 # (group config, broker config of its minimum or None, of its maximum), in the order Kafka checks them
 BOUNDS = [

@@ -39,6 +39,10 @@ from kbroker.storage.java_order import hash_order
 
 log = structlog.get_logger("coordinators.group")
 
+# A group config's default (``streams.<name>``) where the group has configs of its own, as Kafka's GroupConfig.
+STREAMS_GROUP_CONFIG_DEFAULTS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 5000,
+                                 "num.standby.replicas": 0, "initial.rebalance.delay.ms": 3000}
+
 
 class StreamsError(Exception):
     def __init__(self, code: ErrorCode, message: str | None = None) -> None:
@@ -120,9 +124,10 @@ def _check_tasks(configured: dict[str, int], owned) -> None:
 
 
 def _contained(owned, member: StreamsMember) -> bool:
-    """Whether every task the member reports is one it holds (a heartbeat at its previous epoch)."""
+    """Whether every task the member reports is one it holds (a heartbeat at its previous epoch); one that
+    reports nothing proves nothing, as Kafka reads it."""
     if owned is None:
-        return True
+        return False
     return all(ps <= held.get(s, frozenset()) for mine, held in zip(owned, member.holds()) for s, ps in mine.items())
 
 
@@ -139,10 +144,15 @@ class StreamsGroupHeartbeat:
             return streams_error_response(e.code, e.message), {}
 
     def streams_config(self, group_id: str, name: str) -> int:
-        """A streams setting: the group's own ``streams.<name>`` (GROUP resource) if set, else the broker's
-        ``group.streams.<name>``."""
-        own = self.group_configs(group_id).get(f"streams.{name}")
-        return int(own) if own is not None else getattr(self.config, f"streams_{name.replace('.', '_')}")
+        """A streams setting: the group's own ``streams.<name>`` (GROUP resource) if set; else, for a group
+        with configs of its own, Kafka's constant default (a group's configs are whole: Kafka fills the streams
+        ones it lacks with their defaults, not the broker's settings); else the broker's ``group.streams.<name>``."""
+        own = self.group_configs(group_id)
+        if f"streams.{name}" in own:
+            return int(own[f"streams.{name}"])
+        if own and name in STREAMS_GROUP_CONFIG_DEFAULTS:
+            return STREAMS_GROUP_CONFIG_DEFAULTS[name]
+        return getattr(self.config, f"streams_{name.replace('.', '_')}")
 
     def _streams_group_for(self, group_id: str, joining: bool, entries: list) -> StreamsGroup:
         group = self.groups.get(group_id)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from kbroker.coordinators.group.streams.heartbeat import STREAMS_GROUP_CONFIG_DEFAULTS as STREAMS_DEFAULTS
+from kbroker.coordinators.group.streams.model import STREAMS_GROUP_CONFIG_DEFAULTS as STREAMS_DEFAULTS
 from kbroker.storage.config_values import INT, STRING, Refused, parse_as
 from kbroker.storage.java_order import hash_order
 

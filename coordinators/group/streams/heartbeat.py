@@ -28,7 +28,8 @@ from kbroker.coordinators.group.state import GroupState
 from kbroker.coordinators.group.streams import topology as configuring
 from kbroker.coordinators.group.streams.assignor import MemberSpec, assign
 from kbroker.coordinators.group.streams.model import (
-    LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState, StreamsGroup, StreamsMember, Target, keys, tasks)
+    LEAVE_EPOCH, STATIC_LEAVE_EPOCH, STREAMS_GROUP_CONFIG_DEFAULTS, MemberState, StreamsGroup, StreamsMember, Target,
+    keys, tasks)
 from kbroker.coordinators.group.streams.reconcile import next_member
 from kbroker.coordinators.group.streams.records import (
     assignment_epoch_record, current_record, epoch_record, member_record, member_tombstones, target_record,
@@ -38,10 +39,6 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.storage.java_order import hash_order
 
 log = structlog.get_logger("coordinators.group")
-
-# A group config's default (``streams.<name>``) where the group has configs of its own, as Kafka's GroupConfig.
-STREAMS_GROUP_CONFIG_DEFAULTS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 5000,
-                                 "num.standby.replicas": 0, "initial.rebalance.delay.ms": 3000}
 
 
 class StreamsError(Exception):

@@ -28,6 +28,10 @@ ActiveTasks = dict[str, dict[int, int]]       # subtopology id -> partition -> t
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
+# A group config's default (``streams.<name>``) where the group has configs of its own, as Kafka's GroupConfig.
+STREAMS_GROUP_CONFIG_DEFAULTS = {"session.timeout.ms": 45000, "heartbeat.interval.ms": 5000,
+                                 "num.standby.replicas": 0, "initial.rebalance.delay.ms": 3000}
+
 
 class MemberState(IntEnum):
     """As Kafka persists it in StreamsGroupCurrentMemberAssignmentValue.state."""

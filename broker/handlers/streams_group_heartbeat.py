@@ -12,7 +12,7 @@ from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import client_host, coordinator_error, group_shard, when_replicated
 from kbroker.broker.handlers.create_topics import create_on_behalf
 from kbroker.broker.metadata import topic_name_invalid
-from kbroker.coordinators.group.streams.heartbeat import streams_error_response
+from kbroker.coordinators.group.streams.validation import streams_error_response
 from kbroker.coordinators.group.streams.topology import MISSING_INTERNAL_TOPICS, InvalidTopology
 from kbroker.protocol.acls import CREATE, DESCRIBE, TOPIC
 from kbroker.protocol.errors import ErrorCode

@@ -344,7 +344,8 @@ async def test_a_group_sets_its_standbys_and_initial_delay(targets, topic):
 
 async def test_kafka_streams_groups_tool_lists_describes_and_deletes(targets, topic):
     """kafka-streams-groups.sh (Kafka 4.2.1's tool) against both brokers: a group's members and tasks, a
-    refused deletion while it has members and the deletion once empty print the same."""
+    refused deletion while it has members, its state once empty, its offsets reset, and its deletion print
+    the same."""
     from tests.reference.test_kafka_tools import tool
 
     async def scenario(target):
@@ -364,7 +365,14 @@ async def test_kafka_streams_groups_tool_lists_describes_and_deletes(targets, to
             return result.returncode, [masked(line, group, topic) for line in lines]
         seen = {"members": await run("--describe", "--group", group, "--members"),
                 "delete with a member": await run("--delete", "--group", group)}
+        await call(target, 8, 9, {"group_id": group, "generation_id_or_member_epoch": joined.member_epoch,
+                                  "member_id": "member-1", "group_instance_id": None, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 1, "committed_offset": 0,
+                                            "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
         await call(target, STREAMS_GROUP_HEARTBEAT, 0, leave(group, "member-1"))
+        seen["state once empty"] = await run("--describe", "--group", group, "--state")
+        seen["reset"] = await run("--reset-offsets", "--group", group, "--all-input-topics", "--to-earliest",
+                                  "--execute")
         seen["delete"] = await run("--delete", "--group", group)
         return seen
     await same(targets, scenario)

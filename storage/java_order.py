@@ -44,3 +44,28 @@ def hash_order(keys, capacity: int = 16, hash_of=string_hash, computed: bool = F
     buckets = table_size(max(len(keys) - 1, 0) if computed else len(keys), capacity)
     place = {k: (-i if computed else i) for i, k in enumerate(keys)}
     return sorted(keys, key=lambda k: (spread(hash_of(k)) & (buckets - 1), place[k]))
+
+
+_TIMELINE_MULTIPLIER = -7046029254386353131 & (1 << 64) - 1
+
+
+def timeline_table_length(most: int) -> int:
+    """The slots of a Kafka TimelineHashMap made empty that once held ``most`` entries and was written again
+    then: from two slots, it doubles before any put (a replacement too) that would leave it past three
+    quarters full counting one more entry, and never shrinks."""
+    length = 2
+    while most and (most + 1) * 0.75 > length:
+        length *= 2
+    return length
+
+
+def timeline_order(keys, length: int) -> list:
+    """``keys`` (strings, in insertion order) as Kafka's TimelineHashMap of ``length`` slots iterates them: by
+    slot, the top bits of the hash times a 64-bit constant, and within a slot from the last inserted back."""
+    bits = length.bit_length() - 1
+    keys = list(dict.fromkeys(keys))
+    place = {k: i for i, k in enumerate(keys)}
+
+    def slot(key: str) -> int:
+        return ((string_hash(key) * _TIMELINE_MULTIPLIER) & (1 << 64) - 1) >> (64 - bits)
+    return sorted(keys, key=lambda k: (slot(k), -place[k]))

@@ -1,14 +1,16 @@
 """Seeded random runs of streams group requests (KIP-1071), the same on Kafka and on kbroker, every answer
 compared step by step (as tests/reference/test_sequences.py does for KIP-848 groups and transactions).
 
-Four members, the fourth in the first one's process, heartbeat (reporting what they were last given, nothing,
-or at a stale or future epoch), leave and rejoin, commit and fetch offsets at their epochs, and the group is
-described; the topology has a stateless subtopology over a four-partition topic and a stateful one over a
-two-partition topic, and the group keeps one standby of each stateful task. Epochs are compared relative to
-the first one each run saw. The seeds kept failed on the code before the fixes their runs found (59 seeds
-agreed after them): seed 3 on the assignor (Kafka recomputes each member's quota as members fill theirs, and
-breaks ties in its priority queues' and hash maps' orders), seeds 16 and 24 on a heartbeat at the previous
-epoch that reports no tasks (Kafka fences it: nothing reported proves nothing).
+Members in a few processes heartbeat (reporting what they were last given, nothing, or at a stale or future
+epoch), leave and rejoin, commit and fetch offsets at their epochs, and the group is described; the topology
+has a stateless subtopology and a stateful one. SMALL: four members, the fourth in the first one's process, one
+standby; LARGE: six members in four processes, two standbys. Epochs are compared relative to the first one
+each run saw. The runs kept failed on the code before the fixes they found: SMALL 3 on the assignor (Kafka
+recomputes each member's quota as members fill theirs, and breaks ties in its priority queues' and hash maps'
+orders), SMALL 16 and 24 on a heartbeat at the previous epoch that reports no tasks (Kafka fences it: nothing
+reported proves nothing), LARGE 202 on the order the assignor meets the members in (Kafka's TimelineHashMap of
+them, then a HashMap: two members in one bucket tied). Afterwards 59 SMALL runs, 30 LARGE and 60 of nine
+members with two standbys agreed.
 """
 
 from __future__ import annotations
@@ -31,17 +33,18 @@ OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110
 STEPS = ["join", "report", "report", "report", "report", "silent", "stale", "ahead", "leave", "commit",
          "stale commit", "fetch", "describe", "report none"]
-PROCESSES = ["p0", "p1", "p2", "p0"]
+SMALL = {"processes": ["p0", "p1", "p2", "p0"], "partitions": (4, 2), "standbys": 1, "steps": 120}
+LARGE = {"processes": ["p0", "p1", "p2", "p0", "p1", "p3"], "partitions": (6, 5), "standbys": 2, "steps": 200}
 
 
-def streams_run(seed: int, steps: int) -> list[tuple[str, int]]:
+def streams_run(seed: int, steps: int, members: int) -> list[tuple[str, int]]:
     rng = random.Random(seed)
-    return [(rng.choice(STEPS), rng.randrange(len(PROCESSES))) for _ in range(steps)]
+    return [(rng.choice(STEPS), rng.randrange(members)) for _ in range(steps)]
 
 
-async def _answers(target, topic: str, run, seed: int) -> list:
+async def _answers(target, topic: str, run, seed: int, processes: list[str], partitions: int) -> list:
     group, other = f"sq-{topic}", f"{topic}-b"
-    ids = [random.Random(f"{seed}-{i}").randbytes(11).hex() for i in range(len(PROCESSES))]
+    ids = [random.Random(f"{seed}-{i}").randbytes(11).hex() for i in range(len(processes))]
     topology = [subtopology("0", sources=[topic]),
                 subtopology("1", sources=[other], changelogs=[f"{group}-store-changelog"])]
     epoch = [0] * len(ids)
@@ -59,7 +62,7 @@ async def _answers(target, topic: str, run, seed: int) -> list:
                 "member_id": member, "group_instance_id": None, "topics": [
                     {"name": topic, "partitions": [{"partition_index": p, "committed_offset": 3,
                                                     "committed_leader_epoch": -1, "committed_metadata": ""}
-                                                   for p in range(4)]}]})
+                                                   for p in range(partitions)]}]})
             seen.append((step, m, [p.error_code for p in answer.topics[0].partitions]))
             continue
         if step == "fetch":
@@ -79,7 +82,7 @@ async def _answers(target, topic: str, run, seed: int) -> list:
             continue
         active, standby = owned[m]
         body = {
-            "join": lambda: join(group, member, topology, process=PROCESSES[m]),
+            "join": lambda: join(group, member, topology, process=processes[m]),
             "report": lambda: heartbeat(group, member, epoch[m], active=active, standby=standby, warmup={}),
             "report none": lambda: heartbeat(group, member, epoch[m], active={}, standby={}, warmup={}),
             "silent": lambda: heartbeat(group, member, epoch[m]),
@@ -104,18 +107,19 @@ async def _answers(target, topic: str, run, seed: int) -> list:
     return seen
 
 
-@pytest.mark.parametrize("seed", [1, 3, 16, 24])
-async def test_a_streams_group_run(targets, topic, seed):
-    run = streams_run(seed, steps=120)
+@pytest.mark.parametrize("shape, seed", [(SMALL, 1), (SMALL, 3), (SMALL, 16), (SMALL, 24), (LARGE, 202)])
+async def test_a_streams_group_run(targets, topic, shape, seed):
+    run = streams_run(seed, shape["steps"], len(shape["processes"]))
+    first, second = shape["partitions"]
     answers = {}
     for target in targets:
-        await create(target, topic, 4)
-        await create(target, f"{topic}-b", 2)
+        await create(target, topic, first)
+        await create(target, f"{topic}-b", second)
         group = f"sq-{topic}"
-        await create(target, f"{group}-store-changelog", 2)
+        await create(target, f"{group}-store-changelog", second)
         await coordinator_found(target, group)
-        assert await asyncio.to_thread(set_group_config, target, group, streams_num_standby_replicas=1,
+        assert await asyncio.to_thread(set_group_config, target, group, streams_num_standby_replicas=shape["standbys"],
                                        streams_initial_rebalance_delay_ms=0) == 0
         await beat(target, heartbeat(group, "probe", 3))      # (until the group's shard is loaded)
-        answers[target.name] = await _answers(target, topic, run, seed)
+        answers[target.name] = await _answers(target, topic, run, seed, shape["processes"], first)
     first_divergence(answers["kafka"], answers["kbroker"], seed)

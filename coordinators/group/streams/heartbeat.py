@@ -178,7 +178,9 @@ class StreamsGroupHeartbeat:
             delay = self.streams_config(group_id, "initial.rebalance.delay.ms")
             if delay > 0 and not self.scheduler.is_scheduled(delay_key):
                 self.scheduler.schedule(delay_key, delay, lambda: self._streams_delayed_assignment(group_id))
-        members = {**group.members, member_id: updated}
+        # (the assignor meets the members as Kafka's does: the group's in its table's order, a new one last)
+        members = {m: updated if m == member_id else group.members[m] for m in group.members_in_kafkas_order()}
+        members.setdefault(member_id, updated)
         if group_epoch > group.assignment_epoch:
             if self.scheduler.is_scheduled(delay_key):
                 target_epoch, target = max(1, group.assignment_epoch), Target()
@@ -282,7 +284,8 @@ class StreamsGroupHeartbeat:
         counts, _ = self.streams_topic_counts(group.topology)
         configured = configuring.configure(group.topology, counts)
         configs = group.assignment_configs or {"num.standby.replicas": "0"}
-        targets = self._streams_targets(group, group.topology, group.members, configured, configs)
+        members = {m: group.members[m] for m in group.members_in_kafkas_order()}
+        targets = self._streams_targets(group, group.topology, members, configured, configs)
         entries = [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
         entries.append(assignment_epoch_record(group_id, group.group_epoch))
         if self._store(group_id, entries):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from kbroker.protocol.errors import ErrorCode
+from kbroker.storage.java_order import timeline_order, timeline_table_length
 
 Tasks = dict[str, frozenset[int]]             # subtopology id -> partitions
 ActiveTasks = dict[str, dict[int, int]]       # subtopology id -> partition -> the epoch it was assigned at
@@ -159,6 +160,7 @@ class StreamsGroup:
     assignment_epoch: int = 0
     topology: Topology | None = None
     members: dict[str, StreamsMember] = field(default_factory=dict)
+    most_members: int = 0      # the most members it has held at once (how Kafka's table of them is sized)
     target: dict[str, Target] = field(default_factory=dict)
     endpoint_information_epoch: int = 0
     shutdown_requested_by: str | None = None
@@ -214,6 +216,15 @@ class StreamsGroup:
         if given is None:
             given = member.active_revoking.get(subtopology, {}).get(partition)
         return ErrorCode.STALE_MEMBER_EPOCH if given is None or member_epoch < given else ErrorCode.NONE
+
+    def put_member(self, member: StreamsMember) -> None:
+        self.members[member.member_id] = member
+        self.most_members = max(self.most_members, len(self.members))
+
+    def members_in_kafkas_order(self) -> list[str]:
+        """Its member ids as Kafka's coordinator meets them (its TimelineHashMap of them), which decides the
+        assignor's ties."""
+        return timeline_order(self.members, timeline_table_length(self.most_members))
 
     def subscribed_topic_names(self) -> set[str]:
         """The topics its tasks read, while it has members (an empty group's offsets age and may be deleted)."""

@@ -72,27 +72,27 @@ def replay_streams_record(groups: dict, key: StreamsGroupKey, value, now_ms: int
             return
         member = group.members.get(key.member) or StreamsMember(key.member)
         endpoint = None if value.user_endpoint is None else (value.user_endpoint.host, value.user_endpoint.port)
-        group.members[key.member] = member.with_(
+        group.put_member(member.with_(
             instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
             client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
             topology_epoch=value.topology_epoch, process_id=value.process_id, user_endpoint=endpoint,
-            client_tags=tuple((t.key, t.value) for t in value.client_tags))
+            client_tags=tuple((t.key, t.value) for t in value.client_tags)))
     elif key.kind == 22:
         member = group.members.get(key.member)
         if value is None:
             if member is not None:
-                group.members[key.member] = member.with_(
+                group.put_member(member.with_(
                     member_epoch=0, previous_member_epoch=-1, state=MemberState.STABLE, active={}, standby={},
-                    warmup={}, active_revoking={}, standby_revoking={}, warmup_revoking={})
+                    warmup={}, active_revoking={}, standby_revoking={}, warmup_revoking={}))
             return
         try:
             state = MemberState(value.state)
         except ValueError:
             state = MemberState.UNKNOWN
-        group.members[key.member] = (member or StreamsMember(key.member)).with_(
+        group.put_member((member or StreamsMember(key.member)).with_(
             member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch, state=state,
             active=_active(value.active_tasks, value.member_epoch), standby=_tasks(value.standby_tasks),
             warmup=_tasks(value.warmup_tasks),
             active_revoking=_active(value.active_tasks_pending_revocation, value.member_epoch),
             standby_revoking=_tasks(value.standby_tasks_pending_revocation),
-            warmup_revoking=_tasks(value.warmup_tasks_pending_revocation))
+            warmup_revoking=_tasks(value.warmup_tasks_pending_revocation)))

@@ -10,7 +10,8 @@ recomputes each member's quota as members fill theirs, and breaks ties in its pr
 orders), SMALL 16 and 24 on a heartbeat at the previous epoch that reports no tasks (Kafka fences it: nothing
 reported proves nothing), LARGE 202 on the order the assignor meets the members in (Kafka's TimelineHashMap of
 them, then a HashMap: two members in one bucket tied). Afterwards 59 SMALL runs, 30 LARGE and 60 of nine
-members with two standbys agreed.
+members with two standbys agreed, and 20 CHANGING runs (LARGE with the group's standbys set again) from the
+start.
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ STEPS = ["join", "report", "report", "report", "report", "silent", "stale", "ahe
          "stale commit", "fetch", "describe", "report none"]
 SMALL = {"processes": ["p0", "p1", "p2", "p0"], "partitions": (4, 2), "standbys": 1, "steps": 120}
 LARGE = {"processes": ["p0", "p1", "p2", "p0", "p1", "p3"], "partitions": (6, 5), "standbys": 2, "steps": 200}
+# (and the group's standbys set again now and then: 0, 1 or 2, which moves the group epoch and reassigns)
+CHANGING = {**LARGE, "steps_drawn": STEPS + ["standbys"]}
 
 
-def streams_run(seed: int, steps: int, members: int) -> list[tuple[str, int]]:
+def streams_run(seed: int, steps: int, members: int, drawn: list[str] = STEPS) -> list[tuple[str, int]]:
     rng = random.Random(seed)
-    return [(rng.choice(STEPS), rng.randrange(members)) for _ in range(steps)]
+    return [(rng.choice(drawn), rng.randrange(members)) for _ in range(steps)]
 
 
 async def _answers(target, topic: str, run, seed: int, processes: list[str], partitions: int) -> list:
@@ -64,6 +67,12 @@ async def _answers(target, topic: str, run, seed: int, processes: list[str], par
                                                     "committed_leader_epoch": -1, "committed_metadata": ""}
                                                    for p in range(partitions)]}]})
             seen.append((step, m, [p.error_code for p in answer.topics[0].partitions]))
+            continue
+        if step == "standbys":
+            count = len(seen) % 3
+            assert await asyncio.to_thread(set_group_config, target, group, streams_num_standby_replicas=count,
+                                           streams_initial_rebalance_delay_ms=0) == 0
+            seen.append((step, count))
             continue
         if step == "fetch":
             answer = await call(target, OFFSET_FETCH, 9, {"groups": [{
@@ -107,9 +116,10 @@ async def _answers(target, topic: str, run, seed: int, processes: list[str], par
     return seen
 
 
-@pytest.mark.parametrize("shape, seed", [(SMALL, 1), (SMALL, 3), (SMALL, 16), (SMALL, 24), (LARGE, 202)])
+@pytest.mark.parametrize("shape, seed", [(SMALL, 1), (SMALL, 3), (SMALL, 16), (SMALL, 24), (LARGE, 202),
+                                         (CHANGING, 400)])
 async def test_a_streams_group_run(targets, topic, shape, seed):
-    run = streams_run(seed, shape["steps"], len(shape["processes"]))
+    run = streams_run(seed, shape["steps"], len(shape["processes"]), shape.get("steps_drawn", STEPS))
     first, second = shape["partitions"]
     answers = {}
     for target in targets:

@@ -161,12 +161,14 @@ def with_group_operations(ctx, groups: list[dict], asked: bool) -> list[dict]:
     return groups
 
 
-def describe_groups_of_a_type(ctx, request, refused, describe, refusal_words=lambda error: None) -> dict:
+def describe_groups_of_a_type(ctx, request, refused, kind, describe, refusal_words=lambda error: None) -> dict:
     """ConsumerGroupDescribe, ShareGroupDescribe and StreamsGroupDescribe answer alike, in Kafka's order: the
     groups this principal may not describe, as asked; then empty ids; then the others as its group coordinator
     answers a batch (``coordinator_order``). ``refused(group_id, error, message)`` is a refused group's entry,
-    ``describe(group_id)`` a described one's (or its refusal by the coordinator, a missing group or one of
-    another type), ``refusal_words(error)`` the words a coordinator's own refusal carries."""
+    ``kind`` the group class described (a missing group, or one of another type, is GROUP_ID_NOT_FOUND in the
+    coordinator's words), ``describe(group)`` a described one's entry, ``refusal_words(error)`` the words a
+    coordinator's own refusal carries."""
+    coordinator = ctx.broker.group_coordinator
     allowed, denied = split_by_right(ctx, DESCRIBE, request.group_ids)
     answered = [refused(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) for g in denied]
     answered += [refused("", ErrorCode.INVALID_GROUP_ID, None) for g in allowed if not g]
@@ -174,7 +176,16 @@ def describe_groups_of_a_type(ctx, request, refused, describe, refusal_words=lam
     groups = []
     for group_id in allowed:
         error = ctx.broker.coordination.group_coordinator_error(group_id)
-        groups.append(refused(group_id, error, refusal_words(error)) if error else describe(group_id))
+        group = coordinator.groups.get(group_id) if not error else None
+        if error:
+            groups.append(refused(group_id, error, refusal_words(error)))
+        elif group is None:
+            groups.append(refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."))
+        elif not isinstance(group, kind):
+            groups.append(refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
+                                  f"Group {group_id} is not a {kind.group_type} group."))
+        else:
+            groups.append(describe(group))
     groups = answered + [groups[place] for place in coordinator_order(ctx, allowed)]
     return {"throttle_time_ms": 0, "groups": with_group_operations(ctx, groups, request.include_authorized_operations)}
 

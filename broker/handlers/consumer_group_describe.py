@@ -15,13 +15,5 @@ def _refused(group_id: str, error: ErrorCode, message: str | None) -> dict:
 
 def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
-
-    def describe(group_id: str) -> dict:
-        group = coordinator.groups.get(group_id)
-        if group is None:
-            return _refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            return _refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return consumer_group_description(group, coordinator.topic_names_by_id(),
-                                          coordinator.config.consumer_assignors[0])
-    return describe_groups_of_a_type(ctx, request, _refused, describe)
+    return describe_groups_of_a_type(ctx, request, _refused, ConsumerGroup, lambda group: consumer_group_description(
+        group, coordinator.topic_names_by_id(), coordinator.config.consumer_assignors[0]))

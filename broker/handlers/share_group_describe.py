@@ -1,6 +1,7 @@
 """ShareGroupDescribe (KIP-932): a share group's epoch and each member's assignment."""
 
 from kbroker.broker.handlers.common import describe_groups_of_a_type
+from kbroker.coordinators.group.share.model import ShareGroup
 from kbroker.protocol.error_messages import kafka_message
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.share_group_describe import SHARE_GROUP_DESCRIBE as API  # noqa: F401
@@ -15,4 +16,5 @@ def _refused(group_id: str, error: ErrorCode, message: str | None = None) -> dic
 def handle(ctx, request):
     """A coordinator's refusal in its words, as Kafka's share group describe gives it."""
     coordinator = ctx.broker.group_coordinator
-    return describe_groups_of_a_type(ctx, request, _refused, coordinator.describe_share_group, kafka_message)
+    return describe_groups_of_a_type(ctx, request, _refused, ShareGroup, coordinator.describe_share_group,
+                                     kafka_message)

@@ -5,7 +5,7 @@ from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import describe_groups_of_a_type
 from kbroker.coordinators.group.streams.describe import streams_group_description
 from kbroker.coordinators.group.streams.model import StreamsGroup
-from kbroker.coordinators.group.streams.topology import InvalidTopology, configure
+from kbroker.coordinators.group.streams.topology import InvalidTopology
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.streams_group_describe import STREAMS_GROUP_DESCRIBE as API  # noqa: F401
 
@@ -19,9 +19,8 @@ def _refused(group_id: str, error: ErrorCode, message: str | None) -> dict:
 def _configured(coordinator, group: StreamsGroup):
     if group.topology is None:
         return None
-    counts, _ = coordinator.streams_topic_counts(group.topology)
     try:
-        return configure(group.topology, counts)
+        return coordinator.configure_topology(group.topology)[0]
     except InvalidTopology:
         return None
 
@@ -32,11 +31,5 @@ def handle(ctx, request):
         return {"throttle_time_ms": 0, "groups": [_refused(g, ErrorCode.UNSUPPORTED_VERSION, None)
                                                   for g in request.group_ids]}
 
-    def describe(group_id: str) -> dict:
-        group = coordinator.groups.get(group_id)
-        if group is None:
-            return _refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if not isinstance(group, StreamsGroup):
-            return _refused(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
-        return streams_group_description(group, _configured(coordinator, group))
-    return describe_groups_of_a_type(ctx, request, _refused, describe)
+    return describe_groups_of_a_type(ctx, request, _refused, StreamsGroup, lambda group: streams_group_description(
+        group, _configured(coordinator, group)))

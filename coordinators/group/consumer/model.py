@@ -88,8 +88,33 @@ class ConsumerMember:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
 
 
+class EpochGroup:
+    """What KIP-848 and KIP-1071 groups (``members``, ``group_epoch``, ``assignment_epoch``, ``offsets``,
+    ``pending_txn_offsets``) answer alike to code written for any group."""
+
+    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
+        return any(tp in offsets for offsets in self.pending_txn_offsets.values())
+
+    def is_(self, state) -> bool:
+        """Against a classic GroupState: Empty, Stable and Dead mean the same for every type of group."""
+        return state.value == self.state
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def progress(self) -> str:
+        """A group with members, once ready: Assigning while the group epoch is ahead of the assignment epoch,
+        Reconciling while a member is behind the assignment epoch, else Stable."""
+        if self.group_epoch > self.assignment_epoch:
+            return "Assigning"
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+
 @dataclass
-class ConsumerGroup:
+class ConsumerGroup(EpochGroup):
     group_id: str
     group_epoch: int = 0
     metadata_hash: int = 0
@@ -106,13 +131,6 @@ class ConsumerGroup:
     protocol_type = "consumer"
     generation_id = 0      # (read by code written for classic groups; a consumer group's epoch is group_epoch)
 
-    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
-        return any(tp in offsets for offsets in self.pending_txn_offsets.values())
-
-    def is_(self, state) -> bool:
-        """Against a classic GroupState: Empty, Stable and Dead mean the same for both types of group."""
-        return state.value == self.state
-
     def member_epoch_error(self, member_id: str, member_epoch: int) -> "ErrorCode":
         """KIP-848's check of an offset commit or fetch that names a member: UNKNOWN_MEMBER_ID or
         STALE_MEMBER_EPOCH, else NONE."""
@@ -126,17 +144,7 @@ class ConsumerGroup:
 
     @property
     def state(self) -> str:
-        if not self.members:
-            return "Empty"
-        if self.group_epoch > self.assignment_epoch:
-            return "Assigning"
-        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return "Reconciling"
-        return "Stable"
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
+        return "Empty" if not self.members else self.progress()
 
     def partition_owners(self) -> dict[tuple[bytes, int], str]:
         """(topic id, partition) -> the member that holds it, assigned or still to revoke."""

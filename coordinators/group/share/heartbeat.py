@@ -264,13 +264,9 @@ class ShareGroupHeartbeat:
         return [(records.share_partitions_key(group.group_id), records.share_partitions_value(known))]
 
     # ================================================================== ShareGroupDescribe
-    def describe_share_group(self, group_id: str) -> dict:
-        group = self.groups.get(group_id)
-        if not isinstance(group, ShareGroup):
-            message = f"Group {group_id} not found." if group is None else f"Group {group_id} is not a share group."
-            return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": message, "group_id": group_id,
-                    "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
-                    "authorized_operations": -2147483648}
+    def describe_share_group(self, group: ShareGroup) -> dict:
+        """ShareGroupDescribe's entry for a share group (its handler refuses missing groups and other types)."""
+        group_id = group.group_id
         names = self.topic_names_by_id()
         members = [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
                     "client_id": m.client_id, "client_host": m.client_host,

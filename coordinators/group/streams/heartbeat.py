@@ -103,8 +103,9 @@ class StreamsGroupHeartbeat:
         return member
 
     # ================================================================== the topics
-    def streams_topic_counts(self, topology) -> tuple[dict[str, int], int]:
-        """The partition counts of the topology's topics that exist, and their hash."""
+    def configure_topology(self, topology) -> tuple[configuring.Configured, int]:
+        """The topology configured against the topics there are now (``topology.configure``: may raise
+        InvalidTopology), and the hash of those topics' metadata (a change moves the group epoch)."""
         topics = self.topics()
         counts, described = {}, []
         for name in sorted(topology.required_topics()):
@@ -113,7 +114,7 @@ class StreamsGroupHeartbeat:
                 counts[name] = meta.partitions
                 described.append(f"{name}:{bytes(meta.topic_id).hex()}:{meta.partitions}")
         digest = hashlib.blake2b("\n".join(described).encode(), digest_size=8).digest()
-        return counts, int.from_bytes(digest, "big", signed=True)
+        return configuring.configure(topology, counts), int.from_bytes(digest, "big", signed=True)
 
     # ================================================================== a heartbeat
     def _streams_heartbeat(self, request, client_id: str, client_host: str) -> tuple[dict, dict]:
@@ -156,10 +157,9 @@ class StreamsGroupHeartbeat:
         if updated.topology_epoch < topology.epoch:
             statuses.append((configuring.STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} is "
                                                          f"behind the group's topology epoch {topology.epoch}."))
-        counts, metadata_hash = self.streams_topic_counts(topology)
+        configured, metadata_hash = self.configure_topology(topology)   # (may raise InvalidTopology)
         if metadata_hash != group.metadata_hash:
             bump = True
-        configured = configuring.configure(topology, counts)   # (may raise InvalidTopology)
         validated = topology.epoch if configured.is_ready else -1
         if configured.is_ready:
             for kind in (owned or ()):
@@ -178,16 +178,13 @@ class StreamsGroupHeartbeat:
             delay = self.streams_config(group_id, "initial.rebalance.delay.ms")
             if delay > 0 and not self.scheduler.is_scheduled(delay_key):
                 self.scheduler.schedule(delay_key, delay, lambda: self._streams_delayed_assignment(group_id))
-        # (the assignor meets the members as Kafka's does: the group's in its table's order, a new one last)
-        members = {m: updated if m == member_id else group.members[m] for m in group.members_in_kafkas_order()}
-        members.setdefault(member_id, updated)
         if group_epoch > group.assignment_epoch:
             if self.scheduler.is_scheduled(delay_key):
                 target_epoch, target = max(1, group.assignment_epoch), Target()
                 statuses.append((configuring.ASSIGNMENT_DELAYED,
                                  "Assignment delayed due to the configured initial rebalance delay."))
             else:
-                targets = self._streams_targets(group, topology, members, configured, configs)
+                targets = self._streams_targets(group, topology, configured, configs, updated)
                 entries += [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
                 entries.append(assignment_epoch_record(group_id, group_epoch))
                 target_epoch, target = group_epoch, targets.get(member_id, Target())
@@ -216,10 +213,15 @@ class StreamsGroupHeartbeat:
         answer = self._streams_answer(group, member, current, request, statuses, configured, created)
         return answer, configured.to_create
 
-    def _streams_targets(self, group: StreamsGroup, topology, members: dict, configured,
-                         configs: dict) -> dict[str, Target]:
-        """Every member's target: nothing while the topology is not ready. ``topology``: the group's, which
-        this heartbeat may have brought (not yet replayed into the group)."""
+    def _streams_targets(self, group: StreamsGroup, topology, configured, configs: dict,
+                         updated: StreamsMember | None = None) -> dict[str, Target]:
+        """Every member's target, ``updated`` (the heartbeating member, not yet replayed into the group) in place
+        of its stored self: nothing while the topology is not ready. ``topology``: the group's, which this
+        heartbeat may have brought. The assignor meets the members as Kafka's does: the group's in the order
+        of its table of them, a new one last."""
+        members = {m: group.members[m] for m in group.members_in_kafkas_order()}
+        if updated is not None:
+            members[updated.member_id] = updated
         if not configured.is_ready:
             return {m: Target() for m in members}
         stateful = {s.subtopology_id for s in topology.subtopologies if s.is_stateful}
@@ -281,11 +283,9 @@ class StreamsGroupHeartbeat:
             return
         if group.group_epoch <= group.assignment_epoch:
             return
-        counts, _ = self.streams_topic_counts(group.topology)
-        configured = configuring.configure(group.topology, counts)
+        configured, _ = self.configure_topology(group.topology)
         configs = group.assignment_configs or {"num.standby.replicas": "0"}
-        members = {m: group.members[m] for m in group.members_in_kafkas_order()}
-        targets = self._streams_targets(group, group.topology, members, configured, configs)
+        targets = self._streams_targets(group, group.topology, configured, configs)
         entries = [target_record(group_id, m, t) for m, t in targets.items() if group.target.get(m) != t]
         entries.append(assignment_epoch_record(group_id, group.group_epoch))
         if self._store(group_id, entries):

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
+from kbroker.coordinators.group.consumer.model import EpochGroup
 from kbroker.protocol.errors import ErrorCode
 from kbroker.storage.java_order import timeline_order, timeline_table_length
 
@@ -151,7 +152,7 @@ class Target:
 
 
 @dataclass
-class StreamsGroup:
+class StreamsGroup(EpochGroup):
     group_id: str
     group_epoch: int = 0
     metadata_hash: int = 0
@@ -172,27 +173,13 @@ class StreamsGroup:
     protocol_type = "streams"
     generation_id = 0      # (read by code written for classic groups)
 
-    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
-        return any(tp in offsets for offsets in self.pending_txn_offsets.values())
-
-    def is_(self, state) -> bool:
-        return state.value == self.state
-
     @property
     def state(self) -> str:
         if not self.members:
             return "Empty"
         if self.topology is None or self.topology.epoch != self.validated_topology_epoch:
             return "NotReady"
-        if self.group_epoch > self.assignment_epoch:
-            return "Assigning"
-        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return "Reconciling"
-        return "Stable"
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
+        return self.progress()
 
     def member_epoch_error(self, member_id: str, member_epoch: int) -> ErrorCode:
         """An offset fetch that names a member: UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH, else NONE."""

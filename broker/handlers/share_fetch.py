@@ -7,8 +7,9 @@ loading at the answer is left out of it and keeps loading for the member's next 
 (its share coordinator moving) does not hold up the other partitions' records, nor the member's connection,
 past the fetch's wait.
 
-Records go out as the log holds them (whole batches); the acquired ranges say which of their records are the
-member's. A final fetch (epoch -1) acquires nothing: it acknowledges, releases what the member still holds
+Records go out as the log holds them (whole batches), from the batch that holds the first acquired record to
+the one that holds the last (not the batches read past them); the acquired ranges say which of their records
+are the member's. A final fetch (epoch -1) acquires nothing: it acknowledges, releases what the member still holds
 and closes the session."""
 
 from __future__ import annotations

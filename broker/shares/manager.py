@@ -45,27 +45,37 @@ class Loaded:
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def batch_ranges(region: FileRegion, aborted) -> tuple[int, list[tuple[int, int, bool]]]:
-    """(bytes of whole batches, [(base, last, hidden)]) of a log region, from the batches' headers alone (one
-    small read each: the records go out as the file holds them). Markers are hidden, and so is a transactional
-    batch inside one of ``aborted`` (AbortedTxn: its producer, from its first offset to its marker's)."""
+def log_batches(region: FileRegion, aborted):
+    """The whole batches of a log region, from their headers alone (one small read each, as they are asked
+    for: the records go out as the file holds them): (base, last, hidden, start, end), ``start`` and ``end``
+    their bytes in the region. Markers are hidden, and so is a transactional batch inside one of ``aborted``
+    (AbortedTxn: its producer, from its first offset to its marker's)."""
     aborted_by = {}
     for a in aborted:
         aborted_by.setdefault(a.producer_id, []).append((a.first_offset, a.last_offset))
-    pos, out = 0, []
+    pos = 0
     while pos + HEADER_SIZE <= region.length:
         header = read_region(region.file, region.position + pos, HEADER_SIZE)
         base, length = _HEADER.unpack_from(header)
         if pos + 12 + length > region.length:
-            break
+            return
         (attributes,) = struct.unpack_from(">h", header, _ATTRIBUTES)
         (delta,) = struct.unpack_from(">i", header, _LAST_DELTA)
         (producer_id,) = struct.unpack_from(">q", header, _PRODUCER_ID)
         hidden = bool(attributes & _CONTROL) or (bool(attributes & _TRANSACTIONAL) and any(
             first <= base <= last for first, last in aborted_by.get(producer_id, ())))
-        out.append((base, base + delta, hidden))
+        yield base, base + delta, hidden, pos, pos + 12 + length
         pos += 12 + length
-    return pos, out
+
+
+def acquired_slice(batches: list[tuple[int, int, int]], first: int, last: int) -> tuple[int, int]:
+    """(start, end) in the region of the batches that hold the acquired offsets ``first`` to ``last``, from
+    the last batch beginning at or before ``first`` to the last beginning at or before ``last``
+    (``batches``: (base, start, end) in log order), as Kafka slices a share fetch's records: the records
+    read past what the member acquired do not go out."""
+    start = next((s for base, s, _ in reversed(batches) if base <= first), batches[0][1])
+    end = next(e for base, _, e in reversed(batches) if base <= last)
+    return start, end
 
 
 class SharePartitionManager:
@@ -168,20 +178,27 @@ class SharePartitionManager:
     def acquire(self, group: str, topic: str, partition: int, loaded: Loaded, member: str, max_records: int,
                 max_bytes: int, mode: int, read_committed: bool, batch_size: int = 0
                 ) -> tuple[FileRegion | None, list]:
-        """The log region of the acquired records' batches (sent from the file, as Fetch's) and their ranges."""
+        """The log region of the batches holding the acquired records (sent from the file, as Fetch's) and
+        their ranges."""
         readable = self._readable(topic, partition, loaded, max_bytes, read_committed)
         if readable is None:
             return None, []
         plog, offset, bound, found = readable
         region = FileRegion(found.segment, found.position, found.length)
         aborted = plog.aborted_transactions(offset, bound) if read_committed else []
-        end, batches = batch_ranges(region, aborted)
+        read: list[tuple[int, int, int]] = []   # (base, start, end) of each batch the acquisition looked at
+
+        def batches():   # (read lazily: the acquisition stops at its record limit, not at the region's end)
+            for base, last, hidden, start, end in log_batches(region, aborted):
+                read.append((base, start, end))
+                yield base, last, hidden
         lock_ms = self.lock_ms(group)
-        lock, ranges = loaded.sp.acquire(member, batches, max_records, self.now_ms(), lock_ms, mode, batch_size)
+        lock, ranges = loaded.sp.acquire(member, batches(), max_records, self.now_ms(), lock_ms, mode, batch_size)
         if not ranges:
             return None, []
         self._arm_lock((group, topic, partition), loaded, lock, lock_ms)
-        return FileRegion(found.segment, found.position, end), ranges
+        start, end = acquired_slice(read, ranges[0][0], ranges[-1][1])
+        return FileRegion(found.segment, found.position + start, end - start), ranges
 
     def available_bytes(self, topic: str, partition: int, loaded: Loaded, cap: int, read_committed: bool) -> int:
         """About how many bytes a fetch could acquire now, at most ``cap``: the log's bytes from the first

@@ -379,11 +379,19 @@ def acquired(answer) -> list:
             for t in answer.responses for p in t.partitions]
 
 
+def batches_sent(answer) -> list:
+    """The base offsets of the log batches each partition's records carry."""
+    from kbroker.protocol.records import split_batches
+    return [(p.partition_index, [h.base_offset for _, h in split_batches(bytes(p.records or b""))])
+            for t in answer.responses for p in t.partitions]
+
+
 @pytest.mark.parametrize("shape", [[10], [1] * 10, [3, 3, 3, 1]])
 async def test_acquired_records_are_grouped_by_batch_size_at_log_batch_ends(targets, topic, shape):
     """ShareFetch's BatchSize: acquired records are answered in ranges that end at a log batch's end once
     they hold BatchSize records (a log batch is never split in the batch-optimized mode); MaxRecords stops
-    at the log batch that reaches it. Ten records in log batches of the shape given, each (BatchSize,
+    at the log batch that reaches it, and the records answered are the log batches that hold the acquired
+    ones, not those read past them. Ten records in log batches of the shape given, each (BatchSize,
     MaxRecords) read by a group of its own until all ten were acquired."""
     from kbroker.protocol.records import build_batch
 
@@ -400,19 +408,21 @@ async def test_acquired_records_are_grouped_by_batch_size_at_log_batch_ends(targ
             assert await set_group_config_async(target, group) == 0
             await assigned_member(target, group, member, topic)
             conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
-            fetches = []
+            fetches, sent = [], []
             try:
                 for epoch in range(6):
                     request = share_fetch(group, member, epoch, tid, [0] if epoch == 0 else [], max_wait=1500,
                                           max_records=max_records)
                     request["batch_size"] = batch_size
-                    fetches.append(acquired(await conn.request(FETCH, 1, request)))
+                    answer = await conn.request(FETCH, 1, request)
+                    fetches.append(acquired(answer))
+                    sent.append(batches_sent(answer))
                     if sum(last - first + 1 for _, ranges in fetches[-1] for first, last, _ in ranges) == 0 \
                             or fetches[-1] and fetches[-1][0][1][-1][1] == 9:
                         break
             finally:
                 await conn.close()
-            seen[(batch_size, max_records)] = fetches
+            seen[(batch_size, max_records)] = fetches, sent
         return seen
     await same(targets, scenario)
 

@@ -115,7 +115,7 @@ def test_share_session_epochs():
 def test_markers_and_only_the_aborted_transactions_batches_are_hidden(tmp_path):
     """A producer's aborted transaction is hidden from its first offset to its marker; the same producer's
     next, committed transaction is not."""
-    from kbroker.broker.shares.manager import batch_ranges
+    from kbroker.broker.shares.manager import log_batches
     from kbroker.protocol.records import build_batch
     from kbroker.protocol.types import FileRegion
     from kbroker.storage.transaction_index import AbortedTxn
@@ -132,9 +132,10 @@ def test_markers_and_only_the_aborted_transactions_batches_are_hidden(tmp_path):
     path = tmp_path / "segment"
     path.write_bytes(data + b"\0\0")   # and a torn tail
     with open(path, "rb") as f:
-        end, batches = batch_ranges(FileRegion(f, 0, len(data) + 2), [AbortedTxn(7, 0, 2, 0)])
-    assert end == len(data)
-    assert batches == [(0, 1, True), (2, 2, True), (3, 4, False), (5, 5, True)]
+        batches = list(log_batches(FileRegion(f, 0, len(data) + 2), [AbortedTxn(7, 0, 2, 0)]))
+    assert batches[-1][4] == len(data)
+    assert [b[:3] for b in batches] == [(0, 1, True), (2, 2, True), (3, 4, False), (5, 5, True)]
+    assert all(b[3] == a[4] for a, b in zip(batches, batches[1:]))
 
 
 def test_a_fetch_reads_from_the_first_available_record_within_the_in_flight_limit():

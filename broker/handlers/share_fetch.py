@@ -86,44 +86,49 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
     mode = RECORD_LIMIT if ctx.api_version >= 2 and request.share_acquire_mode == 1 else BATCH_OPTIMIZED
     read_committed = manager.group_config(shares.group, "share.isolation.level") == "read_committed"
     order = list(session.partitions)
-    if order:   # a different partition first each time, so that one busy partition does not starve the others
-        turn = session.epoch % len(order)
+    epoch = request.share_session_epoch
+    if len(order) > 1 and epoch >= 1:   # Kafka's round robin: the request's epoch picks the first partition,
+        turn = epoch % len(order)       # so that one busy partition does not starve the others
         order = order[turn:] + order[:turn]
+
+    def acquirable() -> list:
+        """(key, loaded) of the partitions a fetch may acquire from, in order: loaded, and not at their limit
+        of records in flight (Kafka's acquirable partitions, among which the fetch's bytes are shared)."""
+        return [(key, loaded) for key in order
+                if (loaded := shares.loaded.get(key)) is not None and loaded.sp.can_acquire()]
 
     def attempt(final: bool = False) -> bool:
         """Acquires what the member may have; until ``final``, nothing while less than MinBytes is there."""
         if request.min_bytes > 1 and not final and not enough():
             return False
         budget = request.max_records
-        room = request.max_bytes
+        partitions = acquirable()
+        caps = byte_shares(request.max_bytes, len(partitions))
+        min_one_batch = True   # (the first partition whose log has bytes reads a batch whole, as Kafka's reads)
         got = False
-        for topic_id, partition in order:
-            loaded = shares.loaded.get((topic_id, partition))
-            if loaded is None:   # refused, or its state still loading (it may land while the fetch waits)
-                continue
-            if budget <= 0 or room <= 0:
+        for ((topic_id, partition), loaded), cap in zip(partitions, caps):
+            if budget <= 0:
                 break
-            data, ranges = manager.acquire(shares.group, shares.names[topic_id], partition, loaded, shares.member,
-                                           budget, room, mode, read_committed, request.batch_size)
+            data, ranges, read = manager.acquire(shares.group, shares.names[topic_id], partition, loaded,
+                                                 shares.member, budget, cap, mode, read_committed,
+                                                 request.batch_size, min_one_batch)
+            min_one_batch = min_one_batch and not read
             if ranges:
                 e = shares.entry(topic_id, partition)
                 e["records"] = data
                 e["acquired_records"] = [{"first_offset": f, "last_offset": la, "delivery_count": c}
                                          for f, la, c in ranges]
                 budget -= sum(la - f + 1 for f, la, _ in ranges)
-                room -= len(data)
                 got = True
         return got
 
     def enough() -> bool:   # (Kafka's share of max_bytes per partition, and its count of what is there)
-        cap = request.max_bytes // max(len(order), 1)
+        partitions = acquirable()
         found = 0
-        for topic_id, partition in order:
-            loaded = shares.loaded.get((topic_id, partition))
-            if loaded is not None:
-                found += manager.available_bytes(shares.names[topic_id], partition, loaded, cap, read_committed)
-                if found >= request.min_bytes:
-                    return True
+        for ((topic_id, partition), loaded), cap in zip(partitions, byte_shares(request.max_bytes, len(partitions))):
+            found += manager.available_bytes(shares.names[topic_id], partition, loaded, cap, read_committed)
+            if found >= request.min_bytes:
+                return True
         return False
 
     watched = [(shares.names[t], p) for t, p in order if (t, p) in shares.loaded or (t, p) in shares.pending]
@@ -134,3 +139,15 @@ async def _acquire(ctx, request, shares: SharePartitions, session) -> None:
         purgatory = ctx.broker.replica_manager.fetch_purgatory
         if not purgatory.try_complete_else_watch(op, watched):
             await op.future
+
+
+def byte_shares(max_bytes: int, partitions: int) -> list[int]:
+    """A ShareFetch's MaxBytes shared evenly among the partitions it may acquire from (Kafka's uniform
+    strategy), what does not divide going to the first (Kafka gives it to one at random); with fewer bytes
+    than partitions, one byte each to the first ones."""
+    if partitions <= 0:
+        return []
+    if max_bytes < partitions:
+        return [1 if i < max_bytes else 0 for i in range(partitions)]
+    share = max_bytes // partitions
+    return [share + max_bytes - share * partitions] + [share] * (partitions - 1)

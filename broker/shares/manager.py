@@ -176,13 +176,14 @@ class SharePartitionManager:
 
     # ------------------------------------------------------------------ acquiring
     def acquire(self, group: str, topic: str, partition: int, loaded: Loaded, member: str, max_records: int,
-                max_bytes: int, mode: int, read_committed: bool, batch_size: int = 0
-                ) -> tuple[FileRegion | None, list]:
-        """The log region of the batches holding the acquired records (sent from the file, as Fetch's) and
-        their ranges."""
-        readable = self._readable(topic, partition, loaded, max_bytes, read_committed)
+                max_bytes: int, mode: int, read_committed: bool, batch_size: int = 0, min_one_batch: bool = True
+                ) -> tuple[FileRegion | None, list, bool]:
+        """(the log region of the batches holding the acquired records (sent from the file, as Fetch's), their
+        ranges, whether the log had bytes to read): the log is read up to ``max_bytes``, or its first batch
+        whole with ``min_one_batch``."""
+        readable = self._readable(topic, partition, loaded, max_bytes, read_committed, min_one_batch)
         if readable is None:
-            return None, []
+            return None, [], False
         plog, offset, bound, found = readable
         region = FileRegion(found.segment, found.position, found.length)
         aborted = plog.aborted_transactions(offset, bound) if read_committed else []
@@ -195,10 +196,10 @@ class SharePartitionManager:
         lock_ms = self.lock_ms(group)
         lock, ranges = loaded.sp.acquire(member, batches(), max_records, self.now_ms(), lock_ms, mode, batch_size)
         if not ranges:
-            return None, []
+            return None, [], found.length > 0
         self._arm_lock((group, topic, partition), loaded, lock, lock_ms)
         start, end = acquired_slice(read, ranges[0][0], ranges[-1][1])
-        return FileRegion(found.segment, found.position + start, end - start), ranges
+        return FileRegion(found.segment, found.position + start, end - start), ranges, True
 
     def available_bytes(self, topic: str, partition: int, loaded: Loaded, cap: int, read_committed: bool) -> int:
         """About how many bytes a fetch could acquire now, at most ``cap``: the log's bytes from the first
@@ -210,7 +211,8 @@ class SharePartitionManager:
         plog, _, _, found = readable
         return cap if found.segment is not plog.segments[-1] else min(found.length, cap)
 
-    def _readable(self, topic: str, partition: int, loaded: Loaded, max_bytes: int, read_committed: bool):
+    def _readable(self, topic: str, partition: int, loaded: Loaded, max_bytes: int, read_committed: bool,
+                  min_one_batch: bool = True):
         """(log, first acquirable offset, the bound, the log's slice from there) of a share partition this
         broker still leads at the epoch it was loaded at, or None where nothing can be acquired."""
         leader = self.broker.replica_manager.get(topic, partition)
@@ -222,7 +224,7 @@ class SharePartitionManager:
         offset = sp.fetch_offset(bound)
         if offset is None:
             return None
-        found = plog.read(offset, max(max_bytes, 1), bound, True)
+        found = plog.read(offset, max(max_bytes, 1), bound, min_one_batch)
         return None if found is None else (plog, offset, bound, found)
 
     def _arm_lock(self, key: Key, loaded: Loaded, lock: int, delay_ms: int) -> None:

@@ -90,6 +90,12 @@ class SharePartition:
             return None
         return offset
 
+    def can_acquire(self) -> bool:
+        """Whether a fetch may acquire here at all (Kafka's ``canAcquireRecords``): an available record within
+        the records in flight, or fewer than ``max_in_flight`` of them; a partition that cannot takes no share
+        of a fetch's bytes."""
+        return self.next_fetch_offset() < self.end or self.end - self.start < self.max_in_flight
+
     def move_start(self, log_start: int) -> None:
         """Records removed from the log (retention, DeleteRecords) leave the share partition too."""
         if log_start > self.start:

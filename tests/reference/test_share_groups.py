@@ -549,3 +549,51 @@ async def test_a_share_sessions_first_answer_names_its_partitions_with_or_withou
             await theirs.close()
     seen = await same(targets, scenario)
     assert seen["the other's first fetch"] == (0, [(0, 0, 0)]) and seen["its next"] == (0, [])
+
+
+async def test_a_share_fetchs_bytes_are_shared_evenly_among_its_partitions(targets, topic):
+    """A ShareFetch's MaxBytes is shared evenly among the partitions it may acquire from (Kafka's uniform
+    strategy), the first partition in the session's rotation (by the request's epoch) reading a batch whole,
+    and only the batches that hold acquired records go out: three partitions of four 400 KB batches read
+    with MaxBytes 2,000,000 give one batch of each partition a fetch, where a first partition that took all
+    the bytes would give four of one. The partitions' share states are loaded first (a second member keeps
+    a session open, and a fetch is repeated until its first answer names all three), as Kafka leaves a
+    loading partition out of an answer."""
+    from kbroker.protocol.records import build_batch
+
+    async def scenario(target):
+        await create(target, topic, 3)
+        tid = await topic_id_of(target, topic)
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        assert await set_group_config_async(target, group) == 0
+        await assigned_member(target, group, member, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        other, holder = uuid.uuid4().hex, await KafkaConnection.open("127.0.0.1", target.port, client_id="other")
+        await assigned_member(target, group, other, topic)
+        await holder.request(FETCH, 1, share_fetch(group, other, 0, tid, [0, 1, 2]))
+
+        async def all_loaded():
+            answer = await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0, 1, 2]))
+            await conn.request(FETCH, 1, share_fetch(group, member, -1))
+            return answer
+        first = await settled(all_loaded, lambda a: len(acquired(a)) == 3)
+        assert len(acquired(first)) == 3
+        for partition in range(3):
+            for _ in range(4):
+                answer = await produce(target, topic, build_batch([(None, b"v" * 1000, [])] * 400), partition)
+                assert answer.error_code == 0, answer
+        seen = []
+        try:
+            for epoch in range(5):
+                request = share_fetch(group, member, epoch, tid, [0, 1, 2] if epoch == 0 else [], max_wait=1500,
+                                      max_records=10000)
+                request["max_bytes"] = 2_000_000
+                answer = await conn.request(FETCH, 1, request)
+                seen.append((sorted(acquired(answer)), sorted(batches_sent(answer))))
+        finally:
+            await conn.close()
+            await holder.close()
+        return seen
+    seen = await same(targets, scenario)
+    assert [a for a, _ in seen[:4]] == [[(p, [(400 * i, 400 * i + 399, 1)]) for p in range(3)] for i in range(4)]

@@ -85,6 +85,7 @@ class SharePartitionManager:
         self.sessions = ShareSessions()
         self.partitions: dict[Key, Loaded] = {}
         self._loading: dict[Key, asyncio.Future] = {}
+        self._opened_on: dict = {}   # connection -> {(group, member): the latest session it opened}
         self._background: set[asyncio.Task] = set()
 
     def _spawn(self, coro) -> asyncio.Task:
@@ -255,15 +256,27 @@ class SharePartitionManager:
         if session is not None and epoch == 0:
             conn = ctx.connection
             session.connection = conn
-            if conn.on_close is None:
-                conn.on_close = []
-            conn.on_close.append(lambda: self._connection_closed(session))
+            opened = self._opened_on.get(conn)
+            if opened is None:   # (one callback a connection, however many sessions it opens)
+                opened = self._opened_on[conn] = {}
+                if conn.on_close is None:
+                    conn.on_close = []
+                conn.on_close.append(lambda: self._connection_closed(conn))
+            opened[(group, member)] = session
         return error, session
 
-    def _connection_closed(self, session: ShareSession) -> None:
-        if self.sessions.sessions.get((session.group, session.member)) is session:
-            self.sessions.close(session)
-            self._spawn(self.release_session(session))
+    def _connection_closed(self, conn) -> None:
+        """The sessions the connection opened close with it; a group left with no session here is evicted."""
+        for session in self._opened_on.pop(conn, {}).values():
+            if self.sessions.sessions.get((session.group, session.member)) is session:
+                self.sessions.close(session)
+                self._spawn(self._release_then_evict(session))
+            else:   # (closed by its final epoch already, or replaced by a session another connection opened)
+                self._evict_if_idle(session.group)
+
+    async def _release_then_evict(self, session: ShareSession) -> None:
+        await self.release_session(session)
+        self._evict_if_idle(session.group)
 
     def close_session(self, session: ShareSession) -> None:
         self.sessions.close(session)
@@ -274,8 +287,10 @@ class SharePartitionManager:
             del self.partitions[key]
 
     def _evict_if_idle(self, group: str) -> None:
-        """No member of ``group`` has a session here any more: forget its share partitions, so that the next
-        fetch sees what the coordinator holds then (an admin's reset of the start offsets)."""
+        """A connection that carried a session of ``group`` closed and no member of it has a session here any
+        more: forget its share partitions, so that the next fetch sees what the coordinator holds then (an
+        admin's reset of the start offsets). A session closed by its final epoch keeps them while its
+        connection stays open, as Kafka's cache keeps them until a disconnect leaves the group empty."""
         if not any(g == group for g, _ in self.sessions.sessions):
             self._forget_group(group)
 
@@ -286,7 +301,6 @@ class SharePartitionManager:
             loaded = self.partitions.get((session.group, topic, partition)) if topic else None
             if loaded is not None and loaded.sp.release_member(session.member):
                 await self._persist_and_wake((session.group, topic, partition), loaded)
-        self._evict_if_idle(session.group)
 
     async def _persist_and_wake(self, key: Key, loaded: Loaded) -> ErrorCode:
         group, topic, partition = key

@@ -55,6 +55,15 @@ async def share_group_with_member(target, topic: str) -> tuple[str, str]:
     return group, member
 
 
+async def three_records_and_a_connection(target, topic: str, client_id: str = "member"):
+    """``share_group_with_member``, three records written, the topic's id and a connection to fetch on:
+    (group, member, topic id, connection)."""
+    group, member = await share_group_with_member(target, topic)
+    fill(target, topic, 1, per_partition=3)
+    tid = await topic_id_of(target, topic)
+    return group, member, tid, await KafkaConnection.open("127.0.0.1", target.port, client_id=client_id)
+
+
 async def topic_id_of(target, topic: str) -> bytes:
     answer = await call(target, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
                                          "include_topic_authorized_operations": False})
@@ -281,10 +290,7 @@ async def test_find_coordinator_of_a_share_partition(targets, topic):
 async def test_a_share_fetch_from_a_member_outside_the_group(targets, topic):
     """A member id the share group does not know fetches and acknowledges: what Kafka answers it."""
     async def scenario(target):
-        group, member = await share_group_with_member(target, topic)
-        fill(target, topic, 1, per_partition=3)
-        tid = await topic_id_of(target, topic)
-        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="stranger")
+        group, member, tid, conn = await three_records_and_a_connection(target, topic, "stranger")
         try:
             fetched = await conn.request(FETCH, 1, share_fetch(group, "stranger", 0, tid, [0], max_wait=1000))
             parts = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
@@ -352,10 +358,7 @@ async def test_a_share_fetch_waits_for_min_bytes_then_acquires_what_there_is(tar
     """MinBytes (Kafka's DelayedShareFetch.isMinBytesSatisfied): with less than that to acquire the fetch waits
     out MaxWaitMs and then acquires what there is; with enough it answers at once."""
     async def scenario(target):
-        group, member = await share_group_with_member(target, topic)
-        fill(target, topic, 1, per_partition=3)
-        tid = await topic_id_of(target, topic)
-        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        group, member, tid, conn = await three_records_and_a_connection(target, topic)
         seen = {}
         try:
             began = time.monotonic()
@@ -601,10 +604,7 @@ async def test_a_closed_sessions_partitions_stay_loaded_while_its_connection_is_
     session on the broker (kbroker forgot them at the close, and the reopening fetch, its partition loading
     again, named nothing)."""
     async def scenario(target):
-        group, member = await share_group_with_member(target, topic)
-        fill(target, topic, 1, per_partition=3)
-        tid = await topic_id_of(target, topic)
-        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        group, member, tid, conn = await three_records_and_a_connection(target, topic)
         try:
             first = await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=2000))
             closed = await conn.request(FETCH, 1, share_fetch(group, member, -1))

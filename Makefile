@@ -9,7 +9,7 @@ PYTEST := $(BIN)/python -m pytest
 
 # `make cluster`: ZooKeeper and three brokers on 127.0.0.1:9092-9094 (data in ./data), Ctrl-C stops them.
 # `make kafka`: Apache Kafka itself (one KRaft node, jars from Maven Central) on a free port, Ctrl-C stops it.
-.PHONY: cluster run test test-slow test-compat test-reference test-java kafka java bench apt install clean
+.PHONY: cluster run test test-slow test-compat test-reference test-java kafka java node bench apt install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,14 +36,14 @@ cluster: $(STAMP) apt
 # (pytest-xdist) halve its wall time. Each file stays on one worker, its module fixtures (a cluster, a
 # broker) with it.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) apt java
+test: $(STAMP) apt java node
 	$(PYTEST) -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not reference"
 
-test-slow: $(STAMP) apt java
+test-slow: $(STAMP) apt java node
 	$(PYTEST) -q -m "slow and not reference"
 
 # The same scenarios against Apache Kafka and kbroker (tests/reference; Kafka's jars fetched by Maven).
-test-reference: $(STAMP) apt java
+test-reference: $(STAMP) apt java node
 	$(PYTEST) -q -m reference tests/reference
 
 # Kafka's own Java client (kafka-clients 4.2, from Maven Central) against kbroker processes (tests/java).
@@ -56,6 +56,10 @@ kafka: $(STAMP) java
 # Java 17 and Maven, for Apache Kafka beside kbroker: Debian's, unless the machine has its own.
 java:
 	@command -v java >/dev/null && command -v mvn >/dev/null || $(MAKE) apt APT_PACKAGES="openjdk-17-jdk-headless maven"
+
+# Node.js, for kafkajs (tests/kafkajs.py): Debian's, unless the machine has its own.
+node:
+	@command -v node >/dev/null || $(MAKE) apt APT_PACKAGES="nodejs"
 
 test-compat: $(STAMP) apt java
 	$(BIN)/python -m tests.compat.kafka_python_suite

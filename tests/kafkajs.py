@@ -1,0 +1,44 @@
+"""kafkajs, the Node.js client, from the npm registry (no build step: plain JavaScript), run by ``node`` on
+``tests/kafkajs_scenario.js`` against a broker."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import urllib.request
+
+from tests.brokerproc import ROOT
+
+VERSION = "2.2.4"
+PACKAGE_URL = f"https://registry.npmjs.org/kafkajs/-/kafkajs-{VERSION}.tgz"
+CACHE = os.path.join(ROOT, ".cache", f"kafkajs-{VERSION}")
+SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafkajs_scenario.js")
+
+
+def package() -> str:
+    """kafkajs's package folder, fetched on first use (a lock keeps two test workers from fetching at once)."""
+    folder = os.path.join(CACHE, "package")
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(folder, "index.js")):
+            request = urllib.request.Request(PACKAGE_URL, headers={"User-Agent": "kbroker-tests"})
+            archive = os.path.join(CACHE, "kafkajs.tgz")
+            with urllib.request.urlopen(request, timeout=120) as answer, open(archive, "wb") as f:
+                f.write(answer.read())
+            shutil.rmtree(folder, ignore_errors=True)
+            with tarfile.open(archive) as tgz:
+                tgz.extractall(CACHE, filter="data")
+    return folder
+
+
+def run_scenario(bootstrap: str, timeout: float = 120) -> dict:
+    """What the scenario saw, as its JSON; AssertionError with its output if it failed."""
+    done = subprocess.run(["node", SCENARIO, bootstrap], env=dict(os.environ, KAFKAJS=package()),
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,5 +1,5 @@
 """kafkajs, the Node.js client, from the npm registry (no build step: plain JavaScript), run by ``node`` on
-``tests/kafkajs_scenario.js`` against a broker."""
+``tests/kafkajs_scenario.js`` against a broker, or on ``tests/kafkajs_failover.js`` against a cluster."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ VERSION = "2.2.4"
 PACKAGE_URL = f"https://registry.npmjs.org/kafkajs/-/kafkajs-{VERSION}.tgz"
 CACHE = os.path.join(ROOT, ".cache", f"kafkajs-{VERSION}")
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafkajs_scenario.js")
+FAILOVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafkajs_failover.js")
 
 
 def package() -> str:
@@ -42,3 +43,23 @@ def run_scenario(bootstrap: str, timeout: float = 120) -> dict:
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_failover(bootstrap: str, topic: str, kill, timeout: float = 240) -> dict:
+    """``kafkajs_failover.js``, calling ``kill()`` when it says it is killing (its producer keeps sending
+    meanwhile): what it saw, as its JSON."""
+    with subprocess.Popen(["node", FAILOVER, bootstrap, topic], env=dict(os.environ, KAFKAJS=package()),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as node:
+        try:
+            lines = []
+            for line in node.stdout:
+                lines.append(line.strip())
+                if line.strip() == "killing":
+                    kill()
+            node.wait(timeout)
+        finally:
+            node.kill()
+        errors = node.stderr.read()
+    assert node.returncode == 0, "\n".join(lines)[-3000:] + errors[-6000:]
+    assert not errors, errors[-6000:]
+    return json.loads(lines[-1])

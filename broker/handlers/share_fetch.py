@@ -10,9 +10,12 @@ past the fetch's wait.
 Records go out as the log holds them (whole batches), from the batch that holds the first acquired record to
 the one that holds the last (not the batches read past them); the acquired ranges say which of their records
 are the member's. A final fetch (epoch -1) acquires nothing: it acknowledges, releases what the member still holds
-and closes the session."""
+and closes the session. A new session past the broker's ``group.share.max.share.sessions`` is refused
+SHARE_SESSION_LIMIT_REACHED once the fetch's MaxWaitMs has passed, as Kafka answers it."""
 
 from __future__ import annotations
+
+import asyncio
 
 from kbroker.broker.handlers.share_common import SharePartitions, answer, named_partitions, request_refusal
 from kbroker.broker.partitions.purgatory import DelayedOperation
@@ -50,6 +53,8 @@ async def handle(ctx, request):
     if epoch == 0 and any(batches for _, _, batches in named):   # (nothing can be held before a session)
         return answer(ErrorCode.INVALID_REQUEST, "Acknowledge data present in initial fetch request.")
     error, session = manager.begin_session(ctx, group, member, epoch)
+    if error == ErrorCode.SHARE_SESSION_LIMIT_REACHED:   # (after the fetch's wait, as Kafka: not a busy loop)
+        await asyncio.sleep(max(request.max_wait_ms, 0) / 1000)
     if error:
         return answer(error)
     if epoch != FINAL_EPOCH:

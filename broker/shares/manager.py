@@ -82,7 +82,7 @@ class SharePartitionManager:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.persister = SharePersister(broker)
-        self.sessions = ShareSessions()
+        self.sessions = ShareSessions(broker.config["group.share.max.share.sessions"])
         self.partitions: dict[Key, Loaded] = {}
         self._loading: dict[Key, asyncio.Future] = {}
         self._opened_on: dict = {}   # connection -> {(group, member): the latest session it opened}

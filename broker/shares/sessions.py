@@ -4,7 +4,9 @@ A member opens its session with epoch 0 (the request names every partition), con
 1, 2, ... (each request adds partitions or forgets them) and closes it with -1; the end of the connection that
 opened it closes it too, as in Kafka 4.1+ (what the member held goes back to the others at once). A request whose epoch is not
 the one expected is INVALID_SHARE_SESSION_EPOCH; a continuing request without a session is
-SHARE_SESSION_NOT_FOUND. ShareAcknowledge continues or closes a session but never opens one.
+SHARE_SESSION_NOT_FOUND. ShareAcknowledge continues or closes a session but never opens one. A broker holds at
+most ``group.share.max.share.sessions``: a new one past them is SHARE_SESSION_LIMIT_REACHED (a member opening
+its session again replaces its own).
 
 Invariant: a session's expected epoch grows by one per accepted request (after 2^31-1 it comes back to 1).
 """
@@ -29,8 +31,9 @@ class ShareSession:
 
 
 class ShareSessions:
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 2000) -> None:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.limit = limit
 
     def begin(self, group: str, member: str, epoch: int, acknowledge_only: bool = False
               ) -> tuple[ErrorCode, ShareSession | None]:
@@ -39,6 +42,9 @@ class ShareSessions:
         if epoch == 0:
             if acknowledge_only:
                 return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None
+            self.sessions.pop(key, None)
+            if len(self.sessions) >= self.limit:
+                return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None
             session = self.sessions[key] = ShareSession(group, member)
             return ErrorCode.NONE, session
         session = self.sessions.get(key)

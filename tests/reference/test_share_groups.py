@@ -3,6 +3,7 @@ of records a member does not hold, share group offsets, and the edges of ShareFe
 ShareFetch's answer is shaped: test_share_fetches.py)."""
 
 import re
+import time
 import uuid
 
 import pytest
@@ -446,3 +447,37 @@ async def test_share_acknowledge_edges(targets, topic, case):
         finally:
             await conn.close()
     await same(targets, scenario)
+
+
+async def test_a_broker_holds_at_most_its_share_session_limit(targets, topic):
+    """Past ``group.share.max.share.sessions`` (2,000 by default) a new share session is refused with
+    SHARE_SESSION_LIMIT_REACHED, answered once the fetch's wait has passed; the sessions end with their
+    connection, and a new one opens again."""
+    async def scenario(target):
+        group, _ = await share_group_with_member(target, topic)
+        tid = await topic_id_of(target, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="many")
+        try:
+            opened, refusal = 0, None
+            while refusal is None and opened <= 2100:
+                request = share_fetch(group, f"member-{opened}", 0, tid, [0], max_records=0)
+                if opened >= 1990:   # (near the limit, each with a wait that a refusal must sit out)
+                    request["max_wait_ms"] = 300
+                began = time.monotonic()
+                answer = await conn.request(FETCH, 1, request)
+                if answer.error_code:
+                    refusal = (answer.error_code, time.monotonic() - began >= 0.25)
+                else:
+                    opened += 1
+        finally:
+            await conn.close()
+        again = await KafkaConnection.open("127.0.0.1", target.port, client_id="again")
+        try:
+            reopened = await settled(lambda: again.request(FETCH, 1, share_fetch(group, "member-0", 0, tid, [0],
+                                                                                  max_records=0)),
+                                     lambda a: a.error_code == 0)
+        finally:
+            await again.close()
+        return {"refusal": refusal, "opened at most 2,000": 1990 <= opened <= 2000, "again": reopened.error_code}
+    seen = await same(targets, scenario)
+    assert seen["refusal"] == (133, True)

@@ -112,6 +112,16 @@ def test_share_session_epochs():
     assert sessions.begin("g", "m", -1)[0] == E.SHARE_SESSION_NOT_FOUND
 
 
+def test_a_new_session_past_the_limit_is_refused_and_a_member_reopening_replaces_its_own():
+    sessions = ShareSessions(limit=2)
+    assert sessions.begin("g", "a", 0)[0] == E.NONE and sessions.begin("g", "b", 0)[0] == E.NONE
+    assert sessions.begin("g", "c", 0) == (E.SHARE_SESSION_LIMIT_REACHED, None)
+    error, session = sessions.begin("g", "a", 0)   # (its own old session makes room)
+    assert error == E.NONE and sessions.sessions[("g", "a")] is session
+    sessions.close(session)
+    assert sessions.begin("g", "c", 0)[0] == E.NONE
+
+
 def test_markers_and_only_the_aborted_transactions_batches_are_hidden(tmp_path):
     """A producer's aborted transaction is hidden from its first offset to its marker; the same producer's
     next, committed transaction is not."""

@@ -254,8 +254,7 @@ class SharePartitionManager:
         """The request's share session (``sessions.begin``); a new one closes with its connection."""
         error, session = self.sessions.begin(group, member, epoch, acknowledge_only)
         if session is not None and epoch == 0:
-            conn = ctx.connection
-            session.connection = conn
+            conn = ctx.connection   # (its end closes the session: _connection_closed)
             opened = self._opened_on.get(conn)
             if opened is None:   # (one callback a connection, however many sessions it opens)
                 opened = self._opened_on[conn] = {}

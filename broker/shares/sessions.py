@@ -27,7 +27,6 @@ class ShareSession:
     member: str
     epoch: int = 1                                   # the epoch the next request must carry
     partitions: dict[tuple[bytes, int], None] = field(default_factory=dict)   # (topic id, partition), in order
-    connection: object = None                        # the connection that opened it: its end closes the session
 
 
 class ShareSessions:

@@ -265,17 +265,19 @@ class SharePartitionManager:
         return error, session
 
     def _connection_closed(self, conn) -> None:
-        """The sessions the connection opened close with it; a group left with no session here is evicted."""
-        for session in self._opened_on.pop(conn, {}).values():
-            if self.sessions.sessions.get((session.group, session.member)) is session:
-                self.sessions.close(session)
-                self._spawn(self._release_then_evict(session))
-            else:   # (closed by its final epoch already, or replaced by a session another connection opened)
-                self._evict_if_idle(session.group)
+        """The sessions the connection opened close with it (those its final epoch or another connection had
+        not closed or replaced already); then each of their groups left with no session here is evicted, once."""
+        opened = list(self._opened_on.pop(conn, {}).values())
+        closing = [s for s in opened if self.sessions.sessions.get((s.group, s.member)) is s]
+        for session in closing:
+            self.sessions.close(session)
+        self._spawn(self._release_then_evict(closing, {s.group for s in opened}))
 
-    async def _release_then_evict(self, session: ShareSession) -> None:
-        await self.release_session(session)
-        self._evict_if_idle(session.group)
+    async def _release_then_evict(self, sessions: list[ShareSession], groups: set[str]) -> None:
+        for session in sessions:
+            await self.release_session(session)
+        for group in groups:
+            self._evict_if_idle(group)
 
     def close_session(self, session: ShareSession) -> None:
         self.sessions.close(session)

@@ -93,8 +93,8 @@ class SharePartition:
     def can_acquire(self) -> bool:
         """Whether a fetch may acquire here at all (Kafka's ``canAcquireRecords``): an available record within
         the records in flight, or fewer than ``max_in_flight`` of them; a partition that cannot takes no share
-        of a fetch's bytes."""
-        return self.next_fetch_offset() < self.end or self.end - self.start < self.max_in_flight
+        of a fetch's bytes. (The count first: under the limit, no look for an available record.)"""
+        return self.end - self.start < self.max_in_flight or self.next_fetch_offset() < self.end
 
     def move_start(self, log_start: int) -> None:
         """Records removed from the log (retention, DeleteRecords) leave the share partition too."""

@@ -1,5 +1,6 @@
 """kafkajs, the Node.js client, from the npm registry (no build step: plain JavaScript), run by ``node`` on
-``tests/kafkajs_scenario.js`` against a broker, or on ``tests/kafkajs_failover.js`` against a cluster."""
+``tests/kafkajs_scenario.js`` or ``tests/kafkajs_security.js`` against a broker, or on
+``tests/kafkajs_failover.js`` against a cluster."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ PACKAGE_URL = f"https://registry.npmjs.org/kafkajs/-/kafkajs-{VERSION}.tgz"
 CACHE = os.path.join(ROOT, ".cache", f"kafkajs-{VERSION}")
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafkajs_scenario.js")
 FAILOVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafkajs_failover.js")
+SECURITY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafkajs_security.js")
 
 
 def package() -> str:
@@ -39,7 +41,17 @@ def package() -> str:
 
 def run_scenario(bootstrap: str, timeout: float = 120) -> dict:
     """What the scenario saw, as its JSON; AssertionError with its output if it failed."""
-    done = subprocess.run(["node", SCENARIO, bootstrap], env=dict(os.environ, KAFKAJS=package()),
+    return run_node(SCENARIO, [bootstrap], timeout)
+
+
+def run_security(bootstrap: str, mechanism: str, user: tuple[str, str], ca: str | None, records: int, gap_ms: int,
+                 timeout: float = 120) -> dict:
+    """``kafkajs_security.js`` over a SASL listener (TLS when ``ca`` is given): what it saw, as its JSON."""
+    return run_node(SECURITY, [bootstrap, mechanism.lower(), *user, ca or "-", str(records), str(gap_ms)], timeout)
+
+
+def run_node(script: str, args: list[str], timeout: float) -> dict:
+    done = subprocess.run(["node", script, *args], env=dict(os.environ, KAFKAJS=package()),
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

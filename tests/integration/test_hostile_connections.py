@@ -1,18 +1,24 @@
 """Hostile and heavy connections against a real broker process, its resident memory measured: frames announced
-and never sent, thousands of idle connections, a pipelined flood beside a probe, and connections opened faster
-than max.connection.creation.rate allows."""
+and never sent, thousands of idle connections, a pipelined flood beside a probe, connections opened faster
+than max.connection.creation.rate allows, and share sessions opened for made-up members up to the broker's
+limit."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import time
 
 import pytest
 
+from kbroker.client.connection import KafkaConnection
 from tests import hostile
 from tests.brokerproc import BrokerProcess
+from tests.integration.share_members import topic_id_of
 from tests.integration.test_metrics import metrics_port, scrape
+from tests.integration.test_share_state_loading import SHARE_FETCH, share_fetch
+from tests.integration.workload import make_topic
 
 pytestmark = pytest.mark.timeout(180)
 MB = 1 << 20
@@ -170,3 +176,35 @@ def test_connections_beyond_the_creation_rate_are_closed_and_counted(tmp_path):
         assert broker.stop() == 0
     log = open(broker.log_path, encoding="utf-8").read()
     assert "connection_refused" in log and "max.connection.creation.rate" in log
+
+
+def test_share_sessions_opened_for_made_up_members_end_with_their_connection(tmp_path, topic_name):
+    """One connection opens share sessions for member ids it makes up until the broker's
+    group.share.max.share.sessions refuses one (SHARE_SESSION_LIMIT_REACHED); when it closes, every one of
+    them ends, not only its latest, so the broker takes as many new sessions again."""
+    broker = BrokerProcess(str(tmp_path / "data"), {"group.share.max.share.sessions": "5"}).start()
+    try:
+        make_topic(broker.bootstrap, topic_name, 1)
+        tid = topic_id_of(broker.bootstrap, topic_name)
+
+        async def open_sessions(conn, members: list[str]) -> list[int]:
+            return [(await conn.request(SHARE_FETCH, 1, share_fetch("made-up", m, 0, tid, [0], 0))).error_code
+                    for m in members]
+
+        async def scenario():
+            conn = await KafkaConnection.open("127.0.0.1", broker.port)
+            first = await open_sessions(conn, [f"first-{i}" for i in range(6)])
+            await conn.close()
+            again = await KafkaConnection.open("127.0.0.1", broker.port)
+            try:
+                deadline = time.monotonic() + 10
+                while (second := await open_sessions(again, [f"second-{i}" for i in range(5)])) != [0] * 5:
+                    assert time.monotonic() < deadline, second   # (until the broker has seen the close)
+                    await asyncio.sleep(0.05)
+                return first, second + await open_sessions(again, ["second-5"])
+            finally:
+                await again.close()
+        first, second = asyncio.run(scenario())
+        assert first == [0] * 5 + [133] and second == [0] * 5 + [133]
+    finally:
+        assert broker.stop() == 0

@@ -1,17 +1,31 @@
 """Three Kafka KRaft nodes against three kbroker brokers with ZooKeeper: replicated topics' metadata,
-requests sent to a follower, and what a client sees when a leader shuts down."""
+requests sent to a follower, replicas moved and the preferred leader elected with Kafka's operator tools
+(kafka-reassign-partitions under a throttle, kafka-leader-election, kafka-log-dirs, kafka-get-offsets: each
+checked by what it prints on both), and what a client sees when a leader shuts down."""
+
+import json
+import re
+import time
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kbroker.protocol.records import build_batch
 from tests.cluster import Cluster
 from tests.reference.apache_kafka import KafkaCluster
 from tests.reference.differential import Target, call, same, settled
+from tests.reference.test_kafka_tools import ok, tool
 from tests.reference.test_produce_fetch import fetch, list_offset
 
 pytestmark = pytest.mark.reference
 
 METADATA, CREATE_TOPICS, PRODUCE = 3, 19, 0
+TOPICS = "org.apache.kafka.tools.TopicCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+ELECT = "org.apache.kafka.tools.LeaderElectionCommand"
+CONFIGS = "kafka.admin.ConfigCommand"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +115,102 @@ async def test_a_follower_refuses_produce_and_serves_a_consumer_fetch(clusters, 
                 "list offsets": (await list_offset(follower, topic, -1))[0]}
     one_batch = len(build_batch([(b"k", b"on the leader", [])]))
     assert await same(targets_of(clusters), scenario) == {"produce": 6, "fetch": (0, -1, one_batch), "list offsets": 6}
+
+
+def described(server: str, topic: str) -> tuple:
+    """kafka-topics --describe's partition line: leader, replicas, ISR (as a set: its order is the order the
+    replicas joined)."""
+    line = next(x for x in ok(tool(TOPICS, "--bootstrap-server", server, "--describe", "--topic", topic)).splitlines()
+                if "Partition: 0" in x)
+    field = dict(re.findall(r"(\w+): (\S+)", line))
+    return int(field["Leader"]), field["Replicas"], sorted(field["Isr"].split(","))
+
+
+def broker_throttles(server: str) -> dict[str, list[str]]:
+    """Each broker's replication throttle rates, as kafka-configs describes the brokers' dynamic configs."""
+    out = ok(tool(CONFIGS, "--bootstrap-server", server, "--describe", "--entity-type", "brokers"))
+    return {head: sorted(set(re.findall(r"\w+\.replication\.throttled\.rate=\d+", body)))
+            for head, body in re.findall(r"(Dynamic configs for broker \d+|Default configs for brokers)[^\n]*\n"
+                                         r"((?:[ \t]+.*\n?)*)", out)}
+
+
+def log_dirs(server: str, topic: str) -> dict[int, list]:
+    """kafka-log-dirs --describe: each broker's replicas of the topic, with their size and lag."""
+    out = ok(tool(LOG_DIRS, "--bootstrap-server", server, "--describe", "--topic-list", topic))
+    found = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    return {b["broker"]: [(p["partition"].replace(topic, "<topic>"), p["size"], p["offsetLag"], p["isFuture"])
+                          for d in b["logDirs"] for p in d["partitions"]] for b in found["brokers"]}
+
+
+def until(what, ask, ready, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not ready(answer := ask()):
+        assert time.monotonic() < deadline, f"{what}: {answer}"
+        time.sleep(0.2)
+    return answer
+
+
+def plain(text: str, topic: str) -> list[str]:
+    """A tool's lines without the topic's name, the log directories' paths and blank lines."""
+    text = text.replace(topic, "<topic>")
+    text = re.sub(r'"log_dirs":\["[^]]*\]', '"log_dirs":[..]', text)
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def test_replicas_move_under_a_throttle_and_the_preferred_leader_is_elected(clusters, topic, tmp_path):
+    """A partition on brokers 1 and 2 (1 leading) is moved to 3 and 1 with ``--throttle``: the tool's execute
+    and verify print the same on both, the throttles set and then cleared as Kafka does; once done the leader
+    is still 1 (it stayed in the replica set), kafka-log-dirs shows the two replicas and kafka-get-offsets
+    their end, and a preferred election makes 3 the leader, a second one finding nothing to do; every record
+    written before is read from the new leader."""
+    seen = {}
+    for name in ("kafka", "kbroker"):
+        server = clusters[name].bootstrap
+        lines = seen[name] = {}
+        ok(tool(TOPICS, "--bootstrap-server", server, "--create", "--topic", topic, "--replica-assignment", "1:2"))
+        until("the topic's replicas in sync", lambda: described(server, topic), lambda d: d == (1, "1,2", ["1", "2"]))
+        producer = Producer({"bootstrap.servers": server, "acks": "all", "enable.idempotence": True})
+        for i in range(200):
+            producer.produce(topic, b"r%d" % i, partition=0)
+        assert producer.flush(30) == 0
+
+        plan = tmp_path / f"{name}.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0,
+                                                                   "replicas": [3, 1]}]}))
+        lines["execute"] = plain(ok(tool(REASSIGN, "--bootstrap-server", server, "--reassignment-json-file",
+                                         str(plan), "--execute", "--throttle", "50000000")), topic)
+        throttled = ok(tool(CONFIGS, "--bootstrap-server", server, "--describe", "--entity-type", "topics",
+                            "--entity-name", topic))
+        lines["throttled replicas"] = sorted(set(re.findall(r"(\w+\.replication\.throttled\.replicas)=([0-9:,]+)",
+                                                            throttled)))
+        lines["throttled rates"] = broker_throttles(server)
+        verified = until("the reassignment completed", lambda: ok(tool(
+            REASSIGN, "--bootstrap-server", server, "--reassignment-json-file", str(plan), "--verify")),
+            lambda out: "is completed" in out)
+        lines["verify"] = plain(verified, topic)
+        lines["after the move"] = until("the old replica gone", lambda: described(server, topic),
+                                        lambda d: d[1] == "3,1" and len(d[2]) == 2)
+        left = ok(tool(CONFIGS, "--bootstrap-server", server, "--describe", "--entity-type", "topics",
+                       "--entity-name", topic))
+        lines["throttles left"] = re.findall(r"\w+\.replication\.throttled\.\w+=\S+", left), broker_throttles(server)
+        lines["log dirs"] = log_dirs(server, topic)
+        lines["offsets"] = plain(ok(tool(OFFSETS, "--bootstrap-server", server, "--topic", topic)), topic)
+        elect = ("--bootstrap-server", server, "--election-type", "preferred", "--topic", topic, "--partition", "0")
+        lines["elected"] = plain(ok(tool(ELECT, *elect)), topic)
+        lines["after the election"] = until("3 leading", lambda: described(server, topic), lambda d: d[0] == 3)
+        lines["elected again"] = plain(ok(tool(ELECT, *elect)), topic)
+
+        consumer = Consumer({"bootstrap.servers": server, "group.id": f"{topic}-reader", "enable.auto.commit": False})
+        try:
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            values, deadline = [], time.monotonic() + 30
+            while len(values) < 200 and time.monotonic() < deadline:
+                values += [m.value() for m in consumer.consume(200, 0.5) if m.error() is None]
+            lines["read"] = values == [b"r%d" % i for i in range(200)]
+        finally:
+            consumer.close()
+    assert seen["kbroker"] == seen["kafka"]
+    assert seen["kafka"]["after the election"] == (3, "3,1", ["1", "3"]) and seen["kafka"]["read"]
 
 
 async def test_a_leader_shutting_down(clusters, topic):

@@ -4,8 +4,9 @@ processes (utime + stime from /proc) over ``SECONDS``, first with no topic, then
 partitions at replication factor 3; once with followers fetching in incremental sessions (KIP-227, the
 default) and once with a full fetch every round (``kbroker.replica.fetch.sessions=false``), in one run; the
 floor under both (``bench/idle_floor.py``: the same twelve parked round trips a second among three processes doing
-no work); and the same for Apache Kafka (three KRaft nodes, each broker and controller, from Maven Central's
-jars), beside."""
+no work); what the machine charges a thread that only sleeps, per wake (the hour's price of waking, which every
+idle figure carries: microseconds on a quiet hour, milliseconds on others); and the same for Apache Kafka (three
+KRaft nodes, each broker and controller, from Maven Central's jars), beside."""
 
 from __future__ import annotations
 
@@ -76,6 +77,10 @@ def rows() -> list[tuple]:
     rounds = f"{idle_floor.ROUND_TRIPS_PER_S} round trips/s parked {idle_floor.WAIT_MS} ms"
     print(f"  idle floor (three uvloop processes, {rounds}, no work): {floor:.2%} of a core", flush=True)
     out.append(("kbroker cluster", f"(floor) {rounds} among three uvloop processes, no work", f"{floor:.2%} of a core"))
+    wake = idle_floor.wake_cost()
+    print(f"  CPU charged per wake of a thread sleeping {idle_floor.WAIT_MS} ms: {wake:.0f} µs", flush=True)
+    out.append(("kbroker cluster", f"(floor) CPU charged per wake of a thread that only sleeps {idle_floor.WAIT_MS} ms",
+                f"{wake:.0f} µs"))
     empty, busy = measure_kafka()
     print(f"  idle cluster, Apache Kafka: {empty:.2%} of a core without topics, {busy:.2%} with {TOPICS * 3} RF=3 "
           "partitions", flush=True)

@@ -134,12 +134,15 @@ def broker_throttles(server: str) -> dict[str, list[str]]:
                                          r"((?:[ \t]+.*\n?)*)", out)}
 
 
-def log_dirs(server: str, topic: str) -> dict[int, list]:
-    """kafka-log-dirs --describe: each broker's replicas of the topic, with their size and lag."""
+def log_dirs(server: str, topic: str) -> dict:
+    """kafka-log-dirs --describe: each broker's replicas of the topic with their lag, and whether the replicas'
+    sizes are one and the same (the size itself follows how the producer batched the records)."""
     out = ok(tool(LOG_DIRS, "--bootstrap-server", server, "--describe", "--topic-list", topic))
     found = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
-    return {b["broker"]: [(p["partition"].replace(topic, "<topic>"), p["size"], p["offsetLag"], p["isFuture"])
-                          for d in b["logDirs"] for p in d["partitions"]] for b in found["brokers"]}
+    replicas = {b["broker"]: [(p["partition"].replace(topic, "<topic>"), p["offsetLag"], p["isFuture"])
+                              for d in b["logDirs"] for p in d["partitions"]] for b in found["brokers"]}
+    sizes = {p["size"] for b in found["brokers"] for d in b["logDirs"] for p in d["partitions"]}
+    return {"replicas": replicas, "one size": len(sizes) == 1 and min(sizes) > 0}
 
 
 def until(what, ask, ready, timeout: float = 60.0):

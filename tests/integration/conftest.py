@@ -5,6 +5,13 @@ import pytest
 
 from tests.brokerproc import BrokerProcess
 from tests.cluster import Cluster
+from tests.tls import Pki, make_pki
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> Pki:
+    """A CA, a broker certificate and a client certificate (tests.tls), one set per test module."""
+    return make_pki(str(tmp_path_factory.mktemp("pki")))
 
 
 @pytest.fixture(scope="session")

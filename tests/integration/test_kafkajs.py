@@ -2,18 +2,10 @@
 idempotent and gzip produce, a classic group of two members, transactions with a group's offsets; and its own
 SASL code (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, over TLS) with re-authentication."""
 
-import pytest
-
 from tests.brokerproc import BrokerProcess
 from tests.integration.test_sasl import (ALICE, MECHANISMS, add_scram_user, confluent_security, sasl_settings,
                                          start_sasl_broker, user_for)
 from tests.kafkajs import run_scenario, run_security
-from tests.tls import Pki, make_pki
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Pki:
-    return make_pki(str(tmp_path_factory.mktemp("pki")))
 
 
 def test_kafkajs_produces_consumes_in_a_group_and_commits_transactions(broker):

@@ -27,7 +27,7 @@ from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.client.sasl import SaslAuthenticationError, SaslCredentials
 from tests.brokerproc import ROOT, BrokerProcess
 from tests.cluster import Cluster, batches, wait_until
-from tests.tls import Pki, make_pki
+from tests.tls import Pki
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -96,11 +96,6 @@ def add_scram_user(bootstrap: str, admin_settings: dict, user: str, password: st
                    for m in mechanisms]
     for future in admin.alter_user_scram_credentials(alterations).values():
         future.result(30)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Pki:
-    return make_pki(str(tmp_path_factory.mktemp("pki")))
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kbroker.broker.cluster.zk_client import KafkaZkClient
 from tests.brokerproc import BrokerProcess
 from tests.cluster import Cluster, batches, wait_until
-from tests.tls import Pki, make_pki
+from tests.tls import Pki
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Pki:
-    return make_pki(str(tmp_path_factory.mktemp("pki")))
 
 
 def tls_broker(tmp_path, pki: Pki, **settings) -> BrokerProcess:

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kbroker.protocol.records import build_batch
-from tests.cluster import Cluster
+from tests.cluster import Cluster, wait_until
 from tests.reference.apache_kafka import KafkaCluster
 from tests.reference.differential import Target, call, same, settled
 from tests.reference.test_kafka_tools import ok, tool
@@ -145,14 +145,6 @@ def log_dirs(server: str, topic: str) -> dict:
     return {"replicas": replicas, "one size": len(sizes) == 1 and min(sizes) > 0}
 
 
-def until(what, ask, ready, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not ready(answer := ask()):
-        assert time.monotonic() < deadline, f"{what}: {answer}"
-        time.sleep(0.2)
-    return answer
-
-
 def plain(text: str, topic: str) -> list[str]:
     """A tool's lines without the topic's name, the log directories' paths and blank lines."""
     text = text.replace(topic, "<topic>")
@@ -171,7 +163,7 @@ def test_replicas_move_under_a_throttle_and_the_preferred_leader_is_elected(clus
         server = clusters[name].bootstrap
         lines = seen[name] = {}
         ok(tool(TOPICS, "--bootstrap-server", server, "--create", "--topic", topic, "--replica-assignment", "1:2"))
-        until("the topic's replicas in sync", lambda: described(server, topic), lambda d: d == (1, "1,2", ["1", "2"]))
+        wait_until(lambda: described(server, topic) == (1, "1,2", ["1", "2"]), 60, 0.2, "the topic's replicas in sync")
         producer = Producer({"bootstrap.servers": server, "acks": "all", "enable.idempotence": True})
         for i in range(200):
             producer.produce(topic, b"r%d" % i, partition=0)
@@ -187,12 +179,12 @@ def test_replicas_move_under_a_throttle_and_the_preferred_leader_is_elected(clus
         lines["throttled replicas"] = sorted(set(re.findall(r"(\w+\.replication\.throttled\.replicas)=([0-9:,]+)",
                                                             throttled)))
         lines["throttled rates"] = broker_throttles(server)
-        verified = until("the reassignment completed", lambda: ok(tool(
-            REASSIGN, "--bootstrap-server", server, "--reassignment-json-file", str(plan), "--verify")),
-            lambda out: "is completed" in out)
+        verified = wait_until(lambda: "is completed" in (out := ok(tool(
+            REASSIGN, "--bootstrap-server", server, "--reassignment-json-file", str(plan), "--verify"))) and out,
+            60, 0.2, "the reassignment completed")
         lines["verify"] = plain(verified, topic)
-        lines["after the move"] = until("the old replica gone", lambda: described(server, topic),
-                                        lambda d: d[1] == "3,1" and len(d[2]) == 2)
+        lines["after the move"] = wait_until(lambda: (d := described(server, topic))[1] == "3,1" and len(d[2]) == 2
+                                             and d, 60, 0.2, "the old replica gone")
         left = ok(tool(CONFIGS, "--bootstrap-server", server, "--describe", "--entity-type", "topics",
                        "--entity-name", topic))
         lines["throttles left"] = re.findall(r"\w+\.replication\.throttled\.\w+=\S+", left), broker_throttles(server)
@@ -200,7 +192,8 @@ def test_replicas_move_under_a_throttle_and_the_preferred_leader_is_elected(clus
         lines["offsets"] = plain(ok(tool(OFFSETS, "--bootstrap-server", server, "--topic", topic)), topic)
         elect = ("--bootstrap-server", server, "--election-type", "preferred", "--topic", topic, "--partition", "0")
         lines["elected"] = plain(ok(tool(ELECT, *elect)), topic)
-        lines["after the election"] = until("3 leading", lambda: described(server, topic), lambda d: d[0] == 3)
+        lines["after the election"] = wait_until(lambda: (d := described(server, topic))[0] == 3 and d, 60, 0.2,
+                                                 "3 leading")
         lines["elected again"] = plain(ok(tool(ELECT, *elect)), topic)
 
         consumer = Consumer({"bootstrap.servers": server, "group.id": f"{topic}-reader", "enable.auto.commit": False})

@@ -85,7 +85,11 @@ class SharePartitionManager:
         self.sessions = ShareSessions(broker.config["group.share.max.share.sessions"])
         self.partitions: dict[Key, Loaded] = {}
         self._loading: dict[Key, asyncio.Future] = {}
-        self._opened_on: dict = {}   # connection -> {(group, member): the latest session it opened}
+        # connection -> {(group, member): a session it opened that is still open}, and -> the groups of every
+        # session it opened (looked at for eviction when it closes): a session's entry leaves at its end, so a
+        # connection opening and closing sessions for ever new member ids holds no more than its open sessions
+        self._opened_on: dict = {}
+        self._groups_on: dict = {}
         self._background: set[asyncio.Task] = set()
 
     def _spawn(self, coro) -> asyncio.Task:
@@ -252,26 +256,37 @@ class SharePartitionManager:
 
     def begin_session(self, ctx, group: str, member: str, epoch: int, acknowledge_only: bool = False):
         """The request's share session (``sessions.begin``); a new one closes with its connection."""
+        replaced = self.sessions.sessions.get((group, member)) if epoch == 0 else None
         error, session = self.sessions.begin(group, member, epoch, acknowledge_only)
+        if replaced is not None and replaced is not session:   # (ended by the member's new epoch 0)
+            self._forget_opener(replaced)
         if session is not None and epoch == 0:
-            conn = ctx.connection   # (its end closes the session: _connection_closed)
+            conn = session.opened_on = ctx.connection   # (its end closes the session: _connection_closed)
             opened = self._opened_on.get(conn)
             if opened is None:   # (one callback a connection, however many sessions it opens)
                 opened = self._opened_on[conn] = {}
+                self._groups_on[conn] = set()
                 if conn.on_close is None:
                     conn.on_close = []
                 conn.on_close.append(lambda: self._connection_closed(conn))
             opened[(group, member)] = session
+            self._groups_on[conn].add(group)
         return error, session
 
+    def _forget_opener(self, session: ShareSession) -> None:
+        """An ended session leaves its connection's open sessions (its group stays among the connection's)."""
+        opened = self._opened_on.get(session.opened_on)
+        if opened is not None and opened.get((session.group, session.member)) is session:
+            del opened[(session.group, session.member)]
+
     def _connection_closed(self, conn) -> None:
-        """The sessions the connection opened close with it (those its final epoch or another connection had
-        not closed or replaced already); then each of their groups left with no session here is evicted, once."""
-        opened = list(self._opened_on.pop(conn, {}).values())
-        closing = [s for s in opened if self.sessions.sessions.get((s.group, s.member)) is s]
+        """The sessions the connection opened and that are still open close with it; then each group it carried
+        a session of and left with no session here is evicted, once."""
+        closing = [s for s in self._opened_on.pop(conn, {}).values()
+                   if self.sessions.sessions.get((s.group, s.member)) is s]   # (any end that bypassed the manager)
         for session in closing:
             self.sessions.close(session)
-        self._spawn(self._release_then_evict(closing, {s.group for s in opened}))
+        self._spawn(self._release_then_evict(closing, self._groups_on.pop(conn, set())))
 
     async def _release_then_evict(self, sessions: list[ShareSession], groups: set[str]) -> None:
         for session in sessions:
@@ -281,6 +296,7 @@ class SharePartitionManager:
 
     def close_session(self, session: ShareSession) -> None:
         self.sessions.close(session)
+        self._forget_opener(session)
 
     def _forget_group(self, group: str) -> None:
         """``group``'s share partitions leave memory: the next fetch loads what the share coordinator holds."""

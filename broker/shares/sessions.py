@@ -27,6 +27,7 @@ class ShareSession:
     member: str
     epoch: int = 1                                   # the epoch the next request must carry
     partitions: dict[tuple[bytes, int], None] = field(default_factory=dict)   # (topic id, partition), in order
+    opened_on: object = field(default=None, repr=False, compare=False)   # the connection whose end closes it
 
 
 class ShareSessions:

@@ -12,9 +12,11 @@ import time
 
 import pytest
 
+from kbroker.broker.embedded import KBroker
 from kbroker.client.connection import KafkaConnection
 from tests import hostile
 from tests.brokerproc import BrokerProcess
+from tests.cluster import wait_until
 from tests.integration.share_members import topic_id_of
 from tests.integration.test_metrics import metrics_port, scrape
 from tests.integration.test_share_state_loading import SHARE_FETCH, share_fetch
@@ -207,3 +209,33 @@ def test_share_sessions_opened_for_made_up_members_end_with_their_connection(tmp
         assert first == [0] * 5 + [133] and second == [0] * 5 + [133]
     finally:
         assert broker.stop() == 0
+
+
+def test_share_sessions_opened_and_closed_for_ever_new_members_leave_nothing_behind(topic_name):
+    """One connection opens a share session for a new member id and closes it by its final epoch, 300 times over:
+    the broker keeps only the sessions still open (one, left open at the end), not an entry for every member
+    the connection ever named; when it closes, that session ends and the group's share partitions leave
+    memory. (In-process broker: its bookkeeping is read on its own loop.)"""
+    with KBroker() as embedded:
+        make_topic(embedded.bootstrap_servers, topic_name, 1)
+        tid = topic_id_of(embedded.bootstrap_servers, topic_name)
+        shares = embedded.broker.shares
+
+        async def bookkeeping():
+            return ([len(opened) for opened in shares._opened_on.values()], len(shares.sessions.sessions),
+                    sorted({key[0] for key in shares.partitions}))
+
+        async def scenario():
+            conn = await KafkaConnection.open("127.0.0.1", embedded.port)
+            codes = set()
+            for i in range(300):
+                opened = await conn.request(SHARE_FETCH, 1, share_fetch("churn", f"member-{i}", 0, tid, [0], 0))
+                closed = await conn.request(SHARE_FETCH, 1, share_fetch("churn", f"member-{i}", -1, tid, [], 0))
+                codes |= {opened.error_code, closed.error_code}
+            await conn.request(SHARE_FETCH, 1, share_fetch("churn", "the-last", 0, tid, [0], 0))
+            while_open = embedded.run_on_loop(bookkeeping())
+            await conn.close()
+            return codes, while_open
+        codes, while_open = asyncio.run(scenario())
+        assert codes == {0} and while_open == ([1], 1, ["churn"])
+        wait_until(lambda: embedded.run_on_loop(bookkeeping()) == ([], 0, []), 10, 0.05, "the connection's end seen")

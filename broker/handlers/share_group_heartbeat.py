@@ -1,6 +1,9 @@
 """ShareGroupHeartbeat (KIP-932): joins, keeps and leaves a member of a share group; the coordinator assigns the
 partitions each member fetches from. UNSUPPORTED_VERSION while ``share.version`` is finalized at 0 (as it is
-while ``group.share.enable`` is false)."""
+while ``group.share.enable`` is false). The answer goes once the share state of every partition the group was
+assigned exists (``shares/group_state.py``)."""
+
+import asyncio
 
 from kbroker.broker.configuration import features
 from kbroker.broker.handlers.common import client_host, coordinator_error, group_shard, when_replicated
@@ -9,7 +12,7 @@ from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.share_group_heartbeat import SHARE_GROUP_HEARTBEAT as API  # noqa: F401
 
 
-def handle(ctx, request):
+async def handle(ctx, request):
     coordinator = ctx.broker.group_coordinator
     if features.level(ctx.broker, "share.version") < 1:   # (0 also while group.share.enable is false)
         return error_response(ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled.")
@@ -20,4 +23,9 @@ def handle(ctx, request):
         group_id=request.group_id, member_id=request.member_id, member_epoch=request.member_epoch,
         rack_id=request.rack_id, subscribed_topic_names=request.subscribed_topic_names,
         client_id=ctx.client_id or "", client_host=client_host(ctx))
-    return when_replicated(ctx, *group_shard(ctx, request.group_id), answer)
+    answer = when_replicated(ctx, *group_shard(ctx, request.group_id), answer)
+    if isinstance(answer, asyncio.Future):
+        answer = await answer
+    if not answer["error_code"] and request.member_epoch != -1:   # (its partitions' state exists before it hears)
+        await ctx.broker.shares.state_initializer.ensure(request.group_id)
+    return answer

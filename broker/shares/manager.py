@@ -1,8 +1,10 @@
 """The share partitions of the partitions this broker leads, and the share sessions of the members fetching.
 
-A share partition is loaded on first use from its state at the share coordinator (initialized there at
-``share.auto.offset.reset`` if it has none), acquired from by ShareFetch, changed by acknowledgements and
-expired locks, and written back to the coordinator before the change is answered. It belongs to the
+A share partition is loaded on first use from its state at the share coordinator, which the group coordinator
+initialized before it assigned the partition (``group_state.py``; none at all is UNKNOWN_SERVER_ERROR, as
+Kafka's; the start offset is picked by ``share.auto.offset.reset`` at the first load). It is acquired from
+by ShareFetch, changed by acknowledgements and expired locks, and written back to the coordinator before the
+change is answered. It belongs to the
 partition's leadership: a leader epoch other than the one it was loaded at makes it load again, so a new
 leader resumes from the last written state (records acquired then are handed out again).
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from kbroker.broker.configuration.group_configs import duration_ms
+from kbroker.broker.shares.group_state import UNINITIALIZED_START, ShareStateInitializer
 from kbroker.broker.shares.partition import SharePartition
 from kbroker.broker.shares.persister import SharePersister
 from kbroker.broker.shares.sessions import ShareSession, ShareSessions
@@ -82,6 +85,7 @@ class SharePartitionManager:
     def __init__(self, broker) -> None:
         self.broker = broker
         self.persister = SharePersister(broker)
+        self.state_initializer = ShareStateInitializer(broker)
         self.sessions = ShareSessions(broker.config["group.share.max.share.sessions"])
         self.partitions: dict[Key, Loaded] = {}
         self._loading: dict[Key, asyncio.Future] = {}
@@ -155,15 +159,18 @@ class SharePartitionManager:
             return error, None
         limits = dict(delivery_limit=self.broker.config["group.share.delivery.count.limit"],
                       max_in_flight=self.broker.config["group.share.partition.max.record.locks"])
-        if state is None:
+        if state is None:   # (never initialized: the group never joined, or was never assigned it)
+            log.debug("share_partition_not_initialized", group=group, topic=topic, partition=partition)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
+        if state.start_offset == UNINITIALIZED_START:   # (initialized by the group coordinator, never loaded)
             plog = leader.log
             reset = self.group_config(group, "share.auto.offset.reset")
             start = plog.log_start_offset if reset == "earliest" else \
                 self._offset_by_duration(plog, reset) if reset.startswith("by_duration:") else plog.high_watermark
-            error = await self.persister.initialize(group, topic_id, partition, 0, start)
+            error = await self.persister.initialize(group, topic_id, partition, state.state_epoch, start)
             if error:
                 return error, None
-            sp = SharePartition(start, state_epoch=0, **limits)
+            sp = SharePartition(start, state_epoch=state.state_epoch, **limits)
         else:
             sp = SharePartition.restore(state.start_offset, state.batches, state_epoch=state.state_epoch, **limits)
         log.info("share_partition_loaded", group=group, topic=topic, partition=partition, start=sp.start,

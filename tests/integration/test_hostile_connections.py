@@ -17,7 +17,7 @@ from kbroker.client.connection import KafkaConnection
 from tests import hostile
 from tests.brokerproc import BrokerProcess
 from tests.cluster import wait_until
-from tests.integration.share_members import topic_id_of
+from tests.integration.share_members import joined_share_member, topic_id_of
 from tests.integration.test_metrics import metrics_port, scrape
 from tests.integration.test_share_state_loading import SHARE_FETCH, share_fetch
 from tests.integration.test_streams_groups import until
@@ -219,6 +219,7 @@ def test_share_sessions_opened_and_closed_for_ever_new_members_leave_nothing_beh
     with KBroker() as embedded:
         make_topic(embedded.bootstrap_servers, topic_name, 1)
         tid = topic_id_of(embedded.bootstrap_servers, topic_name)
+        joined_share_member(embedded.bootstrap_servers, "churn", topic_name)   # (its partition's state made)
         shares = embedded.broker.shares
 
         async def bookkeeping():

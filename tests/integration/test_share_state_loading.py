@@ -16,7 +16,7 @@ from kbroker.coordinators.partitioning import partition_for
 from kbroker.coordinators.share.coordinator import shard_key
 from kbroker.protocol.records import build_batch
 from tests.cluster import Cluster, create, describe, wait_until
-from tests.integration.share_members import set_group_configs
+from tests.integration.share_members import joined_share_member, set_group_configs
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -103,9 +103,9 @@ async def test_a_share_fetch_answers_within_its_wait_while_a_share_partitions_st
             assert time.monotonic() < deadline, "the group's config never reached the partitions' leader"
             await asyncio.sleep(0.05)
 
+        member, epoch = await asyncio.to_thread(joined_share_member, c.bootstrap, group, topic_name), 0
         c.brokers[stopped].pause()
         paused = c.brokers[stopped]
-        member, epoch = uuid.uuid4().hex, 0
 
         async def fetch(partitions, max_wait=1000):
             nonlocal epoch

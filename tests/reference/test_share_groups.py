@@ -302,8 +302,46 @@ async def test_a_share_fetch_from_a_member_outside_the_group(targets, topic):
     await same(targets, scenario)
 
 
+async def test_a_share_fetch_for_a_group_that_never_joined_leaves_no_state(targets, topic):
+    """A ShareFetch naming a group no member joined: its partition is refused UNKNOWN_SERVER_ERROR (the share
+    coordinator holds no state for it, and the partition's leader makes none), and the group has no start offset
+    after it. A member that joins then is assigned the partition, whose state exists from then on with no start
+    offset until a fetch loads it; the member's fetch reads from the group's reset offset."""
+    async def scenario(target):
+        await create(target, topic)
+        fill(target, topic, 1, per_partition=3)
+        tid, group = await topic_id_of(target, topic), f"never-{topic}"
+        await coordinator_found(target, group)
+
+        async def first_fetch(member: str, client_id: str):   # (a first fetch's load can outlast its wait)
+            conn = await KafkaConnection.open("127.0.0.1", target.port, client_id=client_id)
+            try:
+                return await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=500))
+            finally:
+                await conn.close()
+        fetched = await settled(lambda: first_fetch(str(uuid.uuid4()), "stranger"), lambda a: a.responses)
+
+        async def start_offsets():
+            answer = await call(target, 90, 1, {"groups": [{"group_id": group, "topics": [
+                {"topic_name": topic, "partitions": [0]}]}]})
+            return [(p.start_offset, p.lag, p.error_code) for t in answer.groups[0].topics for p in t.partitions]
+        seen = {"fetch": [(p.error_code, len(p.acquired_records)) for t in fetched.responses for p in t.partitions],
+                "offsets after the fetch": await start_offsets()}
+        assert await set_group_config_async(target, group) == 0
+        member = uuid.uuid4().hex
+        await assigned_member(target, group, member, topic)
+        seen["offsets once assigned"] = await start_offsets()
+        acquired = await settled(lambda: first_fetch(member, "member"),
+                                 lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
+        seen["member's fetch"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
+                                  for t in acquired.responses for p in t.partitions]
+        return seen
+    await same(targets, scenario)
+
+
 async def test_alter_and_delete_share_group_offsets(targets, topic):
-    """AlterShareGroupOffsets and DeleteShareGroupOffsets on a group with a member, then once it left."""
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets on a group with a member, then once it left; a member
+    joining after the delete reads from the group's reset offset."""
     async def scenario(target):
         group, member = await share_group_with_member(target, topic)
         alter = lambda name, offset: {"group_id": group, "topics": [   # noqa: E731
@@ -322,6 +360,19 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
                                                                for p in t.partitions] for t in answer.responses])
         answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
         seen["delete"] = (answer.error_code, [t.error_code for t in answer.responses])
+        # A member joining after the delete: the partition's state is made again, and read from the reset offset
+        fill(target, topic, 1, per_partition=2)
+        again, tid = uuid.uuid4().hex, await topic_id_of(target, topic)
+        await assigned_member(target, group, again, topic)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="again")
+        try:
+            fetched = await settled(
+                lambda: conn.request(FETCH, 1, share_fetch(group, again, 0, tid, [0], max_wait=500)),
+                lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
+        finally:
+            await conn.close()
+        seen["fetch after the delete"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
+                                          for t in fetched.responses for p in t.partitions]
         answer = await call(target, 91, 0, {"group_id": f"{group}-none", "topics": []})
         seen["alter an unknown group, no topics"] = answer.error_code
         answer = await call(target, 91, 0, {**alter(topic, 0), "group_id": f"{group}-none"})

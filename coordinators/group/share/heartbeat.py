@@ -201,7 +201,7 @@ class ShareGroupHeartbeat:
             if key.kind == 11:
                 del self.groups[group_id]
             elif key.kind == 15:
-                group.share_partitions = {}
+                group.share_partitions, group.state_ready = {}, set()
             elif key.kind == 10:
                 group.members.pop(key.member, None)
             elif key.kind == 13:
@@ -217,6 +217,8 @@ class ShareGroupHeartbeat:
         elif key.kind == 15:
             group.share_partitions = {bytes(t.topic_id): (t.topic_name, frozenset(t.partitions))
                                       for t in value.initialized_topics}
+            kept = {(t, p) for t, (_, ps) in group.share_partitions.items() for p in ps}
+            group.state_ready &= kept   # (deleted offsets: a partition assigned again is initialized again)
         elif key.kind == 10:
             member.rack_id, member.client_id, member.client_host = value.rack_id, value.client_id, value.client_host
             member.subscribed_topic_names = tuple(value.subscribed_topic_names)

@@ -46,6 +46,10 @@ class ShareGroup:
     # every partition a member was ever assigned (topic id -> (name, partitions)): whose share state the
     # group's deletion deletes
     share_partitions: dict[bytes, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    # those of them whose state the share coordinator is known to hold since the group was loaded here (not a
+    # record: a coordinator that loads the group asks again); a partition's state exists before a member learns
+    # it is assigned, as Kafka initializes it first, and a share-partition leader never makes one up
+    state_ready: set[tuple[bytes, int]] = field(default_factory=set, compare=False, repr=False)
     state_timestamp_ms: int = -1
     offsets: dict = field(default_factory=dict)             # (share groups commit no offsets)
     pending_txn_offsets: dict = field(default_factory=dict)

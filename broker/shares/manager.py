@@ -281,10 +281,18 @@ class SharePartitionManager:
         return error, session
 
     def _forget_opener(self, session: ShareSession) -> None:
-        """An ended session leaves its connection's open sessions (its group stays among the connection's)."""
-        opened = self._opened_on.get(session.opened_on)
-        if opened is not None and opened.get((session.group, session.member)) is session:
-            del opened[(session.group, session.member)]
+        """An ended session leaves its connection's open sessions; its group stays among the connection's while
+        the group has share partitions here (loaded or loading), for the eviction at the connection's close."""
+        conn, group = session.opened_on, session.group
+        opened = self._opened_on.get(conn)
+        if opened is not None and opened.get((group, session.member)) is session:
+            del opened[(group, session.member)]
+            if not any(g == group for g, _ in opened) and not any(k[0] == group for k in self._loaded_keys()):
+                self._groups_on[conn].discard(group)   # (a group that loaded nothing, as one never joined)
+
+    def _loaded_keys(self):
+        yield from self.partitions
+        yield from self._loading
 
     def _connection_closed(self, conn) -> None:
         """The sessions the connection opened and that are still open close with it; then each group it carried

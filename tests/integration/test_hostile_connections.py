@@ -212,10 +212,11 @@ def test_share_sessions_opened_for_made_up_members_end_with_their_connection(tmp
 
 
 def test_share_sessions_opened_and_closed_for_ever_new_members_leave_nothing_behind(topic_name):
-    """One connection opens a share session for a new member id and closes it by its final epoch, 300 times over:
-    the broker keeps only the sessions still open (one, left open at the end), not an entry for every member
-    the connection ever named; when it closes, that session ends and the group's share partitions leave
-    memory. (In-process broker: its bookkeeping is read on its own loop.)"""
+    """One connection opens a share session for a new member id and closes it by its final epoch, 300 times over,
+    then as many for groups no member joined: the broker keeps only the sessions still open (one, left open at
+    the end) and the one group whose share partitions it loaded, not an entry for every member or group the
+    connection ever named; when it closes, that session ends and the group's share partitions leave memory.
+    (In-process broker: its bookkeeping is read on its own loop.)"""
     with KBroker() as embedded:
         make_topic(embedded.bootstrap_servers, topic_name, 1)
         tid = topic_id_of(embedded.bootstrap_servers, topic_name)
@@ -224,7 +225,7 @@ def test_share_sessions_opened_and_closed_for_ever_new_members_leave_nothing_beh
 
         async def bookkeeping():
             return ([len(opened) for opened in shares._opened_on.values()], len(shares.sessions.sessions),
-                    sorted({key[0] for key in shares.partitions}))
+                    sorted({key[0] for key in shares.partitions}), [len(g) for g in shares._groups_on.values()])
 
         async def scenario():
             conn = await KafkaConnection.open("127.0.0.1", embedded.port)
@@ -233,10 +234,15 @@ def test_share_sessions_opened_and_closed_for_ever_new_members_leave_nothing_beh
                 opened = await conn.request(SHARE_FETCH, 1, share_fetch("churn", f"member-{i}", 0, tid, [0], 0))
                 closed = await conn.request(SHARE_FETCH, 1, share_fetch("churn", f"member-{i}", -1, tid, [], 0))
                 codes |= {opened.error_code, closed.error_code}
+            for i in range(300):   # (groups that never joined: nothing loads, and the connection keeps no name)
+                opened = await conn.request(SHARE_FETCH, 1, share_fetch(f"made-up-{i}", "m", 0, tid, [0], 0))
+                closed = await conn.request(SHARE_FETCH, 1, share_fetch(f"made-up-{i}", "m", -1, tid, [], 0))
+                codes |= {opened.error_code, closed.error_code}
             await conn.request(SHARE_FETCH, 1, share_fetch("churn", "the-last", 0, tid, [0], 0))
             while_open = embedded.run_on_loop(bookkeeping())
             await conn.close()
             return codes, while_open
         codes, while_open = asyncio.run(scenario())
-        assert codes == {0} and while_open == ([1], 1, ["churn"])
-        wait_until(lambda: embedded.run_on_loop(bookkeeping()) == ([], 0, []), 10, 0.05, "the connection's end seen")
+        assert codes == {0} and while_open == ([1], 1, ["churn"], [1])
+        wait_until(lambda: embedded.run_on_loop(bookkeeping()) == ([], 0, [], []), 10, 0.05,
+                   "the connection's end seen")

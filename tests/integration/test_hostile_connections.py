@@ -20,8 +20,8 @@ from tests.cluster import wait_until
 from tests.integration.share_members import joined_share_member, topic_id_of
 from tests.integration.test_metrics import metrics_port, scrape
 from tests.integration.test_share_state_loading import SHARE_FETCH, share_fetch
-from tests.integration.test_streams_groups import until
 from tests.integration.workload import make_topic
+from tests.waiting import settled
 
 pytestmark = pytest.mark.timeout(180)
 MB = 1 << 20
@@ -200,7 +200,7 @@ def test_share_sessions_opened_for_made_up_members_end_with_their_connection(tmp
             await conn.close()
             again = await KafkaConnection.open("127.0.0.1", broker.port)
             try:   # (opened again until the broker has seen the close: a member reopening replaces its own)
-                second = await until(lambda: open_sessions(again, [f"second-{i}" for i in range(5)]),
+                second = await settled(lambda: open_sessions(again, [f"second-{i}" for i in range(5)]),
                                      lambda codes: codes == [0] * 5, timeout=10)
                 return first, second + await open_sessions(again, ["second-5"])
             finally:

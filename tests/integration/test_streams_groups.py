@@ -6,7 +6,6 @@ topology's configs."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 
 from kbroker.client.connection import KafkaConnection
@@ -14,22 +13,14 @@ from tests.brokerproc import BrokerProcess
 from tests.integration.test_operations import cli
 from tests.streams_requests import STREAMS_GROUP_DESCRIBE, STREAMS_GROUP_HEARTBEAT, heartbeat, join, subtopology
 from tests.streams_requests import tasks_of, topic_info
+from tests.waiting import settled
 
 FIND_COORDINATOR, CREATE_TOPICS, OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_CONFIGS = 10, 19, 8, 9, 32
 
 
-async def until(ask, done, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        answer = await ask()
-        if done(answer) or time.monotonic() > deadline:
-            return answer
-        await asyncio.sleep(0.05)   # (a broker starting up: its coordinator loads the group's shard)
-
-
 async def open_with_coordinator(port: int, group: str) -> KafkaConnection:
     conn = await KafkaConnection.open("127.0.0.1", port, client_id="streams-test")
-    await until(lambda: conn.request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]}),
+    await settled(lambda: conn.request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]}),
                 lambda a: a.coordinators[0].error_code == 0)
     return conn
 
@@ -57,7 +48,7 @@ async def outlives_kill_9(broker) -> None:
     await create_topic(conn, topic, 3)
     joined = await conn.request(STREAMS_GROUP_HEARTBEAT, 0, join(group, member, topology))
     assert joined.error_code == 0 and [s.status_code for s in joined.status] == [3]   # the changelog is made
-    assigned = await until(lambda: conn.request(STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+    assigned = await settled(lambda: conn.request(STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
         group, member, joined.member_epoch, active={}, standby={}, warmup={})),
         lambda a: a.error_code or a.active_tasks)
     assert tasks_of(assigned.active_tasks) == {"0": [0, 1, 2]} and not assigned.status
@@ -77,7 +68,7 @@ async def outlives_kill_9(broker) -> None:
     broker.start()
     conn = await open_with_coordinator(broker.port, group)
     try:
-        again = await until(lambda: conn.request(STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
+        again = await settled(lambda: conn.request(STREAMS_GROUP_HEARTBEAT, 0, heartbeat(
             group, member, assigned.member_epoch, active={"0": [0, 1, 2]}, standby={}, warmup={})),
             lambda a: a.error_code != 14)     # (COORDINATOR_LOADING while the shard replays)
         assert (again.error_code, again.member_epoch, again.status) == (0, assigned.member_epoch, [])

@@ -90,17 +90,6 @@ async def same(targets: list[Target], scenario, *args):
     return seen[kafka.name]
 
 
-async def settled(ask, ready, timeout: float = 15.0):
-    """``await ask()`` until ``ready(answer)``: for what Kafka's controller finishes after it answers
-    (an auto-created topic, the offsets topic behind a first FindCoordinator)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        answer = await ask()
-        if ready(answer) or asyncio.get_running_loop().time() > deadline:
-            return answer
-        await asyncio.sleep(0.05)
-
-
 def configs(entries) -> dict[str, dict]:
     """A config list (CreateTopics, DescribeConfigs) as name -> its fields, so order does not count."""
     return {c["name"]: plain({k: v for k, v in c.items() if k not in ("name", "synonyms", "documentation")})

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import same, settled
+from tests.reference.differential import same
+from tests.waiting import settled
 from tests.reference.test_authorization import CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS, acl, call_as
 
 pytestmark = pytest.mark.reference

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_configs import CREATE_TOPICS, TOPIC, describe
 from tests.reference.test_produce_fetch import create
 

@@ -5,7 +5,8 @@ import struct
 
 import pytest
 
-from tests.reference.differential import call, documented, plain, raw, request_frame, same, settled
+from tests.reference.differential import call, documented, plain, raw, request_frame, same
+from tests.waiting import settled
 
 pytestmark = pytest.mark.reference
 

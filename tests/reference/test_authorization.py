@@ -6,7 +6,8 @@ import pytest
 from kbroker.client.connection import KafkaConnection
 from kbroker.client.sasl import SaslCredentials
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import Target, plain, same, settled
+from tests.reference.differential import Target, plain, same
+from tests.waiting import settled
 from tests.reference.secured import USERS
 
 pytestmark = pytest.mark.reference

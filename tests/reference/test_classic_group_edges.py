@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from kbroker.client.connection import KafkaConnection
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_groups import coordinator_found, join_request
 
 pytestmark = pytest.mark.reference

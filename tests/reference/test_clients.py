@@ -7,7 +7,8 @@ import time
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import same, settled
+from tests.reference.differential import same
+from tests.waiting import settled
 from tests.reference.test_produce_fetch import create, list_offset, produce
 
 pytestmark = pytest.mark.reference

@@ -3,7 +3,8 @@ and the errors it gives for values Kafka refuses."""
 
 import pytest
 
-from tests.reference.differential import call, configs, same, settled
+from tests.reference.differential import call, configs, same
+from tests.waiting import settled
 from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference

@@ -4,7 +4,8 @@ commit and fetch are checked against, and how the other group APIs show a consum
 import asyncio
 import uuid
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create
 

@@ -13,7 +13,8 @@ import pytest
 
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.client.sasl import SaslAuthenticationError, SaslCredentials, authenticate
-from tests.reference.differential import same, settled
+from tests.reference.differential import same
+from tests.waiting import settled
 from tests.reference.secured import secured_pair
 from tests.reference.test_authorization import call_as as as_user
 from tests.reference.test_sasl_edges import metadata

@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_consumer_groups import beat, first_join
 from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create

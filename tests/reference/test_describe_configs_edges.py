@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import call, documented, same, settled
+from tests.reference.differential import call, documented, same
+from tests.waiting import settled
 from tests.reference.test_configs import KBROKER_ONLY_TOPIC_CONFIGS, TOPIC_CONFIGS_NOT_IN_KBROKER
 from tests.reference.test_produce_fetch import create
 

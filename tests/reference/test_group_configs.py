@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 
 pytestmark = pytest.mark.reference
 

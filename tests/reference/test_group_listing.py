@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_groups import COORDINATOR_LOADING, NOT_COORDINATOR, coordinator_found
 from tests.reference.test_produce_fetch import create
 

@@ -7,7 +7,8 @@ import uuid
 
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_consumer_groups import (
     COORDINATOR_LOADING, DESCRIBE, HEARTBEAT, LIST_GROUPS, NOT_COORDINATOR, OFFSET_COMMIT, beat, settled_member, shape)
 from tests.reference.test_groups import coordinator_found

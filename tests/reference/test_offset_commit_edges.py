@@ -9,7 +9,8 @@ import asyncio
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_classic_group_edges import member_of
 from tests.reference.test_groups import coordinator_found, join_request
 from tests.reference.test_produce_fetch import create

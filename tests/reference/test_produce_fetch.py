@@ -7,7 +7,8 @@ import time
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import call, plain, same, settled
+from tests.reference.differential import call, plain, same
+from tests.waiting import settled
 
 pytestmark = pytest.mark.reference
 

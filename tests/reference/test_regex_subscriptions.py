@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_consumer_groups import DESCRIBE, HEARTBEAT, beat, first_join
 from tests.reference.test_produce_fetch import create
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import call, plain, same, settled
+from tests.reference.differential import call, plain, same
+from tests.waiting import settled
 from tests.reference.test_groups import coordinator_found
 from tests.reference.test_produce_fetch import create, produce, records
 

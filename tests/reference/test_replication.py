@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kbroker.protocol.records import build_batch
 from tests.cluster import Cluster, wait_until
 from tests.reference.apache_kafka import KafkaCluster
-from tests.reference.differential import Target, call, same, settled
+from tests.reference.differential import Target, call, same
+from tests.waiting import settled
 from tests.reference.test_kafka_tools import ok, tool
 from tests.reference.test_produce_fetch import fetch, list_offset
 

@@ -21,7 +21,8 @@ import random
 import pytest
 
 from kbroker.protocol.records import build_batch
-from tests.reference.differential import call, settled
+from tests.reference.differential import call
+from tests.waiting import settled
 from tests.reference.test_consumer_groups import beat, join, settled_member
 from tests.reference.test_produce_fetch import create
 from tests.reference.test_transaction_edges import decided

@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from kbroker.client.connection import KafkaConnection
-from tests.reference.differential import same, settled
+from tests.reference.differential import same
+from tests.waiting import settled
 from tests.reference.test_groups import coordinator_found, fill
 from tests.reference.test_produce_fetch import create, produce
 from tests.reference.test_share_groups import (FETCH, assigned_member, set_group_config_async, share_fetch,

@@ -10,7 +10,8 @@ import pytest
 
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.types import uuid_to_str
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_groups import coordinator_found, fill, set_group_config
 from tests.reference.test_produce_fetch import create
 

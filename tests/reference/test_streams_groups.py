@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_groups import coordinator_found, set_group_config
 from tests.reference.test_produce_fetch import create
 from tests.streams_requests import (STREAMS_GROUP_DESCRIBE, STREAMS_GROUP_HEARTBEAT, heartbeat, join, leave,

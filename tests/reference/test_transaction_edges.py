@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference.differential import call, same, settled
+from tests.reference.differential import call, same
+from tests.waiting import settled
 from tests.reference.test_produce_fetch import create, init_producer_id, list_offset
 from tests.reference.test_transactional_offsets import begin, coordinators_ready
 

@@ -7,7 +7,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.reference.differential import same, settled
+from tests.reference.differential import same
+from tests.waiting import settled
 from tests.reference.test_produce_fetch import create, list_offset
 
 pytestmark = pytest.mark.reference

@@ -342,8 +342,8 @@ class SharePartitionManager:
                                                loaded.leader_epoch, sp.start, sp.snapshot())
         if error:
             log.warning("share_state_write_failed", group=group, topic=topic, partition=partition, error=error.name)
-            if error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH):
-                self.partitions.pop(key, None)   # a newer leader or state: load again before serving more
+            if error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_STATE_EPOCH, ErrorCode.INVALID_REQUEST):
+                self.partitions.pop(key, None)   # a newer leader or state, or none: load again before serving more
         self.broker.replica_manager.fetch_purgatory.check_and_complete((topic, partition))
         return error
 

@@ -11,7 +11,9 @@ Invariants:
 * a write carries the leader epoch of the data partition's leader: a write from an older leader than the
   last accepted one is FENCED_LEADER_EPOCH, so a deposed share-partition leader cannot overwrite its
   successor's state;
-* a write with an older state epoch than the stored one is FENCED_STATE_EPOCH (the state was reset).
+* a write with an older state epoch than the stored one is FENCED_STATE_EPOCH (the state was reset);
+* state comes into being only by an initialization: a write to a key with none is INVALID_REQUEST (a leader
+  still holding a share partition whose state was deleted cannot bring it back).
 """
 
 from __future__ import annotations
@@ -76,9 +78,8 @@ class ShareCoordinator:
     def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int,
               batches: list[Batch]) -> ErrorCode:
         state = self.states.get(key)
-        if state is None:
-            return ErrorCode.INVALID_REQUEST if start_offset < 0 else \
-                self._put(key, ShareState(state_epoch, leader_epoch, start_offset, list(batches)))
+        if state is None:   # (never initialized, or deleted since: a write does not make one up, as Kafka's)
+            return ErrorCode.INVALID_REQUEST
         if state_epoch < state.state_epoch:
             return ErrorCode.FENCED_STATE_EPOCH
         if leader_epoch < state.leader_epoch:

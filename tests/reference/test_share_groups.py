@@ -289,6 +289,28 @@ async def test_find_coordinator_of_a_share_partition(targets, topic):
     await same(targets, scenario)
 
 
+async def test_a_share_state_write_needs_an_initialized_state(targets, topic):
+    """WriteShareGroupState (a share-partition leader's, sent here as a broker would) for a share partition whose
+    state was never initialized is refused, and makes none: a second write is refused alike."""
+    async def scenario(target):
+        await create(target, topic)
+        tid = await topic_id_of(target, topic)
+        group = f"s-{topic}"
+        key = f"{group}:{uuid_to_str(tid)}:0"
+        await settled(lambda: call(target, 10, 6, {"key_type": 2, "coordinator_keys": [key]}),
+                      lambda a: a.coordinators[0].error_code == 0)
+        write = {"group_id": group, "topics": [{"topic_id": tid, "partitions": [{
+            "partition": 0, "state_epoch": 0, "leader_epoch": 0, "start_offset": 0,
+            "state_batches": [{"first_offset": 0, "last_offset": 0, "delivery_state": 2, "delivery_count": 1}]}]}]}
+        seen = []
+        for _ in range(2):   # (until the shard has loaded there: NOT_COORDINATOR before)
+            answer = await settled(lambda: call(target, 85, 0, write),
+                                   lambda a: a.results[0].partitions[0].error_code not in (14, 15, 16))
+            seen += [(p.error_code, p.error_message) for r in answer.results for p in r.partitions]
+        return seen
+    assert await same(targets, scenario) == [(42, "Write operation on uninitialized share partition not allowed.")] * 2
+
+
 async def test_a_share_fetch_from_a_member_outside_the_group(targets, topic):
     """A member id the share group does not know fetches and acknowledges: what Kafka answers it."""
     async def scenario(target):

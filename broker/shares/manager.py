@@ -354,6 +354,8 @@ class SharePartitionManager:
         for topic_id, (_, indexes) in partitions.items():
             for index in sorted(indexes):
                 error = await self.persister.delete(group, topic_id, index)
+                if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self.broker.topic_ids.name_of(topic_id) is None:
+                    continue   # (a topic deleted since: another broker's share coordinator refuses it, as Kafka's)
                 if error:
                     return error
         return ErrorCode.NONE

@@ -42,6 +42,8 @@ class SharePersister:
             answer = await self.broker.inter_broker._request(leader, READ, 0, {"group_id": group, "topics": [
                 {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": leader_epoch}]}]})
             p = answer.results[0].partitions[0]
+            if p.error_code == ErrorCode.INVALID_REQUEST:   # (never initialized, in Kafka's words for it: this
+                return ErrorCode.NONE, None                   # broker sends no negative partition)
             if p.error_code or p.state_epoch < 0:
                 return ErrorCode(p.error_code), None
             return ErrorCode.NONE, ShareState(p.state_epoch, leader_epoch, p.start_offset,

@@ -4,9 +4,9 @@ A share partition is loaded on first use from its state at the share coordinator
 initialized before it assigned the partition (``group_state.py``; none at all is UNKNOWN_SERVER_ERROR, as
 Kafka's; the start offset is picked by ``share.auto.offset.reset`` at the first load). It is acquired from
 by ShareFetch, changed by acknowledgements and expired locks, and written back to the coordinator before the
-change is answered. It belongs to the
-partition's leadership: a leader epoch other than the one it was loaded at makes it load again, so a new
-leader resumes from the last written state (records acquired then are handed out again).
+change is answered. It belongs to the partition's leadership: a leader epoch other than the one it was loaded
+at makes it load again, so a new leader resumes from the last written state (records acquired then are handed
+out again).
 
 Invariants:
 * a state change is answered only after the snapshot that holds it was written (one write at a time per

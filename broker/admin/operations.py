@@ -11,7 +11,6 @@ import asyncio
 
 import structlog
 
-from kbroker.broker.coordination.shards import OFFSETS_TOPIC
 from kbroker.broker.metadata import TopicMetadata, TopicNotCreated
 from kbroker.storage.log_config import LogConfig
 
@@ -53,12 +52,12 @@ class AdminOperations:
         return topic
 
     def delete_topic(self, name: str) -> None:
+        meta = self.broker.metadata.topics.get(name)
         self.broker.metadata.delete_topic(name)
         if self.broker.cluster is not None:
             return   # StopReplica from the controller removes the replicas everywhere
         self.broker.replica_manager.remove_topic(name)
-        if name != OFFSETS_TOPIC and OFFSETS_TOPIC in self.broker.metadata.topics:
-            self.broker.group_coordinator.remove_topic_offsets(name)
+        self.broker.coordination.topic_deleted(name, meta.topic_id if meta is not None else None)
         log.info("topic_deleted", topic=name)
 
     def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> None:

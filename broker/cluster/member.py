@@ -201,8 +201,7 @@ class ClusterMember:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         added, deleted = self.cache.update(request)
         store = self.topics.topics
-        for name in deleted:
-            store.pop(name, None)
+        gone_ids = {name: store.pop(name).topic_id for name in deleted if name in store}
         configs = {name: await self.zk_call(self.zk.topic_config, name) for name in added - set(store)}
         for name, topic_configs in configs.items():   # (entries go in whole, after the awaits)
             store.setdefault(name, TopicMetadata(name, self.cache.topic_ids.get(name, bytes(16)), 0, 1,
@@ -214,7 +213,7 @@ class ClusterMember:
                 meta.topic_id = self.cache.topic_ids.get(name, meta.topic_id)
                 meta.replication_factor = len(parts[0].replicas) if 0 in parts else 1
         for name in deleted:
-            self.broker.coordination.topic_deleted(name)
+            self.broker.coordination.topic_deleted(name, gone_ids.get(name))
         return ErrorCode.NONE
 
     async def leader_and_isr(self, request) -> tuple[ErrorCode, dict]:

@@ -28,6 +28,7 @@ from kbroker.protocol.types import uuid_to_str
 
 Key = tuple[str, bytes, int]          # group, topic id, partition
 Batch = tuple[int, int, int, int]     # first offset, last offset, delivery state, delivery count
+TOMBSTONES_PER_BATCH = 1000
 
 
 @dataclass
@@ -96,6 +97,24 @@ class ShareCoordinator:
         if not error:
             self.replay(*entries[0])
         return error
+
+    def remove_topic_states(self, topic_id: bytes) -> int:
+        """A deleted topic's share partitions leave every shard held here (tombstones), as Kafka's share
+        coordinator cleans up at a topic's deletion: how many did. A shard whose append fails keeps its own."""
+        by_shard: dict[int, list[Key]] = {}
+        for key in self.states:
+            if key[1] == topic_id:
+                by_shard.setdefault(self.partition_for(*key), []).append(key)
+        removed = 0
+        for shard, keys in by_shard.items():
+            for i in range(0, len(keys), TOMBSTONES_PER_BATCH):   # (batches well under a record batch's limit)
+                entries = [(records.snapshot_key(*key), None) for key in keys[i:i + TOMBSTONES_PER_BATCH]]
+                if self.store(shard, entries):
+                    break
+                for entry in entries:
+                    self.replay(*entry)
+                removed += len(entries)
+        return removed
 
     def _put(self, key: Key, state: ShareState) -> ErrorCode:
         entry = (records.snapshot_key(*key), records.snapshot_value(

@@ -325,14 +325,42 @@ def test_a_broker_that_has_just_joined_answers_metadata_once_the_controller_has_
         assert all(code == 0 for code in cluster.stop().values())
 
 
+def share_states_on_disk(cluster, topic_id: bytes) -> dict[tuple, list]:
+    """(group, partition) -> the last value each replica of ``__share_group_state`` holds for a key of
+    ``topic_id`` (None: a tombstone), read from the brokers' log files."""
+    import os
+
+    from kbroker.coordinators.share.records import decode_key
+    from kbroker.protocol.records import iter_records
+    found: dict[tuple, list] = {}
+    for broker in cluster.brokers.values():
+        for folder in sorted(os.listdir(broker.data_dir)):
+            if not folder.startswith("__share_group_state-"):
+                continue
+            last = {}
+            for batch in batches(broker.data_dir, "__share_group_state", int(folder.rsplit("-", 1)[1])):
+                for record in iter_records(batch):
+                    group, key_topic, partition = decode_key(record.key)
+                    if key_topic == topic_id:
+                        last[group, partition] = record.value
+            for key, value in last.items():
+                found.setdefault(key, []).append(value)
+    return found
+
+
 def test_a_deleted_topic_leaves_every_broker(cluster, topic_name):
     """DeleteTopics: the controller sends StopReplica with delete to every replica; each broker removes its
-    partition folders and Metadata no longer knows the topic."""
+    partition folders and Metadata no longer knows the topic; the share state of its partitions ends in a
+    tombstone on every replica of the share-state topic (the share coordinator holding it cleans it up)."""
     import os
 
     from confluent_kafka.admin import AdminClient
+    from tests.integration.share_members import joined_share_member, topic_id_of
 
     create(cluster.bootstrap, topic_name, 2, 3)
+    topic_id = topic_id_of(cluster.bootstrap.split(",")[0], topic_name)
+    joined_share_member(cluster.bootstrap, f"share-{topic_name}", topic_name)   # (the state of both made)
+    wait_until(lambda: len(share_states_on_disk(cluster, topic_id)) == 2, 30, 0.2, "both share states written")
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(20):
         producer.send(topic_name, value=b"d%d" % i, partition=i % 2)
@@ -344,6 +372,10 @@ def test_a_deleted_topic_leaves_every_broker(cluster, topic_name):
     admin.delete_topics([topic_name])[topic_name].result(30)
     wait_until(lambda: not any(os.path.exists(f) for f in folders), 30, 0.2, "every replica deleted")
     wait_until(lambda: topic_name not in admin.list_topics(timeout=10).topics, 30, 0.2, "metadata forgot it")
+    def tombstoned():
+        states = share_states_on_disk(cluster, topic_id)
+        return len(states) == 2 and all(copies and set(copies) == {None} for copies in states.values())
+    wait_until(tombstoned, 30, 0.2, "the share states tombstoned on every replica")
 
 
 async def test_a_follower_serves_consumers_that_may_read_it_and_refuses_the_rest(cluster, topic_name):

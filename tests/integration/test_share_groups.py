@@ -11,7 +11,8 @@ from confluent_kafka import AcknowledgeType
 
 from tests.integration.groupworkers import fill
 from tests.integration.share_members import (
-    Member, set_group_configs, share_group_epoch, share_group_members, share_state, topic_id_of, wait_for)
+    Member, joined_share_member, set_group_configs, share_group_epoch, share_group_members, share_state, topic_id_of,
+    wait_for)
 from tests.integration.workload import make_topic
 
 
@@ -266,3 +267,28 @@ def test_partitions_added_to_a_topic_reach_the_members_share_sessions(broker, to
     accepted = [a for m in members for a in m.accepted()]
     assert len(accepted) == len(set(accepted)) == 900
     assert {p for p, _ in accepted} == {0, 1, 2}
+
+
+def test_a_deleted_topics_share_state_leaves_the_share_coordinator(tmp_path, topic_name):
+    """A share group's state for each partition of a topic goes from the share coordinator when the topic is
+    deleted (tombstones, as Kafka's coordinator cleans up), and stays gone after a restart replays the state
+    topic; another topic's state stays. (In-process broker: the coordinator's memory is read on its loop.)"""
+    from confluent_kafka.admin import AdminClient
+    from kbroker.broker.embedded import KBroker
+    kept, group = f"{topic_name}-kept", f"share-{topic_name}"
+
+    async def state_ids(embedded):
+        return sorted({key[1] for key in embedded.broker.share_coordinator.states if key[0] == group})
+
+    with KBroker(str(tmp_path)) as embedded:
+        for name in (topic_name, kept):
+            make_topic(embedded.bootstrap_servers, name, 2)
+            joined_share_member(embedded.bootstrap_servers, group, name)   # (the state of its partitions made)
+        ids = {name: topic_id_of(embedded.bootstrap_servers, name) for name in (topic_name, kept)}
+        assert embedded.run_on_loop(state_ids(embedded)) == sorted(ids.values())
+        admin = AdminClient({"bootstrap.servers": embedded.bootstrap_servers})
+        admin.delete_topics([topic_name])[topic_name].result(30)
+        del admin   # (librdkafka's client gone before the broker stops: no reconnect noise)
+        assert embedded.run_on_loop(state_ids(embedded)) == [ids[kept]]
+    with KBroker(str(tmp_path)) as embedded:
+        assert embedded.run_on_loop(state_ids(embedded)) == [ids[kept]]

@@ -59,6 +59,20 @@ _EARLY_SHARE = 0.05
 _HEADER_FIXED = 11   # api key, version, correlation id, client id's size; then the client id and one tag byte
 
 
+def round_end(now: float, wait: float) -> float:
+    """When a fetch held at ``now`` for ``wait`` seconds is answered: the last multiple of the wait before its
+    end (on the loop's monotonic clock, which the host's processes share) if that is at most _EARLY_S (or
+    _EARLY_SHARE of the wait) early, else that much early (the module's docstring says why).
+
+    An end on a multiple is that multiple. The loop's clock counts whole milliseconds, so a fetch that arrives
+    in the millisecond its round's grid point falls in ends exactly on the next one, and end / wait can fall a
+    rounding error short of the whole number (one end in seven at 400 ms): flooring it gave the multiple a
+    whole wait earlier, the round ended _EARLY_S early, and the rounds walked off the grid for a dozen waits."""
+    end = now + wait
+    grid = math.floor(end / wait + 1e-6) * wait
+    return min(end, max(grid, end - min(wait * _EARLY_SHARE, _EARLY_S)))
+
+
 class IdleFetches:
     """The intercept of a follower's fetch connection (``Connection.hold_idle_fetches``)."""
 
@@ -125,12 +139,7 @@ class HeldFetch:
         self.fetches, self.frame, self.body_at, self.session = fetches, frame, body_at, session
         self.epoch = session.epoch
         loop = asyncio.get_running_loop()
-        wait = wait_ms / 1000
-        end = loop.time() + wait
-        # The last multiple of the wait before its end (on the loop's monotonic clock, which the host's processes
-        # share) if that is at most _EARLY_S (or _EARLY_SHARE of the wait) early, else that much early: see the
-        # module's docstring.
-        self.deadline = max(math.floor(end / wait) * wait, end - min(wait * _EARLY_SHARE, _EARLY_S))
+        self.deadline = round_end(loop.time(), wait_ms / 1000)
         self.timer = loop.call_at(self.deadline, self._expire)
         self.read_at = time.perf_counter() if fetches.conn.timed else 0.0
         self.completed = False

@@ -15,9 +15,12 @@ async def _partition(broker, group: str, topic: str, topic_id: bytes, index: int
     error, state = await broker.shares.persister.read(group, topic_id, index, -1)
     answer = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": error,
               "error_message": None}
-    if error or state is None or state.start_offset < 0:   # (< 0: initialized, never loaded by its leader)
-        return answer if error or state is None else {**answer, "leader_epoch": state.leader_epoch}
-    answer.update(start_offset=state.start_offset, leader_epoch=state.leader_epoch)
+    if error or state is None:
+        return answer
+    answer["leader_epoch"] = state.leader_epoch
+    if state.start_offset < 0:   # (initialized, never loaded by its leader: no start offset, no lag yet)
+        return answer
+    answer["start_offset"] = state.start_offset
     local = broker.replica_manager.get(topic, index)
     if local is not None and local.is_leader:
         answer["lag"] = max(local.log.high_watermark - state.start_offset - state.delivery_complete_count(), 0)

@@ -90,13 +90,7 @@ class ShareCoordinator:
                                          list(batches), state.snapshot_epoch + 1))
 
     def delete(self, key: Key) -> ErrorCode:
-        if key not in self.states:
-            return ErrorCode.NONE
-        entries = [(records.snapshot_key(*key), None)]
-        error = self.store(self.partition_for(*key), entries)
-        if not error:
-            self.replay(*entries[0])
-        return error
+        return self._remove(self.partition_for(*key), [key]) if key in self.states else ErrorCode.NONE
 
     def remove_topic_states(self, topic_id: bytes) -> int:
         """A deleted topic's share partitions leave every shard held here (tombstones), as Kafka's share
@@ -108,13 +102,20 @@ class ShareCoordinator:
         removed = 0
         for shard, keys in by_shard.items():
             for i in range(0, len(keys), TOMBSTONES_PER_BATCH):   # (batches well under a record batch's limit)
-                entries = [(records.snapshot_key(*key), None) for key in keys[i:i + TOMBSTONES_PER_BATCH]]
-                if self.store(shard, entries):
+                chunk = keys[i:i + TOMBSTONES_PER_BATCH]
+                if self._remove(shard, chunk):
                     break
-                for entry in entries:
-                    self.replay(*entry)
-                removed += len(entries)
+                removed += len(chunk)
         return removed
+
+    def _remove(self, shard: int, keys: list[Key]) -> ErrorCode:
+        """Tombstones for ``keys`` (all of ``shard``) in one append; their states go once it is stored."""
+        entries = [(records.snapshot_key(*key), None) for key in keys]
+        error = self.store(shard, entries)
+        if not error:
+            for entry in entries:
+                self.replay(*entry)
+        return error
 
     def _put(self, key: Key, state: ShareState) -> ErrorCode:
         entry = (records.snapshot_key(*key), records.snapshot_value(

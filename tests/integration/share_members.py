@@ -117,13 +117,15 @@ def _ask(bootstrap: str, api_key: int, version: int, body: dict):
 def joined_share_member(bootstrap: str, group: str, topic: str) -> str:
     """A member id that joined ``group`` subscribing to ``topic``, at the group's coordinator (a heartbeat's answer
     comes once the share state of the partitions it assigns exists: only then can their leaders load them)."""
+    from tests.cluster import wait_until
+
     def coordinator():
         found = _ask(bootstrap.split(",")[0], 10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0]
         return None if found.error_code else f"{found.host}:{found.port}"
-    wait_for(lambda: coordinator() is not None, 30, f"{group}'s coordinator")
+    address = wait_until(coordinator, 30, 0.05, f"{group}'s coordinator")
     member = uuid.uuid4().hex
-    answer = _ask(coordinator(), 76, 1, {"group_id": group, "member_id": member, "member_epoch": 0,
-                                         "rack_id": None, "subscribed_topic_names": [topic]})
+    answer = _ask(address, 76, 1, {"group_id": group, "member_id": member, "member_epoch": 0,
+                                   "rack_id": None, "subscribed_topic_names": [topic]})
     assert answer.error_code == 0 and answer.assignment.topic_partitions, answer
     return member
 

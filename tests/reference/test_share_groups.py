@@ -352,13 +352,9 @@ async def test_a_share_fetch_for_a_group_that_never_joined_leaves_no_state(targe
         tid, group = await topic_id_of(target, topic), f"never-{topic}"
         await coordinator_found(target, group)
 
-        async def first_fetch(member: str, client_id: str):   # (a first fetch's load can outlast its wait)
-            conn = await KafkaConnection.open("127.0.0.1", target.port, client_id=client_id)
-            try:
-                return await conn.request(FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=500))
-            finally:
-                await conn.close()
-        fetched = await settled(lambda: first_fetch(str(uuid.uuid4()), "stranger"), lambda a: a.responses)
+        def first_fetch(member: str):   # (on a connection of its own: a first fetch's load can outlast its wait)
+            return call(target, FETCH, 1, share_fetch(group, member, 0, tid, [0], max_wait=500))
+        fetched = await settled(lambda: first_fetch(str(uuid.uuid4())), lambda a: a.responses)
 
         async def start_offsets():
             answer = await call(target, 90, 1, {"groups": [{"group_id": group, "topics": [
@@ -370,7 +366,7 @@ async def test_a_share_fetch_for_a_group_that_never_joined_leaves_no_state(targe
         member = uuid.uuid4().hex
         await assigned_member(target, group, member, topic)
         seen["offsets once assigned"] = await start_offsets()
-        acquired = await settled(lambda: first_fetch(member, "member"),
+        acquired = await settled(lambda: first_fetch(member),
                                  lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
         seen["member's fetch"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
                                   for t in acquired.responses for p in t.partitions]
@@ -403,13 +399,8 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
         fill(target, topic, 1, per_partition=2)
         again, tid = uuid.uuid4().hex, await topic_id_of(target, topic)
         await assigned_member(target, group, again, topic)
-        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="again")
-        try:
-            fetched = await settled(
-                lambda: conn.request(FETCH, 1, share_fetch(group, again, 0, tid, [0], max_wait=500)),
-                lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
-        finally:
-            await conn.close()
+        fetched = await settled(lambda: call(target, FETCH, 1, share_fetch(group, again, 0, tid, [0], max_wait=500)),
+                                lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
         seen["fetch after the delete"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
                                           for t in fetched.responses for p in t.partitions]
         answer = await call(target, 91, 0, {"group_id": f"{group}-none", "topics": []})

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import io
 import operator
+import struct as _struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,6 +381,33 @@ def encode(struct: KStruct, obj: dict, out: io.BytesIO | None = None) -> tuple[i
     return out, regions
 
 
+def decode_record(name: str, data: bytes, earlier: str | None = None) -> tuple[int, Message]:
+    """A coordinator record's key or value: an int16 version, then ``name`` at that version.
+
+    With ``earlier`` (a layout kbroker once wrote for the same record), bytes that do not read as ``name`` whole
+    (StreamError, or bytes left over) are read as ``earlier``; without it a StreamError is raised."""
+    (version,) = _RECORD_VERSION.unpack_from(data)
+    try:
+        reader = t.BufferReader(data, 2)
+        message = decode(data_struct(name, version), reader)
+        if earlier is not None and reader.tell() != len(data):
+            raise StreamError(f"{len(data) - reader.tell()} bytes after {name} v{version}")
+        return version, message
+    except StreamError:
+        if earlier is None:
+            raise
+        return decode_record(earlier, data)
+
+
+def encode_record(name: str, version: int, obj: dict) -> bytes:
+    """A coordinator record's key or value: an int16 version, then ``obj`` as ``name`` at that version."""
+    out, _ = encode(data_struct(name, version), obj)
+    return _RECORD_VERSION.pack(version) + out.getvalue()
+
+
+_RECORD_VERSION = _struct.Struct(">h")
+
+
 def decode_construct(struct: KStruct, reader: t.BufferReader) -> Message:
     """``decode`` by construct's interpretation alone (the reference the generated code is tested against)."""
     return struct._parse(reader, _context(), "")
@@ -393,5 +421,5 @@ def encode_construct(struct: KStruct, obj: dict, out: io.BytesIO | None = None) 
 
 
 __all__ = ["Api", "DATA", "DataSchema", "Field", "KStruct", "Message", "REGISTRY", "Versions", "api", "data",
-           "data_struct", "decode",
-           "encode", "parse_fields", "struct_for", "StreamError"]
+           "data_struct", "decode", "decode_record",
+           "encode", "encode_record", "parse_fields", "struct_for", "StreamError"]

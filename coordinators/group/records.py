@@ -18,7 +18,6 @@ import struct
 from dataclasses import dataclass
 
 from kbroker.protocol import schema
-from kbroker.protocol.types import BufferReader
 
 _VERSION = struct.Struct(">h")
 _VALUE_V3_HEAD = struct.Struct(">hqih")   # version, offset, leader epoch, metadata's length
@@ -79,15 +78,17 @@ CONSUMER_GROUP_RECORDS = {3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartition
                           7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment"}
 
 
+# Values kbroker 0.1 wrote in a layout of its own (protocol/messages/share_records.py), still read.
+_EARLIER = {"ShareGroupMetadataValue": "ShareGroupMetadataValueKbroker01",
+            "ShareGroupStatePartitionMetadataValue": "ShareGroupStatePartitionMetadataValueKbroker01"}
+
+
 def _encode(name: str, version: int, obj: dict) -> bytes:
-    out, _ = schema.encode(schema.data_struct(name, version), obj)
-    return _VERSION.pack(version) + out.getvalue()
+    return schema.encode_record(name, version, obj)
 
 
 def _decode(name: str, data: bytes) -> tuple[int, schema.Message]:
-    (version,) = _VERSION.unpack_from(data)
-    reader = BufferReader(data, 2)
-    return version, schema.decode(schema.data_struct(name, version), reader)
+    return schema.decode_record(name, data, _EARLIER.get(name))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -183,7 +184,7 @@ def share_partitions_key(group: str) -> bytes:
 
 
 def share_partitions_value(partitions: dict[bytes, tuple[str, frozenset[int]]]) -> bytes:
-    return _encode("ShareGroupStatePartitionMetadataValue", 0, {"initialized_topics": [
+    return _encode("ShareGroupStatePartitionMetadataValue", 0, {"initializing_topics": [], "initialized_topics": [
         {"topic_id": t, "topic_name": name, "partitions": sorted(ps)} for t, (name, ps) in sorted(partitions.items())],
         "deleting_topics": []})
 

@@ -119,7 +119,8 @@ class ShareCoordinator:
 
     def _put(self, key: Key, state: ShareState) -> ErrorCode:
         entry = (records.snapshot_key(*key), records.snapshot_value(
-            state.snapshot_epoch, state.state_epoch, state.leader_epoch, state.start_offset, state.batches))
+            state.snapshot_epoch, state.state_epoch, state.leader_epoch, state.start_offset, state.batches,
+            state.delivery_complete_count()))
         error = self.store(self.partition_for(*key), [entry])
         if not error:
             self.replay(*entry)

@@ -1,7 +1,24 @@
 """Records of ``__share_group_state`` (the share coordinator's snapshots of a share partition) and the share
-group's record in ``__consumer_offsets`` (key version 11), keyed and versioned as Kafka writes them."""
+group's records in ``__consumer_offsets`` (key versions 10-15), in Kafka 4.2's layout: Kafka's
+``kafka-dump-log --offsets-decoder`` / ``--share-group-state-decoder`` read them.
+
+The ``...Kbroker01`` schemas are the layouts kbroker 0.1 wrote before it followed Kafka 4.2's (its share records
+came from pre-release schemas): only read, so that a data directory from then keeps its share groups."""
 
 from kbroker.protocol.schema import data
+
+# Kafka's common structs, the same in each schema that has them.
+STATE_BATCH = """
+      first_offset                       int64
+      last_offset                        int64
+      delivery_state                     int8
+      delivery_count                     int16
+"""
+TOPIC_PARTITIONS_INFO = """
+      topic_id                           uuid
+      topic_name                         string
+      partitions                         []int32
+"""
 
 SHARE_SNAPSHOT_KEY = data("ShareSnapshotKey", "0-0", flexible=None, fields="""
     group_id                             string
@@ -11,16 +28,22 @@ SHARE_SNAPSHOT_KEY = data("ShareSnapshotKey", "0-0", flexible=None, fields="""
 
 
 SHARE_SNAPSHOT_VALUE = data("ShareSnapshotValue", "0-0", flexible="0+", fields="""
+    snapshot_epoch                       int32
+    state_epoch                          int32
+    leader_epoch                         int32
+    start_offset                         int64
+    delivery_complete_count              int32                          @0 =-1
+    create_timestamp                     int64
+    write_timestamp                      int64
+    state_batches                        [StateBatch]""" + STATE_BATCH)
+
+
+SHARE_SNAPSHOT_VALUE_KBROKER01 = data("ShareSnapshotValueKbroker01", "0-0", flexible="0+", fields="""
     snapshot_epoch                       uint16
     state_epoch                          int32
     leader_epoch                         int32
     start_offset                         int64
-    state_batches                        [StateBatch]
-      first_offset                       int64
-      last_offset                        int64
-      delivery_state                     int8
-      delivery_count                     int16
-""")
+    state_batches                        [StateBatch]""" + STATE_BATCH)
 
 
 SHARE_GROUP_METADATA_KEY = data("ShareGroupMetadataKey", "11-11", flexible=None, fields="""
@@ -29,6 +52,12 @@ SHARE_GROUP_METADATA_KEY = data("ShareGroupMetadataKey", "11-11", flexible=None,
 
 
 SHARE_GROUP_METADATA_VALUE = data("ShareGroupMetadataValue", "0-0", flexible="0+", fields="""
+    epoch                                int32
+    metadata_hash                        int64
+""")
+
+
+SHARE_GROUP_METADATA_VALUE_KBROKER01 = data("ShareGroupMetadataValueKbroker01", "0-0", flexible="0+", fields="""
     epoch                                int32
     metadata_hash                        int64                          @0 =0
 """)
@@ -43,10 +72,17 @@ SHARE_GROUP_STATE_PARTITION_METADATA_KEY = data("ShareGroupStatePartitionMetadat
 
 SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = data("ShareGroupStatePartitionMetadataValue", "0-0", flexible="0+",
                                                   fields="""
-    initialized_topics                   [TopicPartitionsInfo]
+    initializing_topics                  [TopicPartitionsInfo]""" + TOPIC_PARTITIONS_INFO + """
+    initialized_topics                   [TopicPartitionsInfo]""" + TOPIC_PARTITIONS_INFO + """
+    deleting_topics                      [TopicInfo]
       topic_id                           uuid
       topic_name                         string
-      partitions                         []int32
+""")
+
+
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_KBROKER01 = data("ShareGroupStatePartitionMetadataValueKbroker01", "0-0",
+                                                           flexible="0+", fields="""
+    initialized_topics                   [TopicPartitionsInfo]""" + TOPIC_PARTITIONS_INFO + """
     deleting_topics                      [TopicInfo]
       topic_id                           uuid
       topic_name                         string

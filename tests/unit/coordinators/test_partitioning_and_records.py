@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from kbroker.coordinators.group import records
 from kbroker.coordinators.partitioning import java_string_hash, kafka_abs, partition_for
+from kbroker.coordinators.share import records as share_records
 from kbroker.coordinators.transaction import records as txn_records
 from kbroker.protocol import schema
 
@@ -118,3 +119,49 @@ def test_offset_commit_value_packs_as_the_schema_encodes_it(offset, leader_epoch
 def test_offset_commit_key_is_the_same_each_time():
     assert records.offset_commit_key("g-é", "t", 1) is records.offset_commit_key("g-é", "t", 1)
     assert records.decode_key(records.offset_commit_key("g-é", "t", 1)) == records.OffsetKey("g-é", "t", 1)
+
+
+def test_share_group_records_have_kafka_42s_layout():
+    # ShareGroupMetadataValue: MetadataHash is a plain int64 in Kafka 4.2, not a tagged field
+    assert records.share_group_value(3, 7) == struct.pack(">hiqB", 0, 3, 7, 0)
+    # ShareGroupStatePartitionMetadataValue: initializing, initialized and deleting topics, in that order
+    topic_id = bytes(range(16))
+    value = records.share_partitions_value({topic_id: ("t", frozenset({1, 0}))})
+    initialized = topic_id + b"\x02t" + b"\x03" + struct.pack(">ii", 0, 1) + b"\x00"
+    assert value == struct.pack(">h", 0) + b"\x01" + b"\x02" + initialized + b"\x01" + b"\x00"
+
+
+def test_share_snapshot_value_has_kafka_42s_layout():
+    value = share_records.snapshot_value(2, 1, 5, 10, [(10, 11, 2, 1)], delivery_complete_count=2)
+    version, epochs, start = struct.unpack_from(">h3iq", value)[0], struct.unpack_from(">3i", value, 2), \
+        struct.unpack_from(">q", value, 14)[0]
+    assert (version, epochs, start) == (0, (2, 1, 5), 10)
+    create, write = struct.unpack_from(">qq", value, 22)
+    assert create == write > 0
+    assert value[38:] == b"\x02" + struct.pack(">qqbh", 10, 11, 2, 1) + b"\x00" + b"\x01\x00\x04" + struct.pack(
+        ">i", 2)
+    decoded = share_records.decode_value(value)
+    assert (decoded.snapshot_epoch, decoded.delivery_complete_count, decoded.create_timestamp) == (2, 2, create)
+
+
+@pytest.mark.parametrize("name,fields,read", [
+    ("ShareSnapshotValueKbroker01", {"snapshot_epoch": 3, "state_epoch": 1, "leader_epoch": 2, "start_offset": 5,
+                                     "state_batches": [{"first_offset": 5, "last_offset": 9, "delivery_state": 2,
+                                                        "delivery_count": 1}]},
+     lambda data: share_records.decode_value(data)),
+    ("ShareGroupMetadataValueKbroker01", {"epoch": 4, "metadata_hash": 99},
+     lambda data: records.decode_value(records.ShareGroupKey("g", 11), data)),
+    ("ShareGroupMetadataValueKbroker01", {"epoch": 4, "metadata_hash": 0},
+     lambda data: records.decode_value(records.ShareGroupKey("g", 11), data)),
+    ("ShareGroupStatePartitionMetadataValueKbroker01",
+     {"initialized_topics": [{"topic_id": bytes(16), "topic_name": "t", "partitions": [0, 1]}], "deleting_topics": []},
+     lambda data: records.decode_value(records.ShareGroupKey("g", 15), data)),
+])
+def test_share_records_kbroker_01_wrote_are_still_read(name, fields, read):
+    decoded = read(schema.encode_record(name, 0, fields))
+    for field, value in fields.items():
+        got = decoded[field]
+        if isinstance(value, list):
+            got = [dict((k, bytes(v) if isinstance(v, (bytes, memoryview)) else v) for k, v in item.items()
+                        if k in value[0]) for item in got]
+        assert got == value, field

@@ -221,13 +221,20 @@ class ProducerStateManager:
 
 
 # ---------------------------------------------------------------------- snapshots
+# Kafka's ``.snapshot`` layout (ProducerSnapshot v1, which ``kafka-dump-log`` reads): an int16 version, the CRC32C
+# of the rest, then the entries, each a producer's epoch, its last batch (last sequence, last offset, offset delta)
+# and timestamp, coordinator epoch and open transaction's first offset. Kafka writes an entry per producer, its
+# last batch only; kbroker writes one per batch kept, oldest first, so that a restart keeps all five for
+# duplicate detection: Kafka's loader keeps the last entry of a producer id, which is what it would have written.
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 2   # (1 had no coordinator epoch: read as -1)
-_SNAP_HEADER = struct.Struct(">hIi")          # version, crc32c of the rest, producer count
-_SNAP_PRODUCER = struct.Struct(">qhqqbi")     # pid, epoch, last timestamp, open txn first offset, batches,
-#                                               coordinator epoch
-_SNAP_PRODUCER_V1 = struct.Struct(">qhqqb")
-_SNAP_BATCH = struct.Struct(">iiqqq")         # first seq, last seq, first offset, last offset, timestamp
+SNAPSHOT_VERSION = 1
+_SNAP_HEADER = struct.Struct(">hIi")          # version, crc32c of the rest, entry count
+_SNAP_ENTRY = struct.Struct(">qhiqiqiq")      # pid, epoch, last seq, last offset, offset delta, timestamp,
+#                                               coordinator epoch, open transaction's first offset
+_KBROKER_01_VERSION = 2                       # kbroker 0.1's own layout, still read:
+_SNAP_PRODUCER_KBROKER_01 = struct.Struct(">qhqqbi")   # pid, epoch, last timestamp, open txn first offset,
+_SNAP_BATCH_KBROKER_01 = struct.Struct(">iiqqq")      # batches, coordinator epoch; then each batch's first seq,
+#                                                       last seq, first offset, last offset, timestamp
 
 
 class CorruptSnapshot(Exception):
@@ -235,46 +242,76 @@ class CorruptSnapshot(Exception):
 
 
 def encode_snapshot(state: "ProducerStateManager") -> bytes:
-    """Every producer's epoch, last batches and open transaction, CRC32C-checked (Kafka keeps the same
-    facts in its ``.snapshot`` files; the layout here also keeps all five batches, not just the last)."""
+    """Every producer's epoch, kept batches and open transaction, CRC32C-checked, in Kafka's layout."""
     body = bytearray()
+    count = 0
     for pid, entry in state.producers.items():
-        body += _SNAP_PRODUCER.pack(pid, entry.epoch, entry.last_timestamp, state.ongoing.get(pid, -1),
-                                    len(entry.batches), entry.coordinator_epoch)
-        for b in entry.batches:
-            body += _SNAP_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
+        txn_first = state.ongoing.get(pid, -1)
+        last = len(entry.batches) - 1
+        for i, b in enumerate(entry.batches):
+            body += _SNAP_ENTRY.pack(pid, entry.epoch, b.last_seq, b.last_offset, b.last_offset - b.first_offset,
+                                     entry.last_timestamp if i == last else b.timestamp, entry.coordinator_epoch,
+                                     txn_first)
+        if not entry.batches:
+            body += _SNAP_ENTRY.pack(pid, entry.epoch, NO_SEQUENCE, -1, 0, entry.last_timestamp,
+                                     entry.coordinator_epoch, txn_first)
+        count += max(1, len(entry.batches))
     for pid, first in state.ongoing.items():   # a transaction opened by a producer with no sequence state
         if pid not in state.producers:
-            body += _SNAP_PRODUCER.pack(pid, -1, -1, first, 0, -1)
-    count = len(state.producers) + sum(1 for pid in state.ongoing if pid not in state.producers)
+            body += _SNAP_ENTRY.pack(pid, -1, NO_SEQUENCE, -1, 0, -1, -1, first)
+            count += 1
     payload = struct.pack(">i", count) + bytes(body)
-    return struct.pack(">h", SNAPSHOT_VERSION) + struct.pack(">I", crc32c.crc32c(payload)) + payload
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c.crc32c(payload)) + payload
 
 
 def decode_snapshot(data: bytes, state: "ProducerStateManager") -> None:
-    """Load ``data`` into ``state`` (cleared first); raises CorruptSnapshot on a bad CRC or length."""
+    """Load ``data`` into ``state`` (cleared first); raises CorruptSnapshot on a bad version, CRC or length."""
     if len(data) < _SNAP_HEADER.size:
         raise CorruptSnapshot("snapshot too short")
     version, crc, count = _SNAP_HEADER.unpack_from(data)
-    if version not in (1, SNAPSHOT_VERSION) or crc32c.crc32c(data[6:]) != crc:
+    if version not in (SNAPSHOT_VERSION, _KBROKER_01_VERSION) or crc32c.crc32c(data[6:]) != crc:
         raise CorruptSnapshot("snapshot version or CRC mismatch")
-    layout = _SNAP_PRODUCER if version == SNAPSHOT_VERSION else _SNAP_PRODUCER_V1
     state.clear()
-    pos = _SNAP_HEADER.size
     try:
-        for _ in range(count):
-            pid, epoch, last_ts, open_first, n, *rest = layout.unpack_from(data, pos)
-            pos += layout.size
-            if open_first >= 0:
-                state.ongoing[pid] = open_first
-            if epoch < 0 and n == 0:
-                continue
-            entry = state.producers[pid] = ProducerEntry(pid, epoch, last_timestamp=last_ts,
-                                                         coordinator_epoch=rest[0] if rest else -1)
-            for _ in range(n):
-                entry.batches.append(BatchMetadata(*_SNAP_BATCH.unpack_from(data, pos)))
-                pos += _SNAP_BATCH.size
+        end = (_decode_entries if version == SNAPSHOT_VERSION else _decode_kbroker_01)(data, count, state)
     except struct.error as exc:
         raise CorruptSnapshot(str(exc)) from None
-    if pos != len(data):
+    if end != len(data):
         raise CorruptSnapshot("trailing bytes in snapshot")
+
+
+def _decode_entries(data: bytes, count: int, state: "ProducerStateManager") -> int:
+    pos = _SNAP_HEADER.size
+    for _ in range(count):
+        pid, epoch, last_seq, last_offset, delta, timestamp, coordinator_epoch, txn_first = \
+            _SNAP_ENTRY.unpack_from(data, pos)
+        pos += _SNAP_ENTRY.size
+        if txn_first >= 0:
+            state.ongoing[pid] = txn_first
+        if epoch < 0 and last_offset < 0:
+            continue
+        entry = state.producers.get(pid)
+        if entry is None or entry.epoch != epoch:
+            entry = state.producers[pid] = ProducerEntry(pid, epoch)
+        entry.last_timestamp, entry.coordinator_epoch = timestamp, coordinator_epoch
+        if last_offset >= 0:
+            first_seq = last_seq - delta if last_seq >= delta else INT32_MAX - (delta - last_seq) + 1
+            entry.batches.append(BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, timestamp))
+    return pos
+
+
+def _decode_kbroker_01(data: bytes, count: int, state: "ProducerStateManager") -> int:
+    pos = _SNAP_HEADER.size
+    for _ in range(count):
+        pid, epoch, last_ts, open_first, n, coordinator_epoch = _SNAP_PRODUCER_KBROKER_01.unpack_from(data, pos)
+        pos += _SNAP_PRODUCER_KBROKER_01.size
+        if open_first >= 0:
+            state.ongoing[pid] = open_first
+        if epoch < 0 and n == 0:
+            continue
+        entry = state.producers[pid] = ProducerEntry(pid, epoch, last_timestamp=last_ts,
+                                                     coordinator_epoch=coordinator_epoch)
+        for _ in range(n):
+            entry.batches.append(BatchMetadata(*_SNAP_BATCH_KBROKER_01.unpack_from(data, pos)))
+            pos += _SNAP_BATCH_KBROKER_01.size
+    return pos

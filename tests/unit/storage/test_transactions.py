@@ -162,14 +162,14 @@ def test_a_verified_transaction_holds_later_sequences_back_until_its_first_write
 
 def test_a_producers_coordinator_epoch_fences_older_markers_and_survives_a_restart(tmp_path):
     """The marker's coordinator epoch is kept per producer; an older one is refused (nothing appended); the
-    snapshot keeps it, and a version 1 snapshot (written before it was kept) still loads, with none."""
+    snapshot keeps it, and a snapshot in kbroker 0.1's own layout still loads, with it."""
     import struct
 
     import crc32c
     import pytest
 
     from kbroker.protocol.records import InvalidBatch
-    from kbroker.storage.producer_state import _SNAP_PRODUCER_V1, decode_snapshot
+    from kbroker.storage.producer_state import _SNAP_BATCH_KBROKER_01, _SNAP_PRODUCER_KBROKER_01, decode_snapshot
 
     directory = str(tmp_path / "t-0")
     log = Log(directory, "t", 0, LogConfig())
@@ -185,8 +185,42 @@ def test_a_producers_coordinator_epoch_fences_older_markers_and_survives_a_resta
     assert reopened.producer_state.producers[9].coordinator_epoch == 4
     reopened.close()
 
-    payload = struct.pack(">i", 1) + _SNAP_PRODUCER_V1.pack(9, 2, 100, -1, 0)
-    old = struct.pack(">h", 1) + struct.pack(">I", crc32c.crc32c(payload)) + payload
+    payload = struct.pack(">i", 1) + _SNAP_PRODUCER_KBROKER_01.pack(9, 2, 100, 7, 1, 4) + \
+        _SNAP_BATCH_KBROKER_01.pack(3, 5, 7, 9, 100)
+    old = struct.pack(">h", 2) + struct.pack(">I", crc32c.crc32c(payload)) + payload
     state = reopened.producer_state
     decode_snapshot(old, state)
-    assert state.producers[9].epoch == 2 and state.producers[9].coordinator_epoch == -1
+    assert state.producers[9].epoch == 2 and state.producers[9].coordinator_epoch == 4
+    assert [(b.first_seq, b.last_offset) for b in state.producers[9].batches] == [(3, 9)] and state.ongoing == {9: 7}
+
+
+def test_a_snapshot_has_kafkas_layout_with_an_entry_per_batch_kept(tmp_path):
+    """ProducerSnapshot v1 as Kafka writes it (kafka-dump-log reads it); each kept batch is an entry of its own,
+    oldest first, so Kafka's loader (the last entry of a producer wins) gets the last batch, and kbroker all five;
+    a batch whose sequences wrapped past Integer.MAX_VALUE comes back whole."""
+    import struct
+
+    import crc32c
+
+    from kbroker.storage.producer_state import INT32_MAX, decode_snapshot, encode_snapshot
+
+    log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig())
+    for seq in range(6):
+        idempotent(log, 5, seq)
+    txn_data(log, 9, 0, [b"open"])
+    state = log.producer_state
+    data = encode_snapshot(state)
+    version, crc, count = struct.unpack_from(">hIi", data)
+    assert (version, crc) == (1, crc32c.crc32c(data[6:])) and count == 5 + 1 and len(data) == 10 + 46 * count
+    entries = [struct.unpack_from(">qhiqiqiq", data, 10 + 46 * i) for i in range(count)]
+    assert [(e[0], e[2], e[3]) for e in entries[:5]] == [(5, seq, seq) for seq in range(1, 6)]   # the last five
+    assert entries[5][0] == 9 and entries[5][7] == log.producer_state.ongoing[9]
+    expected = state_of(log)
+    decode_snapshot(data, state)
+    assert state_of(log) == expected
+    log.close()
+
+    wrapped = struct.pack(">i", 1) + struct.pack(">qhiqiqiq", 7, 0, 1, 100, 3, 50, -1, -1)
+    decode_snapshot(struct.pack(">hI", 1, crc32c.crc32c(wrapped)) + wrapped, state)
+    [batch] = state.producers[7].batches
+    assert (batch.first_seq, batch.last_seq, batch.first_offset, batch.last_offset) == (INT32_MAX - 1, 1, 97, 100)

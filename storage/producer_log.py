@@ -81,8 +81,11 @@ class ProducerLogMixin:
     def take_snapshot(self, durable: bool = True, unless_current: bool = False) -> None:
         """Write the producer state as of the log end offset (atomically), keeping the newest two.
         ``unless_current``: not if the newest snapshot (loaded or written) is already at the log end: nothing
-        was appended since (a restarted broker stopping again writes nothing for idle partitions)."""
+        was appended since (a restarted broker stopping again writes nothing for idle partitions). An empty log
+        gets none."""
         if unless_current and self.snapshot_offset == self.log_end_offset:
+            return
+        if self.log_end_offset == 0:   # nothing was ever appended: no state (Kafka writes none either)
             return
         write_atomically(self._snapshot_path(self.log_end_offset), encode_snapshot(self.producer_state), durable)
         self.snapshot_offset = self.log_end_offset

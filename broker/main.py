@@ -13,6 +13,7 @@ import structlog
 from kbroker.broker.configuration import log_levels
 from kbroker.broker.configuration.config import BrokerConfig, ConfigError
 from kbroker.broker.server import Broker
+from kbroker.storage.meta_properties import InconsistentMetaProperties
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -99,6 +100,10 @@ def serve(properties: str | None, overrides: list[str], log_level: str = "INFO")
     except ConfigError as exc:   # a setting only checked as the broker builds what it names (a TLS keystore...)
         print(f"kbroker: {exc}", file=sys.stderr)
         return 2
+    except InconsistentMetaProperties as exc:   # a log dir of another broker or cluster: Kafka exits too
+        structlog.get_logger("broker").error("startup_refused", error=str(exc))
+        print(f"kbroker: {exc}", file=sys.stderr)
+        return 1
     finally:
         close_loop(loop)
     return 0

@@ -1,10 +1,10 @@
 """Cluster metadata of a single broker: topics, their ids, partition counts and config overrides.
 
 ``LocalMetadataStore`` persists it as JSON in the first log dir (written
-atomically), with Kafka's ``meta.properties`` beside it naming the cluster id
-and broker id. A ZooKeeper-backed store for clusters sits behind the same
-interface later. ``MetadataCache`` answers Metadata, DescribeCluster and the
-admin handlers from it.
+atomically); the cluster id it holds is the one ``meta.properties`` names
+(storage/meta_properties.py). A ZooKeeper-backed store for clusters sits
+behind the same interface (broker/cluster/zk_store.py). ``MetadataCache``
+answers Metadata, DescribeCluster and the admin handlers from it.
 """
 
 from __future__ import annotations
@@ -97,14 +97,6 @@ class LocalMetadataStore:
         self._load()
 
     def _load(self) -> None:
-        meta = os.path.join(self.directory, "meta.properties")
-        if os.path.exists(meta):
-            for line in open(meta, encoding="utf-8"):
-                if line.startswith("cluster.id="):
-                    self.cluster_id = self.cluster_id or line.split("=", 1)[1].strip()
-        if not self.cluster_id:
-            self.cluster_id = new_cluster_id()
-        write_atomically(meta, f"version=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n".encode())
         if os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)

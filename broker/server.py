@@ -30,7 +30,7 @@ from kbroker.broker.network.log_regions import SendMemory
 from kbroker.protocol.framing import FrameStream
 from kbroker.storage.open_files import OPEN_FILES, capacity_for_limit
 from kbroker.protocol.receive_budget import ReceiveBudget
-from kbroker.broker.metadata import LocalMetadataStore
+from kbroker.broker.metadata import LocalMetadataStore, new_cluster_id
 from kbroker.broker.transactions.producer_ids import ProducerIdManager
 from kbroker.broker.partitions.replica_manager import ReplicaManager
 from kbroker.broker.partitions.log_dir_failure import handle_log_dir_failure
@@ -48,6 +48,7 @@ from kbroker.coordinators.group.coordinator import GroupConfig, GroupCoordinator
 from kbroker.coordinators.internal_topic import InternalTopicStore
 from kbroker.coordinators.scheduler import LoopScheduler
 from kbroker.coordinators.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from kbroker.storage import meta_properties
 from kbroker.storage.log_config import LogConfig
 from kbroker.storage.log_manager import LogManager
 
@@ -65,7 +66,14 @@ class Broker:
         self.inter_broker_connect = {"ssl": inter_broker_tls(config), "sasl": inter_broker_sasl(config)}
         self.clock = clock
         self.broker_id = config.broker_id
-        self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, config["cluster.id"])
+        # (refused here if a log dir is another broker's; a cluster's id is ZooKeeper's: ClusterMember.start)
+        stored_cluster_id = meta_properties.stored_cluster_id(config.log_dirs, self.broker_id)
+        cluster_id = config["cluster.id"] or stored_cluster_id
+        if not config["zookeeper.connect"]:
+            cluster_id = cluster_id or new_cluster_id()
+            meta_properties.verify_cluster(config.log_dirs, self.broker_id, cluster_id)
+            meta_properties.write(config.log_dirs, self.broker_id, cluster_id)
+        self.metadata = LocalMetadataStore(config.log_dirs[0], self.broker_id, cluster_id)
         self.dynamic = DynamicBrokerConfig(self)
         if not config["zookeeper.connect"]:   # (a cluster's come from ZooKeeper: ClusterMember.start)
             self.dynamic.load(self.metadata.broker_configs.get(DEFAULT_ENTITY, {}),

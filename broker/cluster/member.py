@@ -27,6 +27,7 @@ from kbroker.broker.cluster.zk_acls import ClusterAcls
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
 from kbroker.broker.cluster.zk_store import ZkTopicStore
 from kbroker.broker.metadata import TopicMetadata, new_cluster_id
+from kbroker.storage import meta_properties
 from kbroker.broker.replication.fetcher import ReplicaFetcherManager
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.client.tasks import cancel_and_wait, sleep_to_beat
@@ -97,8 +98,13 @@ class ClusterMember:
     # ------------------------------------------------------------------ start and session
     async def start(self) -> None:
         await self.zk_call(self.zk.start)
-        self.topics.cluster_id = await self.zk_call(self.zk.get_or_create_cluster_id,
-                                                    self.config["cluster.id"] or new_cluster_id())
+        cluster_id = await self.zk_call(self.zk.get_or_create_cluster_id,
+                                        self.config["cluster.id"] or new_cluster_id())
+        # Kafka's check before it serves a log: a data dir of another cluster (ZooKeeper wiped, or
+        # zookeeper.connect naming the wrong ensemble) stops the broker, rather than its logs becoming strays here.
+        meta_properties.verify_cluster(self.config.log_dirs, self.broker_id, cluster_id)
+        meta_properties.write(self.config.log_dirs, self.broker_id, cluster_id)
+        self.topics.cluster_id = cluster_id
         self.zk.add_listener(self._session_state)
         await self.topics.load_broker_configs()   # (before registering: advertised.listeners may be one)
         await self.topics.load_group_configs()

@@ -6,10 +6,12 @@ the first one spending it all (2 of 10 cold `docker-compose up` runs lost a brok
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 
 import pytest
+from kazoo.client import KazooClient
 
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 from tests.brokerproc import BrokerProcess
@@ -78,3 +80,54 @@ def test_a_broker_joins_through_a_zookeeper_that_ignores_its_first_connection(tm
         broker.kill()
         stand_in.stop()
         zookeeper.stop()
+
+
+def test_a_broker_refuses_the_data_of_another_cluster_or_broker(tmp_path):
+    """meta.properties names the cluster of ZooKeeper's ``/cluster/id`` (kbroker used to write an id of its own
+    there), and a broker whose data dir names another cluster, ZooKeeper's data lost or ``zookeeper.connect``
+    naming another ensemble, does not start: its logs would be strays to this cluster's controller. Nor does a
+    broker started on another broker's data dir. Kafka's checks, in Kafka's words."""
+    data = os.path.join(tmp_path, "broker", "data")
+    first = ZooKeeperServer(str(tmp_path / "zookeeper-1")).start()
+    overrides = {**CLUSTER_OVERRIDES, "broker.id": "1", "offsets.topic.replication.factor": "1",
+                 "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"}
+    broker = BrokerProcess(data, {**overrides, "zookeeper.connect": f"{first.connect}/kbroker"})
+    try:
+        broker.start()
+        assert broker.stop() == 0
+        with open(os.path.join(data, "meta.properties")) as meta:
+            properties = dict(line.strip().split("=", 1) for line in meta if "=" in line)
+        cluster_id = cluster_id_in(first)
+        assert properties == {"version": "0", "broker.id": "1", "cluster.id": cluster_id}
+
+        broker = BrokerProcess(data, {**overrides, "broker.id": "2", "zookeeper.connect": f"{first.connect}/kbroker"})
+        with pytest.raises(RuntimeError):
+            broker.start()
+        assert broker.proc.returncode == 1
+        assert f"Stored node id 1 doesn't match previous node id 2 in {data}/meta.properties" in broker.tail_log()
+
+        second = ZooKeeperServer(str(tmp_path / "zookeeper-2")).start()
+        try:
+            broker = BrokerProcess(data, {**overrides, "zookeeper.connect": f"{second.connect}/kbroker"})
+            with pytest.raises(RuntimeError):
+                broker.start()
+            assert broker.proc.returncode == 1
+            other = cluster_id_in(second)
+            assert f"Invalid cluster.id in: {data}/meta.properties. Expected {other}, but read {cluster_id}" \
+                in broker.tail_log()
+            assert os.listdir(data) and properties["cluster.id"] in open(os.path.join(data, "meta.properties")).read()
+        finally:
+            second.stop()
+    finally:
+        broker.kill()
+        first.stop()
+
+
+def cluster_id_in(zookeeper: ZooKeeperServer) -> str:
+    client = KazooClient(hosts=f"{zookeeper.connect}/kbroker")
+    client.start(timeout=10)
+    try:
+        return json.loads(client.get("/cluster/id")[0])["id"]
+    finally:
+        client.stop()
+        client.close()

@@ -63,6 +63,14 @@ SCRIPTS = {"kafka-topics.sh": "org.apache.kafka.tools.TopicCommand", "kafka-conf
 TOOLS_LOG_CONFIG = os.path.join(ROOT, "tests", "reference", "kafka", "tools-log4j2.properties")
 
 
+def tool(main: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """One of Kafka's command-line tools, run as its kafka-*.sh script runs it (a small heap, warnings to
+    stderr)."""
+    command = ["java", "-Xms64m", "-Xmx256m", f"-Dlog4j2.configurationFile={TOOLS_LOG_CONFIG}", "-cp",
+               os.path.join(jars(), "*"), main, *args]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=120)
+
+
 def kafka_path(version: str = VERSION) -> str:
     """A directory laid out as Kafka's distribution for its ``bin/`` scripts (``KAFKA_PATH``): each script
     runs its tool from the Maven-gathered jars (``jars()``)."""

@@ -10,21 +10,10 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, ShareConsumer
 
-import os
-
-from tests.reference.apache_kafka import ROOT, jars
+from tests.reference.apache_kafka import tool
 from tests.reference.test_groups import set_group_config
 
 pytestmark = pytest.mark.reference
-
-TOOLS_LOG = os.path.join(ROOT, "tests", "reference", "kafka", "tools-log4j2.properties")
-
-
-def tool(main: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """One tool run as its kafka-*.sh script runs it (a small heap, warnings to stderr)."""
-    command = ["java", "-Xms64m", "-Xmx256m", f"-Dlog4j2.configurationFile={TOOLS_LOG}", "-cp",
-               os.path.join(jars(), "*"), main, *args]
-    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=120)
 
 
 def ok(result: subprocess.CompletedProcess) -> str:

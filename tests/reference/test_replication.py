@@ -15,7 +15,8 @@ from tests.cluster import Cluster, wait_until
 from tests.reference.apache_kafka import KafkaCluster
 from tests.reference.differential import Target, call, same
 from tests.waiting import settled
-from tests.reference.test_kafka_tools import ok, tool
+from tests.reference.apache_kafka import tool
+from tests.reference.test_kafka_tools import ok
 from tests.reference.test_produce_fetch import fetch, list_offset
 
 pytestmark = pytest.mark.reference

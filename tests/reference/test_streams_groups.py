@@ -347,7 +347,7 @@ async def test_kafka_streams_groups_tool_lists_describes_and_deletes(targets, to
     """kafka-streams-groups.sh (Kafka 4.2.1's tool) against both brokers: a group's members and tasks, a
     refused deletion while it has members, its state once empty, its offsets reset, and its deletion print
     the same."""
-    from tests.reference.test_kafka_tools import tool
+    from tests.reference.apache_kafka import tool
 
     async def scenario(target):
         server = f"127.0.0.1:{target.port}"

@@ -3,7 +3,8 @@ partition's directory, as an operator reading a log by hand would: the record ba
 compressed, transactional with both markers, compacted by the cleaner), their offset and time indexes (checked
 against the log), the aborted-transaction indexes, the producer-state snapshots, and each internal topic's records
 through the decoder Kafka has for it (``__consumer_offsets`` with every group type's records, ``__transaction_state``,
-``__share_group_state``). Kafka's layout is kbroker's on-disk format; this is where its own code says so."""
+``__share_group_state``). Kafka's layout is kbroker's on-disk format; this is where its own code says so. (Kafka's
+jars are the reference suite's, fetched by Maven on first use.)"""
 
 from __future__ import annotations
 
@@ -12,18 +13,15 @@ import os
 import re
 import uuid
 
-import pytest
 from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from kbroker.client.connection import KafkaConnection
 from tests.brokerproc import BrokerProcess
 from tests.cluster import wait_until
-from tests.reference.test_kafka_tools import tool
+from tests.reference.apache_kafka import tool
 from tests.streams_requests import STREAMS_GROUP_HEARTBEAT, heartbeat, join, subtopology, topic_info
 from tests.waiting import settled
-
-pytestmark = pytest.mark.reference
 
 DUMP = "kafka.tools.DumpLogSegments"
 DECODERS = {"__consumer_offsets": "--offsets-decoder", "__transaction_state": "--transaction-log-decoder",

@@ -1,0 +1,147 @@
+"""Apache Kafka 3.9, the last Kafka that ran on ZooKeeper, takes over a kbroker cluster's broker as it stands: the
+same ``broker.id``, ``zookeeper.connect`` and ``log.dirs``, nothing converted. kbroker keeps its cluster in
+Kafka's znode layout and its data in Kafka's on-disk layout, so Kafka's own broker must start on them and serve
+what kbroker acknowledged: the topics with their configs, every record (an idempotent producer's, a committed
+transaction's, a compacted topic's), the group's committed offsets and the transactional id. Then kbroker takes
+the broker back over from Kafka and serves all of it again, the records Kafka appended included: a user can move
+between the two in either direction. (Kafka 4 has no ZooKeeper mode; from Kafka 3.9 its migration to KRaft goes
+on.) Kafka 3.9's jars are fetched by Maven on first use (tests/reference/kafka/zookeeper/pom.xml)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
+from kbroker.client.maven import gather_once
+from tests.brokerproc import BrokerProcess
+from tests.cluster import wait_until
+from tests.reference.apache_kafka import ROOT, KafkaNode
+
+VERSION = "3.9.1"
+KAFKA_39 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
+ONE_BROKER = {"offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+              "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0"}
+TOPICS = {"records": (2, {"retention.ms": "86400000", "max.message.bytes": "200000"}),
+          "compacted": (1, {"cleanup.policy": "compact"})}
+
+
+def test_kafka_39_serves_a_kbroker_brokers_cluster_state_and_data_and_back(tmp_path):
+    zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
+    settings = {"broker.id": "1", "zookeeper.connect": f"{zookeeper.connect}/kbroker", **ONE_BROKER}
+    data = str(tmp_path / "broker" / "data")
+    try:
+        broker = BrokerProcess(data, settings).start()
+        try:
+            expected = write(broker.bootstrap)
+        finally:
+            assert broker.stop() == 0, broker.tail_log()
+
+        kafka = Kafka39(str(tmp_path / "kafka"), {**settings, "log.dirs": data}, version=VERSION).start()
+        try:
+            assert read(kafka.bootstrap) == expected
+            expected["records"][0].append(take_the_transactional_id_on(kafka.bootstrap, b"by kafka"))
+            assert read(kafka.bootstrap) == expected
+        finally:
+            assert kafka.stop() in (0, 143), kafka.tail_log()   # (143: the JVM's exit after SIGTERM's hooks)
+        assert not [line for line in kafka.tail_log(100_000).splitlines() if "] ERROR " in line]
+
+        broker = BrokerProcess(data, settings).start()
+        try:
+            assert read(broker.bootstrap) == expected
+            expected["records"][0].append(take_the_transactional_id_on(broker.bootstrap, b"by kbroker again"))
+            assert read(broker.bootstrap) == expected
+        finally:
+            assert broker.stop() == 0, broker.tail_log()
+    finally:
+        zookeeper.stop()
+
+
+def write(bootstrap: str) -> dict:
+    """Topics with configs, records of each kind and a group's commits; what a reader should find."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1, config=configs)
+                                       for name, (partitions, configs) in TOPICS.items()]).values():
+        future.result()
+    wait_until(lambda: all(len(admin.list_topics(name, timeout=5).topics[name].partitions) == partitions
+                           for name, (partitions, _) in TOPICS.items()), 30, message="the topics' leaders")
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "compression.type": "lz4",
+                         "linger.ms": 5})
+    for i in range(400):
+        producer.produce("records", key=f"k{i}", value=f"v{i}", partition=i % 2)
+        producer.produce("compacted", key=f"key{i % 7}", value=f"c{i}")
+    assert producer.flush(15) == 0
+    records = {0: [f"v{i}".encode() for i in range(0, 400, 2)], 1: [f"v{i}".encode() for i in range(1, 400, 2)]}
+    records[0].append(take_the_transactional_id_on(bootstrap, b"in a transaction"))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "takeover", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("records", 0, 150), TopicPartition("records", 1, 42)],
+                    asynchronous=False)
+    consumer.close()
+    return {"records": records, "compacted": {f"key{k}".encode() for k in range(7)},
+            "group": {0: 150, 1: 42}, "configs": {name: configs for name, (_, configs) in TOPICS.items()}}
+
+
+def take_the_transactional_id_on(bootstrap: str, value: bytes) -> bytes:
+    """A producer takes the transactional id (so the broker knows its epoch) and commits one record."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "takeover-txn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("records", value=value, partition=0)
+    producer.commit_transaction(30)
+    return value
+
+
+def read(bootstrap: str) -> dict:
+    """What a read_committed reader, the group and the topics' configs show."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "takeover", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    try:
+        committed = consumer.committed([TopicPartition("records", 0), TopicPartition("records", 1)], 15)
+        ends = {(t, p): consumer.get_watermark_offsets(TopicPartition(t, p), 15)[1]
+                for t, p in (("records", 0), ("records", 1), ("compacted", 0))}
+        consumer.assign([TopicPartition(t, p, 0) for t, p in ends])
+        got: dict[tuple[str, int], list] = {key: [] for key in ends}
+        positions = dict.fromkeys(ends, 0)
+
+        def caught_up() -> bool:
+            messages = consumer.consume(500, 0.5)
+            for message in messages:
+                assert message.error() is None, message.error()
+                got[(message.topic(), message.partition())].append((message.key(), message.value()))
+                positions[(message.topic(), message.partition())] = message.offset() + 1
+            # (a transaction's marker may end a log: its last record is then one before the end)
+            return not messages and all(positions[key] >= end - 1 for key, end in ends.items())
+
+        wait_until(caught_up, 30, message="the records read back")
+    finally:
+        consumer.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name) for name in TOPICS])
+    configs = {resource.name: {k: v.value for k, v in future.result().items() if k in TOPICS[resource.name][1]}
+               for resource, future in described.items()}
+    return {"records": {p: [v for _, v in got[("records", p)]] for p in (0, 1)},
+            "compacted": {k for k, _ in got[("compacted", 0)]},
+            "group": {c.partition: c.offset for c in committed}, "configs": configs}
+
+
+class Kafka39(KafkaNode):
+    """Kafka 3.9's broker in ZooKeeper mode, as ``kafka-server-start.sh`` runs it: ``overrides`` are its whole
+    server.properties but for the listener (no storage to format: the data dir and ZooKeeper are kbroker's)."""
+
+    def properties(self) -> dict[str, str]:
+        return {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}"}
+
+    def launch(self) -> None:
+        libs = gather_once(os.path.join(KAFKA_39, "pom.xml"), os.path.join(ROOT, ".cache", f"kafka-{VERSION}"),
+                           f"Kafka {VERSION}'s jars")
+        os.makedirs(self.root, exist_ok=True)
+        config = os.path.join(self.root, "server.properties")
+        with open(config, "w") as f:
+            f.writelines(f"{k}={v}\n" for k, v in self.properties().items())
+        self.proc = subprocess.Popen(
+            ["java", "-Xms256m", "-Xmx1g", f"-Dlog4j.configuration=file:{KAFKA_39}/log4j.properties", "-cp",
+             os.path.join(libs, "*"), "kafka.Kafka", config],
+            stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)

@@ -24,6 +24,11 @@ import threading
 import zlib
 from typing import Iterator
 
+# (imported here, not at a batch's first use: a broker installed without them must fail at start-up, not
+# refuse every LZ4 or zstd batch it reads as corrupt)
+import lz4.frame
+import zstandard
+
 CHUNK_BYTES = 256 * 1024
 ZSTD_MAX_WINDOW = 8 << 20     # honest producers' windows are a few MiB at most; a declared 2 GiB one is refused
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -129,8 +134,6 @@ def _gzip(data, chunk: int, limit: int) -> Iterator[bytes]:
 
 
 def _lz4(data, chunk: int, limit: int) -> Iterator[bytes]:
-    import lz4.frame
-
     stream = lz4.frame.LZ4FrameDecompressor()
     out = stream.decompress(bytes(data), max_length=chunk)
     while True:
@@ -144,8 +147,6 @@ def _lz4(data, chunk: int, limit: int) -> Iterator[bytes]:
 
 
 def _zstd(data, chunk: int, limit: int) -> Iterator[bytes]:
-    import zstandard
-
     reader = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW).stream_reader(
         bytes(data), read_across_frames=True)
     while True:

@@ -27,6 +27,10 @@ def test_docker_compose_file_is_valid():
     # the broker's side): brokers wait for its healthcheck and are restarted if they still exit.
     assert result.stdout.count("condition: service_healthy") == 3 and result.stdout.count("restart: on-failure") == 3
     assert "echo stat | nc" in result.stdout
+    # What must outlive `docker-compose down`: ZooKeeper's snapshots (/data) and its transaction log (/datalog,
+    # without which ZooKeeper came back empty, with a new cluster id the brokers' data dirs refuse), and the logs.
+    for volume in ("zookeeper-data:/data", "zookeeper-datalog:/datalog", "kbroker-1-data:/var/lib/kbroker"):
+        assert volume in result.stdout, volume
 
 
 def cli(broker, *args, stdin=None):

@@ -33,9 +33,9 @@ GROUP_RECORD_TYPES = {1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 17, 19, 20, 2
 
 async def test_kafka_dump_log_reads_every_file_kbroker_writes(tmp_path):
     data_dir = str(tmp_path / "data")
-    broker = BrokerProcess(data_dir, {"group.streams.initial.rebalance.delay.ms": "0"}).start()
+    broker = BrokerProcess(data_dir, {"group.streams.initial.rebalance.delay.ms": "0"})
     try:
-        written = write_every_kind_of_record(broker.bootstrap, data_dir)
+        written = write_every_kind_of_record(broker.start().bootstrap, data_dir)
         await join_a_streams_group(broker.port)
     finally:
         assert broker.stop() == 0, broker.tail_log()   # a clean stop writes each log's producer snapshot

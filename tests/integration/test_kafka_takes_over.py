@@ -34,24 +34,24 @@ def test_kafka_39_serves_a_kbroker_brokers_cluster_state_and_data_and_back(tmp_p
     settings = {"broker.id": "1", "zookeeper.connect": f"{zookeeper.connect}/kbroker", **ONE_BROKER}
     data = str(tmp_path / "broker" / "data")
     try:
-        broker = BrokerProcess(data, settings).start()
+        broker = BrokerProcess(data, settings)
         try:
-            expected = write(broker.bootstrap)
+            expected = write(broker.start().bootstrap)
         finally:
             assert broker.stop() == 0, broker.tail_log()
 
-        kafka = Kafka39(str(tmp_path / "kafka"), {**settings, "log.dirs": data}, version=VERSION).start()
+        kafka = Kafka39(str(tmp_path / "kafka"), {**settings, "log.dirs": data}, version=VERSION)
         try:
-            assert read(kafka.bootstrap) == expected
+            assert read(kafka.start().bootstrap) == expected
             expected["records"][0].append(take_the_transactional_id_on(kafka.bootstrap, b"by kafka"))
             assert read(kafka.bootstrap) == expected
         finally:
             assert kafka.stop() in (0, 143), kafka.tail_log()   # (143: the JVM's exit after SIGTERM's hooks)
         assert not [line for line in kafka.tail_log(100_000).splitlines() if "] ERROR " in line]
 
-        broker = BrokerProcess(data, settings).start()
+        broker = BrokerProcess(data, settings)
         try:
-            assert read(broker.bootstrap) == expected
+            assert read(broker.start().bootstrap) == expected
             expected["records"][0].append(take_the_transactional_id_on(broker.bootstrap, b"by kbroker again"))
             assert read(broker.bootstrap) == expected
         finally:

@@ -26,6 +26,7 @@ import structlog
 
 from kbroker.broker.cluster.channel import ControllerChannel
 from kbroker.broker.cluster.elections import NO_LEADER, LeaderElectionMixin
+from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_INCREMENTAL
 from kbroker.broker.cluster.reassignment import Reassignments
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
 from kbroker.client.tasks import cancel_and_wait
@@ -34,6 +35,7 @@ from kbroker.protocol.errors import ErrorCode
 log = structlog.get_logger("broker.cluster.controller")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+UPDATE_TYPE_FULL_STATES = 0   # (UpdateMetadata's Type as Kafka's ZooKeeper controller sends it; see metadata_cache)
 LEADERS_FIRST_S = 2.0   # how long UpdateMetadata waits for new leaders' LeaderAndIsr answers (a broker may hang)
 LEADER_DURING_DELETE = -2
 
@@ -248,14 +250,17 @@ class KafkaController(LeaderElectionMixin):
             "topic_states": [{"topic_name": topic, "partition_states": [
                 {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in partitions]}]})
 
-    def _send_update_metadata(self, brokers, deleted: list[str] = ()) -> None:
+    def _send_update_metadata(self, brokers, deleted: list[str] = (), partitions: bool = True) -> None:
+        """Every live broker and (``partitions``) every partition's state, to ``brokers``; an UpdateMetadata
+        of live brokers alone changes no partition where it lands (they are updated, never replaced)."""
         topics: dict[str, list] = {}
-        for tp in sorted(self.states):
+        for tp in sorted(self.states) if partitions else ():
             topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=False))
         for name in deleted:
             topics[name] = [{"partition_index": 0, "controller_epoch": self.epoch, "leader": LEADER_DURING_DELETE,
                              "leader_epoch": 0, "isr": [], "zk_version": 0, "replicas": [], "offline_replicas": []}]
         body = {"controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
+                "type": UPDATE_TYPE_FULL_STATES if partitions else UPDATE_TYPE_INCREMENTAL,
                 "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id
                                   if t in self.assignments else bytes(16), "partition_states": ps}
                                  for t, ps in topics.items()],
@@ -276,6 +281,11 @@ class KafkaController(LeaderElectionMixin):
         send it writes it refuses as a follower, then writes it takes as leader; an idempotent producer whose
         first batch was refused and second taken there counts the first delivered (librdkafka does), and a
         leader with no state for the producer takes the second at any sequence (KIP-360)."""
+        if everything_to:
+            # Kafka's order for a broker that started and for a new controller: every broker learns who is alive
+            # before any LeaderAndIsr. A Kafka broker looks its leaders' endpoints up there (without it, a Kafka
+            # 3.9 broker joining a kbroker cluster found "the new leader 1 is unavailable" and followed nothing).
+            self._send_update_metadata(set(self.live), partitions=False)
         if changed or everything_to:
             await self._write_pending()
             by_broker = {b: [tp for tp in self.states if self._hosts(b, tp)] for b in everything_to}

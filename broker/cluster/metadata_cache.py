@@ -11,6 +11,10 @@ import asyncio
 from dataclasses import dataclass, field
 
 LEADER_DURING_DELETE = -2
+# UpdateMetadata v8's Type (KIP-866), which a Kafka broker ignores unless a KRaft controller sends it: kbroker's
+# controller marks INCREMENTAL the UpdateMetadata of live brokers alone that it sends ahead of a started broker's
+# LeaderAndIsr (Kafka's order), so that the broker does not answer clients from it before its partitions come.
+UPDATE_TYPE_INCREMENTAL = 1
 
 
 @dataclass
@@ -64,7 +68,8 @@ class MetadataCache:
         # Wake whoever waits for a change (CreateTopics waiting for leaders), then re-arm.
         self.changed.set()
         self.changed = asyncio.Event()
-        self.ready.set()
+        if request.type != UPDATE_TYPE_INCREMENTAL:   # (live brokers only, ahead of a started broker's
+            self.ready.set()                           # LeaderAndIsr: its partitions come next)
         return added, deleted
 
     def partition(self, topic: str, index: int) -> PartitionInfo | None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 from kbroker.client.maven import gather_once
 from tests.brokerproc import BrokerProcess
-from tests.cluster import wait_until
+from tests.cluster import CLUSTER_OVERRIDES, consume_all, create, describe, wait_until
 from tests.reference.apache_kafka import ROOT, KafkaNode
 
 VERSION = "3.9.1"
@@ -145,3 +145,60 @@ class Kafka39(KafkaNode):
             ["java", "-Xms256m", "-Xmx1g", f"-Dlog4j.configuration=file:{KAFKA_39}/log4j.properties", "-cp",
              os.path.join(libs, "*"), "kafka.Kafka", config],
             stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path):
+    """A rolling move from kbroker to Kafka starts with one broker: kbroker broker 3 of three stops and Kafka 3.9
+    starts on its data dir. kbroker's controller must bring it in as Kafka's controller would: it joins every
+    ISR (so acks=all writes wait for it), becomes the leader of the partition it prefers when asked, and kbroker
+    followers then replicate from it; every record is read back. (Before kbroker's controller told a started
+    broker who is alive ahead of its LeaderAndIsr, Kafka found "the new leader 1 is unavailable" and followed
+    nothing.) The producer is not idempotent: a producer id from Kafka's broker needs AllocateProducerIds from
+    the controller, which kbroker's does not serve."""
+    zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
+    connect = f"{zookeeper.connect}/kbroker"
+    brokers = {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
+                                {**CLUSTER_OVERRIDES, "broker.id": str(i), "zookeeper.connect": connect})
+               for i in (1, 2, 3)}
+    kafka = Kafka39(str(tmp_path / "kafka"), {"broker.id": "3", "zookeeper.connect": connect,
+                                              "log.dirs": brokers[3].data_dir, "replica.lag.time.max.ms": "5000",
+                                              **{k: CLUSTER_OVERRIDES[k] for k in CLUSTER_OVERRIDES
+                                                 if k.startswith(("offsets.", "transaction."))}}, version=VERSION)
+    try:
+        for broker in brokers.values():
+            broker.start()
+        bootstrap = brokers[1].bootstrap
+        create(bootstrap, "mixed", partitions=3, rf=3)
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(bootstrap, "mixed").values()), 30,
+                   message="every replica in sync")
+        produce_to_each_partition(bootstrap, range(0, 300))
+        assert brokers[3].stop() == 0
+        kafka.port = brokers[3].port   # (the endpoint broker 3 had)
+        kafka.start()
+        wait_until(lambda: all(3 in p["isr"] for p in describe(bootstrap, "mixed").values()), 60,
+                   message="Kafka's replica in every ISR")
+        produce_to_each_partition(bootstrap, range(300, 600))   # (acks=all: Kafka's replica has them too)
+        preferred = next(i for i, p in describe(bootstrap, "mixed").items() if p["replicas"][0] == 3)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("mixed", preferred)]).result(30)
+        wait_until(lambda: describe(bootstrap, "mixed")[preferred]["leader"] == 3, 30, message="Kafka leading")
+        produce_to_each_partition(bootstrap, range(600, 900))   # (kbroker followers fetch from Kafka)
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(bootstrap, "mixed").values()), 30,
+                   message="kbroker's replicas in sync with Kafka's leader")
+        got = sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3))
+        assert got == list(range(900))
+    finally:
+        kafka.kill()
+        for broker in brokers.values():
+            broker.kill()
+        zookeeper.stop()
+
+
+def produce_to_each_partition(bootstrap: str, values) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+                         "linger.ms": 5})
+    failed = []
+    for value in values:
+        producer.produce("mixed", value=str(value), partition=value % 3,
+                         on_delivery=lambda error, _: failed.append(error) if error else None)
+    assert producer.flush(30) == 0 and not failed, failed[:3]

@@ -49,6 +49,7 @@ class BrokerInfo:
     broker_id: int
     endpoints: list[tuple[str, str, int]]        # (listener name, host, port)
     rack: str | None = None
+    epoch: int = -1   # Kafka's broker epoch: the zxid that created the registration znode (-1: not read from it)
 
     def endpoint(self, listener: str | None = None) -> tuple[str, int]:
         for name, host, port in self.endpoints:
@@ -191,10 +192,12 @@ class KafkaZkClient(ZkConfigs):
 
     def broker_info(self, broker_id: int, watch=None) -> BrokerInfo | None:
         try:
-            data, _ = self.zk.get(self.path(f"/brokers/ids/{broker_id}"), watch=watch)
+            data, stat = self.zk.get(self.path(f"/brokers/ids/{broker_id}"), watch=watch)
         except NoNodeError:
             return None
-        return BrokerInfo.from_json(broker_id, data)
+        info = BrokerInfo.from_json(broker_id, data)
+        info.epoch = stat.czxid
+        return info
 
     def live_brokers(self, watch=None) -> dict[int, BrokerInfo]:
         """Every registered broker; ``watch`` fires on a registration coming or going and on one's data

@@ -261,7 +261,7 @@ def mutation_throttle(ctx, quota: MutationQuota) -> int:
 
 
 # Not counted against request quotas: the brokers' own requests, and what a client needs to connect at all.
-EXEMPT_APIS = frozenset({4, 5, 6, 7, 17, 18, 27, 36, 56})
+EXEMPT_APIS = frozenset({4, 5, 6, 7, 17, 18, 27, 36, 56, 67})
 
 
 def throttle_for(ctx, key: str, value: float) -> int:

@@ -3,6 +3,7 @@
 from kbroker.protocol.messages import (  # noqa: F401  (imported for registration)
     add_offsets_to_txn,
     add_partitions_to_txn,
+    allocate_producer_ids,
     alter_client_quotas,
     alter_configs,
     alter_partition,

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.timeout(180)
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule required"
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN, WRITE_TXN_MARKERS = 4, 5, 6, 7, 27
+ALLOCATE_PRODUCER_IDS = 67
 FETCH, METADATA, CREATE_ACLS, DESCRIBE_ACLS = 1, 3, 30, 29
 
 
@@ -294,6 +295,8 @@ def test_controller_and_replica_apis_refuse_a_user_who_is_not_a_super_user(acl_b
                                                                           "live_brokers": []}),
                 "ControlledShutdown": await conn.request(CONTROLLED_SHUTDOWN, 3, {"broker_id": 0,
                                                                                   "broker_epoch": -1}),
+                "AllocateProducerIds": await conn.request(ALLOCATE_PRODUCER_IDS, 0, {"broker_id": 0,
+                                                                                     "broker_epoch": -1}),
             }
             markers = await conn.request(WRITE_TXN_MARKERS, 1, {"markers": [
                 {"producer_id": 1, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,

@@ -9,6 +9,7 @@ on.) Kafka 3.9's jars are fetched by Maven on first use (tests/reference/kafka/z
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 
@@ -16,12 +17,16 @@ from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
+from kbroker.client.connection import KafkaConnection
 from kbroker.client.maven import gather_once
+from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
 from tests.cluster import CLUSTER_OVERRIDES, consume_all, create, describe, wait_until
 from tests.reference.apache_kafka import ROOT, KafkaNode
+from tests.waiting import settled
 
 VERSION = "3.9.1"
+INIT_PRODUCER_ID = 22
 KAFKA_39 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
 ONE_BROKER = {"offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
               "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0"}
@@ -151,10 +156,11 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
     """A rolling move from kbroker to Kafka starts with one broker: kbroker broker 3 of three stops and Kafka 3.9
     starts on its data dir. kbroker's controller must bring it in as Kafka's controller would: it joins every
     ISR (so acks=all writes wait for it), becomes the leader of the partition it prefers when asked, and kbroker
-    followers then replicate from it; every record is read back. (Before kbroker's controller told a started
-    broker who is alive ahead of its LeaderAndIsr, Kafka found "the new leader 1 is unavailable" and followed
-    nothing.) The producer is not idempotent: a producer id from Kafka's broker needs AllocateProducerIds from
-    the controller, which kbroker's does not serve."""
+    followers then replicate from it; every record is read back. Kafka's broker hands out producer ids from
+    blocks kbroker's controller gives it (AllocateProducerIds), never one a kbroker broker gave. (Before kbroker's
+    controller told a started broker who is alive ahead of its LeaderAndIsr, Kafka found "the new leader 1 is
+    unavailable" and followed nothing; before it served AllocateProducerIds, Kafka's broker could not answer an
+    idempotent producer's InitProducerId.)"""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
     brokers = {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
@@ -178,6 +184,8 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
         wait_until(lambda: all(3 in p["isr"] for p in describe(bootstrap, "mixed").values()), 60,
                    message="Kafka's replica in every ISR")
         produce_to_each_partition(bootstrap, range(300, 600))   # (acks=all: Kafka's replica has them too)
+        ids = asyncio.run(producer_ids({kafka.port: 3, brokers[1].port: 2}))
+        assert len(set(ids)) == len(ids) == 5 and all(i >= 0 for i in ids), ids
         preferred = next(i for i, p in describe(bootstrap, "mixed").items() if p["replicas"][0] == 3)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("mixed", preferred)]).result(30)
@@ -194,8 +202,26 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
         zookeeper.stop()
 
 
+async def producer_ids(asked: dict[int, int]) -> list[int]:
+    """InitProducerId asked of each port (as many times as it says): the ids given. Kafka's broker answers
+    COORDINATOR_LOAD_IN_PROGRESS while its request for a block is under way, and a client asks again."""
+    ids = []
+    for port, times in asked.items():
+        conn = await KafkaConnection.open("127.0.0.1", port, client_id="takeover")
+        try:
+            for _ in range(times):
+                answer = await settled(lambda: conn.request(INIT_PRODUCER_ID, 4, {
+                    "transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1,
+                    "producer_epoch": -1}), lambda a: a.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+                assert answer.error_code == 0, (port, answer)
+                ids.append(answer.producer_id)
+        finally:
+            await conn.close()
+    return ids
+
+
 def produce_to_each_partition(bootstrap: str, values) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 5})
     failed = []
     for value in values:

@@ -13,9 +13,10 @@ pytestmark = pytest.mark.reference
 API_VERSIONS, METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER = 18, 3, 19, 60
 
 # ZooKeeper-mode inter-broker APIs kbroker's brokers send each other on their one listener
-# (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition): a KRaft broker
-# has no ZooKeeper controller and no longer advertises them (docs/COMPATIBILITY.md).
-KBROKER_ONLY = {4, 5, 6, 7, 56}
+# (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition, and AllocateProducerIds
+# for Kafka 3.x brokers in a kbroker cluster): a KRaft broker has no ZooKeeper controller and no longer
+# advertises them (docs/COMPATIBILITY.md).
+KBROKER_ONLY = {4, 5, 6, 7, 56, 67}
 
 
 async def api_ranges(target) -> dict[int, tuple[int, int]]:

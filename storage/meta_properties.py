@@ -44,7 +44,19 @@ def read(log_dir: str) -> dict[str, str] | None:
 def stored_cluster_id(log_dirs: list[str], broker_id: int) -> str | None:
     """The cluster id the log dirs name (None if none names one), once each names ``broker_id`` and all the
     same cluster; InconsistentMetaProperties, in Kafka's words, otherwise."""
-    found: str | None = None
+    return _stored(log_dirs, broker_id)[0]
+
+
+def verify_cluster(log_dirs: list[str], broker_id: int, cluster_id: str) -> None:
+    """The log dirs belong to ``broker_id`` of cluster ``cluster_id`` (or name no cluster yet)."""
+    stored, path = _stored(log_dirs, broker_id)
+    if stored is not None and stored != cluster_id:
+        raise InconsistentMetaProperties(f"Invalid cluster.id in: {path}. Expected {cluster_id}, but read {stored}")
+
+
+def _stored(log_dirs: list[str], broker_id: int) -> tuple[str | None, str | None]:
+    """(the cluster id the log dirs name, the file that first names it), after the checks above."""
+    found: tuple[str | None, str | None] = (None, None)
     for log_dir in log_dirs:
         properties = read(log_dir)
         if properties is None:
@@ -57,18 +69,12 @@ def stored_cluster_id(log_dirs: list[str], broker_id: int) -> str | None:
                 f"your data, make sure your configured node id matches. If you intend to create a new node, you "
                 f"should remove all data in your data directories.")
         cluster_id = properties.get("cluster.id")
-        if cluster_id and found is not None and cluster_id != found:
-            raise InconsistentMetaProperties(f"Invalid cluster.id in: {path}. Expected {found}, but read {cluster_id}")
-        found = found or cluster_id or None
+        if cluster_id and found[0] is not None and cluster_id != found[0]:
+            raise InconsistentMetaProperties(
+                f"Invalid cluster.id in: {path}. Expected {found[0]}, but read {cluster_id}")
+        if cluster_id and found[0] is None:
+            found = (cluster_id, path)
     return found
-
-
-def verify_cluster(log_dirs: list[str], broker_id: int, cluster_id: str) -> None:
-    """The log dirs belong to ``broker_id`` of cluster ``cluster_id`` (or name no cluster yet)."""
-    stored = stored_cluster_id(log_dirs, broker_id)
-    if stored is not None and stored != cluster_id:
-        path = next(os.path.join(d, FILE_NAME) for d in log_dirs if (read(d) or {}).get("cluster.id") == stored)
-        raise InconsistentMetaProperties(f"Invalid cluster.id in: {path}. Expected {cluster_id}, but read {stored}")
 
 
 def write(log_dirs: list[str], broker_id: int, cluster_id: str) -> None:

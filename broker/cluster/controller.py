@@ -26,7 +26,7 @@ import structlog
 
 from kbroker.broker.cluster.channel import ControllerChannel
 from kbroker.broker.cluster.elections import NO_LEADER, LeaderElectionMixin
-from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_INCREMENTAL
+from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_FULL_STATES, UPDATE_TYPE_INCREMENTAL
 from kbroker.broker.cluster.reassignment import Reassignments
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
 from kbroker.client.tasks import cancel_and_wait
@@ -35,7 +35,6 @@ from kbroker.protocol.errors import ErrorCode
 log = structlog.get_logger("broker.cluster.controller")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
-UPDATE_TYPE_FULL_STATES = 0   # (UpdateMetadata's Type as Kafka's ZooKeeper controller sends it; see metadata_cache)
 LEADERS_FIRST_S = 2.0   # how long UpdateMetadata waits for new leaders' LeaderAndIsr answers (a broker may hang)
 LEADER_DURING_DELETE = -2
 

@@ -6,9 +6,8 @@ import functools
 import struct
 
 from kbroker.protocol import schema
-from kbroker.protocol.types import BufferReader
 
-_VERSION = _INT16 = struct.Struct(">h")
+_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _NULL_ARRAY = _INT32.pack(-1)
 _VALUE_HEAD = struct.Struct(">hqhib")   # version, producer id, epoch, timeout, status
@@ -20,8 +19,7 @@ VALUE_VERSION = 0
 @functools.lru_cache(maxsize=4096)
 def key(transactional_id: str) -> bytes:
     """(Cached: every state change of a transactional id writes its key again.)"""
-    out, _ = schema.encode(schema.data_struct("TransactionLogKey", KEY_VERSION), {"transactional_id": transactional_id})
-    return _VERSION.pack(KEY_VERSION) + out.getvalue()
+    return schema.encode_record("TransactionLogKey", KEY_VERSION, {"transactional_id": transactional_id})
 
 
 def value(fields: dict) -> bytes:
@@ -31,10 +29,8 @@ def value(fields: dict) -> bytes:
     version, and the producer ids before and after an epoch that ran out."""
     if fields.get("client_transaction_version", 0) >= 2 or fields.get("next_producer_id", -1) >= 0 \
             or fields.get("previous_producer_id", -1) >= 0:
-        out, _ = schema.encode(schema.data_struct("TransactionLogValue", 1),
-                               {"previous_producer_id": -1, "next_producer_id": -1, "client_transaction_version": 0,
-                                **fields})
-        return _VERSION.pack(1) + out.getvalue()
+        return schema.encode_record("TransactionLogValue", 1, {"previous_producer_id": -1, "next_producer_id": -1,
+                                                               "client_transaction_version": 0, **fields})
     partitions = fields["transaction_partitions"]
     parts = [_VALUE_HEAD.pack(VALUE_VERSION, fields["producer_id"], fields["producer_epoch"],
                               fields["transaction_timeout_ms"], fields["transaction_status"])]
@@ -51,12 +47,10 @@ def value(fields: dict) -> bytes:
 
 
 def decode_key(data: bytes) -> str:
-    (version,) = _VERSION.unpack_from(data)
-    return schema.decode(schema.data_struct("TransactionLogKey", version), BufferReader(data, 2)).transactional_id
+    return schema.decode_record("TransactionLogKey", data)[1].transactional_id
 
 
 def decode_value(data: bytes | None):
     if data is None:
         return None
-    (version,) = _VERSION.unpack_from(data)
-    return schema.decode(schema.data_struct("TransactionLogValue", version), BufferReader(data, 2))
+    return schema.decode_record("TransactionLogValue", data)[1]

@@ -160,6 +160,12 @@ class KafkaController(LeaderElectionMixin):
     def _replicas(self, tp: tuple[str, int]) -> list[int]:
         return self.assignments[tp[0]].partitions.get(tp[1], [])
 
+    def _epoch_of(self, broker_id: int) -> int:
+        """The broker epoch a request to ``broker_id`` carries, so that a later run of it refuses the request
+        (-1: none known)."""
+        info = self.live.get(broker_id)
+        return info.epoch if info is not None else -1
+
     def _hosts(self, broker_id: int, tp: tuple[str, int]) -> bool:
         return broker_id in self._replicas(tp)
 
@@ -218,7 +224,8 @@ class KafkaController(LeaderElectionMixin):
             topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=True,
                                                                       broker_id=broker_id))
         leaders = {self.states[tp].leader for tp in partitions} & set(self.live)
-        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1, "type": 0,
+        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
+                "broker_epoch": self.live[broker_id].epoch, "type": 0,
                 "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id, "partition_states": ps}
                                  for t, ps in topics.items()],
                 "live_leaders": [{"broker_id": b, "host_name": self.live[b].endpoint(self.inter_broker_listener)[0],
@@ -245,7 +252,7 @@ class KafkaController(LeaderElectionMixin):
         """StopReplica with delete: ``broker_id`` drops its replicas of ``partitions`` (topic deletion, or the
         replicas a reassignment moved away). The leader epoch -2 is Kafka's sentinel for a deletion."""
         self.channel.send(broker_id, STOP_REPLICA, 4, {
-            "controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
+            "controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": self._epoch_of(broker_id),
             "topic_states": [{"topic_name": topic, "partition_states": [
                 {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in partitions]}]})
 
@@ -258,7 +265,7 @@ class KafkaController(LeaderElectionMixin):
         for name in deleted:
             topics[name] = [{"partition_index": 0, "controller_epoch": self.epoch, "leader": LEADER_DURING_DELETE,
                              "leader_epoch": 0, "isr": [], "zk_version": 0, "replicas": [], "offline_replicas": []}]
-        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": -1,
+        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
                 "type": UPDATE_TYPE_FULL_STATES if partitions else UPDATE_TYPE_INCREMENTAL,
                 "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id
                                   if t in self.assignments else bytes(16), "partition_states": ps}
@@ -268,7 +275,7 @@ class KafkaController(LeaderElectionMixin):
                                                 for name, host, port in info.endpoints]}
                                  for b, info in sorted(self.live.items())]}
         for broker_id in brokers:
-            self.channel.send(broker_id, UPDATE_METADATA, 8, body)
+            self.channel.send(broker_id, UPDATE_METADATA, 8, {**body, "broker_epoch": self._epoch_of(broker_id)})
 
     async def _publish(self, changed: set, everything_to=frozenset()) -> None:
         """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker;
@@ -368,6 +375,11 @@ class KafkaController(LeaderElectionMixin):
         """A leader's ISR change: validated against the current state, written conditionally."""
         if not self.active:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+        if request.broker_id not in self.live or request.broker_epoch != self.live[request.broker_id].epoch:
+            # (a leader that has not been seen registering, or an earlier run of one: Kafka's refusal)
+            log.info("alter_partition_stale_broker_epoch", broker_id=request.broker_id,
+                     broker_epoch=request.broker_epoch, current=self._epoch_of(request.broker_id))
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.STALE_BROKER_EPOCH, "topics": []}
         topics = []
         changed = set()
         for topic in request.topics:
@@ -437,12 +449,15 @@ class KafkaController(LeaderElectionMixin):
     async def _on_list_reassignments(self, request) -> dict:
         return self.reassignments.listed(request)
 
-    async def _on_controlled_shutdown(self, broker_id: int) -> tuple[ErrorCode, list]:
-        """Move leadership off ``broker_id`` and drop it from every ISR; what cannot move is returned."""
+    async def _on_controlled_shutdown(self, broker_id: int, broker_epoch: int = -1) -> tuple[ErrorCode, list]:
+        """Move leadership off ``broker_id`` and drop it from every ISR; what cannot move is returned. An
+        earlier run of that broker (a lower ``broker_epoch``; -1: not known to the sender) is refused."""
         if not self.active:
             return ErrorCode.NOT_CONTROLLER, []
         if broker_id not in self.live:
             return ErrorCode.BROKER_NOT_AVAILABLE, []
+        if broker_epoch != -1 and broker_epoch < self.live[broker_id].epoch:
+            return ErrorCode.STALE_BROKER_EPOCH, []
         self.shutting_down.add(broker_id)
         changed = self._elect_offline({tp for tp, s in self.states.items() if s.leader == broker_id
                                        and len(self._replicas(tp)) > 1}, avoid={broker_id})

@@ -60,6 +60,7 @@ class ClusterMember:
         self._pause_limit = self.config["zookeeper.session.timeout.ms"] / 1000
         self.stopping = False
         self.registered = False   # /brokers/ids/<id> written by this session or an earlier one
+        self.broker_epoch = -1    # that znode's czxid: requests for an earlier run of this broker carry a lower one
         self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
         broker.replica_manager.on_follower_caught_up = self._expand_isr
         broker.replica_manager.partition_exists = lambda topic, index: self.cache.partition(topic, index) is not None
@@ -128,10 +129,11 @@ class ClusterMember:
         return BrokerInfo(self.broker_id, list(endpoints), self.config["broker.rack"]), security
 
     async def _register(self) -> None:
-        await self.zk_call(self.zk.register_broker, *self._registration(),
-                           self.config["zookeeper.session.timeout.ms"] / 1000 + 5)
+        self.broker_epoch = await self.zk_call(self.zk.register_broker, *self._registration(),
+                                               self.config["zookeeper.session.timeout.ms"] / 1000 + 5)
         self.registered = True
-        log.info("broker_registered", broker_id=self.broker_id, endpoints=self.broker.endpoints)
+        log.info("broker_registered", broker_id=self.broker_id, endpoints=self.broker.endpoints,
+                 broker_epoch=self.broker_epoch)
 
     async def update_registration(self) -> None:
         """Our advertised endpoints changed (a dynamic advertised.listeners): rewrite the registration."""
@@ -202,9 +204,21 @@ class ClusterMember:
         self.controller_epoch_seen = epoch
         return True
 
-    async def update_metadata(self, request) -> ErrorCode:
+    def stale(self, request) -> ErrorCode:
+        """Why a controller's request must be refused: sent by an older controller, or meant for an earlier run
+        of this broker (one that stopped and started again before the controller noticed: Kafka's
+        STALE_BROKER_EPOCH; -1 is a controller that does not know epochs)."""
+        if request.broker_epoch != -1 and request.broker_epoch < self.broker_epoch:
+            log.info("stale_broker_epoch", api=type(request).__name__, broker_epoch=request.broker_epoch,
+                     current=self.broker_epoch, controller_id=request.controller_id)
+            return ErrorCode.STALE_BROKER_EPOCH
         if not self.check_controller_epoch(request.controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
+        return ErrorCode.NONE
+
+    async def update_metadata(self, request) -> ErrorCode:
+        if error := self.stale(request):
+            return error
         added, deleted = self.cache.update(request)
         store = self.topics.topics
         gone_ids = {name: store.pop(name).topic_id for name in deleted if name in store}
@@ -223,8 +237,8 @@ class ClusterMember:
         return ErrorCode.NONE
 
     async def leader_and_isr(self, request) -> tuple[ErrorCode, dict]:
-        if not self.check_controller_epoch(request.controller_epoch):
-            return ErrorCode.STALE_CONTROLLER_EPOCH, {}
+        if error := self.stale(request):
+            return error, {}
         rm = self.broker.replica_manager
         errors = {}
         for leader in request.live_leaders:
@@ -252,8 +266,8 @@ class ClusterMember:
         return ErrorCode.NONE, errors
 
     def stop_replica(self, request) -> tuple[ErrorCode, list]:
-        if not self.check_controller_epoch(request.controller_epoch):
-            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        if error := self.stale(request):
+            return error, []
         out = []
         for topic in request.topic_states:
             for p in topic.partition_states:
@@ -331,7 +345,7 @@ class ClusterMember:
         tp = (partition.topic, partition.index)
         rm = self.broker.replica_manager
         try:
-            body = {"broker_id": self.broker_id, "broker_epoch": -1, "topics": [{
+            body = {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch, "topics": [{
                 "topic_name": tp[0], "topic_id": partition.topic_id, "partitions": [{
                     "partition_index": tp[1], "leader_epoch": leader_epoch, "new_isr": new_isr,
                     "leader_recovery_state": 0, "partition_epoch": partition_epoch}]}]}
@@ -369,10 +383,11 @@ class ClusterMember:
         for attempt in range(self.config["controlled.shutdown.max.retries"]):
             try:
                 if self.controller is not None and self.controller.active:
-                    error, remaining = await self.controller.enqueue("controlled_shutdown", self.broker_id)
+                    error, remaining = await self.controller.enqueue("controlled_shutdown", self.broker_id,
+                                                                     self.broker_epoch)
                 else:
                     response = await self._controller_request(CONTROLLED_SHUTDOWN, 3, {
-                        "broker_id": self.broker_id, "broker_epoch": -1})
+                        "broker_id": self.broker_id, "broker_epoch": self.broker_epoch})
                     error, remaining = ErrorCode(response.error_code), response.remaining_partitions
                 if error == ErrorCode.NONE:
                     log.info("controlled_shutdown_succeeded", remaining=len(remaining))

@@ -162,21 +162,22 @@ class KafkaZkClient(ZkConfigs):
             return parse_json(self.zk.get(p)[0])["id"]
 
     # ------------------------------------------------------------------ brokers
-    def register_broker(self, info: BrokerInfo, security_map: dict[str, str], wait_s: float) -> None:
-        """Create the ephemeral ``/brokers/ids/<id>``; an old session's znode is waited out, not stolen."""
+    def register_broker(self, info: BrokerInfo, security_map: dict[str, str], wait_s: float) -> int:
+        """Create the ephemeral ``/brokers/ids/<id>``; an old session's znode is waited out, not stolen.
+        Returns the broker epoch: the zxid that created the znode, new with every registration."""
         p = self.path(f"/brokers/ids/{info.broker_id}")
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                self.zk.create(p, info.to_json(security_map), ephemeral=True)
-                return
+                _, stat = self.zk.create(p, info.to_json(security_map), ephemeral=True, include_data=True)
+                return stat.czxid
             except NodeExistsError:
                 try:
                     _, stat = self.zk.get(p)
                 except NoNodeError:
                     continue
                 if stat.ephemeralOwner == self.session_id:
-                    return
+                    return stat.czxid
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"broker id {info.broker_id} is registered by another live session") \
                         from None

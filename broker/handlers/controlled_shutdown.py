@@ -11,6 +11,7 @@ async def handle(ctx, request):
         return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "remaining_partitions": []}
     if member is None or member.controller is None or not member.controller.active:
         return {"error_code": ErrorCode.NOT_CONTROLLER, "remaining_partitions": []}
-    error, remaining = await member.controller.enqueue("controlled_shutdown", request.broker_id)
+    error, remaining = await member.controller.enqueue("controlled_shutdown", request.broker_id,
+                                                    request.broker_epoch)
     return {"error_code": error, "remaining_partitions": [{"topic_name": t, "partition_index": p}
                                                            for t, p in remaining]}

@@ -19,7 +19,8 @@ from tests.cluster import (CLUSTER_OVERRIDES, batches, consume_all, controller_o
 
 pytestmark = pytest.mark.timeout(300)
 
-PRODUCE, FETCH, METADATA, LEADER_AND_ISR = 0, 1, 3, 4
+PRODUCE, FETCH, METADATA, LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 0, 1, 3, 4, 5, 6, 7
+ALTER_PARTITION = 56
 SESSION_TIMEOUT_S = int(CLUSTER_OVERRIDES["zookeeper.session.timeout.ms"]) / 1000
 
 
@@ -178,18 +179,52 @@ def _leader_and_isr(topic: str, topic_id: bytes, controller_epoch: int, leader: 
             "live_leaders": []}
 
 
+async def earlier_runs_requests(cluster, broker_id: int, broker_epoch: int, controller: int, controller_epoch: int,
+                                topic: str, topic_id: bytes, replicas: list[int]) -> dict[str, ErrorCode]:
+    """Requests meant for, or sent by, an earlier run of ``broker_id`` (its registration's ``broker_epoch``),
+    that a current controller's would be obeyed: the error each gets."""
+    def stale(body: dict) -> dict:
+        return {"controller_id": controller, "controller_epoch": controller_epoch, "broker_epoch": broker_epoch,
+                **body}
+    to_broker = await KafkaConnection.open("127.0.0.1", cluster.brokers[broker_id].port, client_id="fault-test")
+    to_controller = await KafkaConnection.open("127.0.0.1", cluster.brokers[controller].port, client_id="fault-test")
+    try:
+        answers = {
+            "LeaderAndIsr": await to_broker.request(LEADER_AND_ISR, 7, stale({
+                **_leader_and_isr(topic, topic_id, controller_epoch, -1, 1000, replicas), "broker_epoch": broker_epoch,
+                "controller_id": controller})),
+            "UpdateMetadata": await to_broker.request(UPDATE_METADATA, 8, stale({
+                "type": 0, "topic_states": [], "live_brokers": []})),
+            "StopReplica": await to_broker.request(STOP_REPLICA, 4, stale({"topic_states": [{
+                "topic_name": topic, "partition_states": [
+                    {"partition_index": 0, "leader_epoch": -2, "delete_partition": True}]}]})),
+            "AlterPartition": await to_controller.request(ALTER_PARTITION, 1, {
+                "broker_id": broker_id, "broker_epoch": broker_epoch, "topics": [{"topic_name": topic, "partitions": [
+                    {"partition_index": 0, "leader_epoch": 1000, "new_isr": [broker_id], "leader_recovery_state": 0,
+                     "partition_epoch": 1000}]}]}),
+            "ControlledShutdown": await to_controller.request(CONTROLLED_SHUTDOWN, 3, {
+                "broker_id": broker_id, "broker_epoch": broker_epoch})}
+    finally:
+        await to_broker.close()
+        await to_controller.close()
+    return {api: ErrorCode(answer.error_code) for api, answer in answers.items()}
+
+
 def test_stale_controller_requests_and_strangers_fetches_change_nothing(cluster, topic_name):
     create(cluster.bootstrap, topic_name, 1, 3)
     wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
-    # A clean restart of the leader moves leadership once, so there is an older leader epoch to send.
+    # A clean restart of the leader moves leadership once, so there is an older leader epoch to send, and an
+    # older broker epoch (its earlier run's registration).
     first = leader_of(cluster.bootstrap, topic_name, 0)
-    assert cluster.brokers[first].stop() == 0
-    cluster.brokers[first].start()
-    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR again")
     client = zk(cluster)
     try:
+        earlier_run = client.broker_info(first).epoch
+        assert cluster.brokers[first].stop() == 0
+        cluster.brokers[first].start()
+        wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR again")
         state = client.partition_state(topic_name, 0)
         controller_epoch = client.controller_epoch()
+        controller = client.controller_id()
         topic_id = client.topic_assignment(topic_name).topic_id
     finally:
         client.stop()
@@ -204,6 +239,9 @@ def test_stale_controller_requests_and_strangers_fetches_change_nothing(cluster,
         topic_name, topic_id, controller_epoch, follower, state.leader_epoch - 1, replicas)))
     assert older_leader_epoch.error_code == ErrorCode.NONE
     assert older_leader_epoch.topics[0].partition_errors[0].error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert asyncio.run(earlier_runs_requests(cluster, first, earlier_run, controller, controller_epoch, topic_name,
+                                             topic_id, replicas)) == {api: ErrorCode.STALE_BROKER_EPOCH for api in (
+        "LeaderAndIsr", "UpdateMetadata", "StopReplica", "AlterPartition", "ControlledShutdown")}
     # The follower still follows: a write to it is refused, the leader's writes reach it.
     refused = asyncio.run(request(cluster.brokers[follower], PRODUCE, 9, produce_body(topic_name, b"x")))
     assert produce_error(refused) == ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -308,3 +346,4 @@ def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, top
         if client is not None:
             client.stop()
         cluster.stop()
+

@@ -4,8 +4,9 @@ Kafka's znode layout and its data in Kafka's on-disk layout, so Kafka's own brok
 what kbroker acknowledged: the topics with their configs, every record (an idempotent producer's, a committed
 transaction's, a compacted topic's), the group's committed offsets and the transactional id. Then kbroker takes
 the broker back over from Kafka and serves all of it again, the records Kafka appended included: a user can move
-between the two in either direction. (Kafka 4 has no ZooKeeper mode; from Kafka 3.9 its migration to KRaft goes
-on.) Kafka 3.9's jars are fetched by Maven on first use (tests/reference/kafka/zookeeper/pom.xml)."""
+between the two in either direction, and run a cluster of both while moving: Kafka as a broker under kbroker's
+controller, kbroker brokers under Kafka's. (Kafka 4 has no ZooKeeper mode; from Kafka 3.9 its migration to KRaft
+goes on.) Kafka 3.9's jars are fetched by Maven on first use (tests/reference/kafka/zookeeper/pom.xml)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from kbroker.client.connection import KafkaConnection
 from kbroker.client.maven import gather_once
 from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
-from tests.cluster import CLUSTER_OVERRIDES, consume_all, create, describe, wait_until
+from tests.cluster import CLUSTER_OVERRIDES, brokers_listed, consume_all, create, describe, wait_until
 from tests.reference.apache_kafka import ROOT, KafkaNode
 from tests.waiting import settled
 
@@ -193,13 +194,9 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
         produce_to_each_partition(bootstrap, range(600, 900))   # (kbroker followers fetch from Kafka)
         wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(bootstrap, "mixed").values()), 30,
                    message="kbroker's replicas in sync with Kafka's leader")
-        got = sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3))
-        assert got == list(range(900))
+        assert sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3)) == list(range(900))
     finally:
-        kafka.kill()
-        for broker in brokers.values():
-            broker.kill()
-        zookeeper.stop()
+        kill_all(kafka, brokers, zookeeper)
 
 
 async def producer_ids(asked: dict[int, int]) -> list[int]:
@@ -228,3 +225,60 @@ def produce_to_each_partition(bootstrap: str, values) -> None:
         producer.produce("mixed", value=str(value), partition=value % 3,
                          on_delivery=lambda error, _: failed.append(error) if error else None)
     assert producer.flush(30) == 0 and not failed, failed[:3]
+
+
+def test_kbroker_brokers_follow_a_kafka_39_controller(tmp_path):
+    """The other half of a mixed cluster: Kafka 3.9 is the controller and kbroker brokers 2 and 3 obey it. They
+    lead and follow as its LeaderAndIsr says, a stopping one asks it to move its leaderships (ControlledShutdown),
+    a restarted one rejoins the ISRs (AlterPartition, which Kafka refuses unless it carries the broker epoch of
+    the leader's current registration: kbroker brokers sent -1 and stayed out of every ISR), and when one is
+    killed Kafka elects the others. Every acks=all record is read back."""
+    zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
+    connect = f"{zookeeper.connect}/kbroker"
+    kafka = Kafka39(str(tmp_path / "kafka"), {"broker.id": "1", "zookeeper.connect": connect,
+                                              "log.dirs": str(tmp_path / "kafka" / "data"),
+                                              "replica.lag.time.max.ms": "5000",
+                                              **{k: CLUSTER_OVERRIDES[k] for k in CLUSTER_OVERRIDES
+                                                 if k.startswith(("offsets.", "transaction."))}}, version=VERSION)
+    brokers = {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
+                                {**CLUSTER_OVERRIDES, "broker.id": str(i), "zookeeper.connect": connect})
+               for i in (2, 3)}
+    try:
+        bootstrap = kafka.start().bootstrap
+        for broker in brokers.values():
+            broker.start()
+        wait_until(lambda: brokers_listed(brokers[3].port) == 3, 30, message="every broker told of the others")
+        assert controller_of_cluster(bootstrap) == 1
+        create(bootstrap, "mixed", partitions=3, rf=3)
+        in_sync = lambda n: all(len(p["isr"]) == n for p in describe(bootstrap, "mixed").values())   # noqa: E731
+        wait_until(lambda: in_sync(3), 30, message="every replica in sync")
+        assert {p["leader"] for p in describe(bootstrap, "mixed").values()} == {1, 2, 3}
+        produce_to_each_partition(bootstrap, range(0, 300))
+
+        assert brokers[2].stop() == 0
+        assert all(p["leader"] != 2 and 2 not in p["isr"] for p in describe(bootstrap, "mixed").values())
+        produce_to_each_partition(bootstrap, range(300, 600))
+        brokers[2].start()
+        wait_until(lambda: in_sync(3), 30, message="the restarted kbroker broker back in every ISR")
+
+        brokers[3].kill()
+        wait_until(lambda: all(p["leader"] in (1, 2) for p in describe(bootstrap, "mixed").values()), 30,
+                   message="Kafka's controller electing away from the killed broker")
+        produce_to_each_partition(bootstrap, range(600, 900))
+        assert sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3)) == list(range(900))
+    finally:
+        kill_all(kafka, brokers, zookeeper)
+    assert not [line for line in kafka.tail_log(100_000).splitlines()
+                if "] ERROR " in line or "stale broker epoch" in line]
+
+
+def kill_all(kafka: Kafka39, brokers: dict[int, BrokerProcess], zookeeper: ZooKeeperServer) -> None:
+    kafka.kill()
+    for broker in brokers.values():
+        broker.kill()
+    zookeeper.stop()
+
+
+def controller_of_cluster(bootstrap: str) -> int:
+    """The controller id a client is told (Metadata's controller_id)."""
+    return AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).controller_id

@@ -310,25 +310,40 @@ class KafkaController(LeaderElectionMixin):
 
     # ------------------------------------------------------------------ events
     async def _on_broker_change(self) -> None:
+        """Brokers that left, started, re-registered or changed their endpoints. A broker whose registration
+        has a new epoch (its znode's czxid) behind the same id is a new process that stopped and started while
+        this controller was not looking: as Kafka's controller does with a bounced broker, it is handled as
+        failed (its leaderships move to another ISR member, it leaves the ISRs) and then as started."""
         if not self.active:
             return
         now = await self._zk(self.zk.live_brokers, self._broker_watch)
         gone = set(self.live) - set(now)
-        born = {b for b, info in now.items() if b not in self.live or self.live[b].endpoints != info.endpoints}
+        stayed = set(now) & set(self.live)
+        bounced = {b for b in stayed if now[b].epoch != self.live[b].epoch}
+        failed = gone | bounced
+        born = bounced | {b for b in now if b not in self.live or self.live[b].endpoints != now[b].endpoints}
         self.live = now
-        self.shutting_down -= gone | born
-        for b in gone | born:
+        self.shutting_down -= failed | born
+        for b in failed | born:
             self.offline_replicas.pop(b, None)
-        for b in gone:
-            self.channel.remove_broker(b)
+        for b in failed:
+            self.channel.remove_broker(b)   # (a bounced broker's queue held the connection to its last process)
         for b in born:
             self.channel.add_broker(b, *now[b].endpoint(self.inter_broker_listener))
-        log.info("controller_broker_change", live=sorted(now), failed=sorted(gone), started=sorted(born))
-        changed = self._elect_offline(set(self.states))
+        log.info("controller_broker_change", live=sorted(now), failed=sorted(gone), started=sorted(born),
+                 bounced=sorted(bounced))
+        changed = self._elect_offline(set(self.states), avoid=bounced)
+        if bounced:   # where a bounced broker was the only ISR member, it is the one leader that loses nothing
+            changed |= self._elect_offline(set(self.states))
         for tp, state in self.states.items():
-            dead_in_isr = [r for r in state.isr if r in gone and r != state.leader]
-            if dead_in_isr and tp not in changed and state.leader != NO_LEADER:
-                self._change(tp, state.leader, [r for r in state.isr if r not in gone])
+            dead_in_isr = [r for r in state.isr if r in failed and r != state.leader]
+            if not dead_in_isr or state.leader == NO_LEADER:
+                continue
+            isr = [r for r in state.isr if r not in dead_in_isr]
+            if tp in changed:   # (a new leader was just chosen, beside a bounced broker that is live again)
+                state.isr = isr
+            else:
+                self._change(tp, state.leader, isr)
                 changed.add(tp)
         await self._publish(changed, everything_to=born)   # (a started broker learns all it hosts)
 

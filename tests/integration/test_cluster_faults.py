@@ -1,10 +1,11 @@
 """Faults and bad input in a cluster: controller kill -9, a divergent leader returning, a broker paused past its
-ZooKeeper session, ZooKeeper itself going away, a new leader paused as it is elected, and requests that carry
-stale epochs or a stranger's replica id."""
+ZooKeeper session, ZooKeeper itself going away, a new leader paused as it is elected, a broker restarted while the
+controller is paused, and requests that carry stale epochs or a stranger's replica id."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -306,6 +307,25 @@ async def leaders_named(broker, topic: str, seconds: float) -> set[int]:
     return named
 
 
+@contextlib.contextmanager
+def pausable_cluster(tmp_path):
+    """A cluster of its own, whose sessions are long enough to pause a broker (the controller among them)
+    through what a test does meanwhile, and without controlled shutdown (a paused controller could not answer
+    it): the cluster, a ZooKeeper client on it and the controller's id."""
+    from tests.cluster import Cluster
+
+    cluster = Cluster(str(tmp_path / "cluster"), overrides={"controlled.shutdown.enable": "false",
+                                                            "zookeeper.session.timeout.ms": "15000"}).start()
+    client = None
+    try:
+        client = zk(cluster)
+        yield cluster, client, wait_until(lambda: controller_of(cluster), 30, 0.2, "a controller")
+    finally:
+        if client is not None:
+            client.stop()
+        cluster.stop()
+
+
 @pytest.mark.parametrize("the_leader_controls", [False, True], ids=["leader", "leader-and-controller"])
 def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, topic_name, the_leader_controls):
     """A leader leaves (its ZooKeeper session closed at once: no controlled shutdown) while the replica elected
@@ -313,16 +333,10 @@ def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, top
     ``LEADERS_FIRST_S`` for it), no broker's Metadata names it: a client sent there first has one batch refused
     by a follower and the next taken by the leader it became, and librdkafka counts the refused one delivered.
     With the old leader the controller too, the next controller's first round elects the new leader, and
-    holds to the same order. Its own cluster: sessions long enough to pause a broker through it."""
-    from tests.cluster import Cluster
+    holds to the same order."""
     from tests.integration.test_cluster_elections import create_on
 
-    cluster = Cluster(str(tmp_path / "cluster"), overrides={"controlled.shutdown.enable": "false",
-                                                            "zookeeper.session.timeout.ms": "15000"}).start()
-    client = None
-    try:
-        client = zk(cluster)
-        controller = wait_until(lambda: controller_of(cluster), 30, 0.2, "a controller")
+    with pausable_cluster(tmp_path) as (cluster, client, controller):
         others = [b for b in sorted(cluster.brokers) if b != controller]
         old, new, watcher = (controller, *others) if the_leader_controls else (others[0], others[1], controller)
         create_on(cluster.bootstrap, topic_name, [old, new, watcher])
@@ -342,8 +356,36 @@ def test_no_broker_names_a_new_leader_before_it_has_taken_the_lead(tmp_path, top
                    f"broker {new} named once it leads")
         produce_values(cluster, topic_name, [b"after"])
         assert [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)] == [b"before", b"after"]
-    finally:
-        if client is not None:
-            client.stop()
-        cluster.stop()
 
+
+def test_a_broker_that_restarts_while_the_controller_looks_away_is_handled_as_failed_and_started(
+        tmp_path, topic_name):
+    """A broker that leads a partition stops and starts again on the same port while the controller is paused.
+    The registration the controller reads when it resumes has the same endpoints as before, but a new broker
+    epoch (the znode's czxid): as Kafka's controller does for a bounced broker, it handles it as failed and then
+    started. Its leadership moves to another ISR member, it leaves the ISR, and it is sent LeaderAndIsr for what
+    it hosts, so it follows, catches up and rejoins. (Before, the controller saw nothing change: the restarted
+    broker was never told its partitions, and the controller kept it as their leader.)"""
+    from tests.integration.test_cluster_elections import create_on
+
+    with pausable_cluster(tmp_path) as (cluster, client, controller):
+        bounced, other = [b for b in sorted(cluster.brokers) if b != controller]
+        create_on(cluster.bootstrap, topic_name, [bounced, other, controller])
+        wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
+        produce_values(cluster, topic_name, [b"before"])
+        epoch = client.broker_info(bounced).epoch
+
+        cluster.brokers[controller].pause()
+        try:
+            assert cluster.brokers[bounced].restart().proc.poll() is None
+            wait_until(lambda: (lambda info: info is not None and info.epoch != epoch)(client.broker_info(bounced)),
+                       30, 0.05, f"broker {bounced} registered again")
+        finally:
+            cluster.brokers[controller].resume()
+        wait_until(lambda: describe(cluster.bootstrap, topic_name)[0]["leader"] in (other, controller), 30, 0.2,
+                   f"the lead moved from broker {bounced}")
+        produce_values(cluster, topic_name, [b"after"])
+        wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2,
+                   f"broker {bounced} back in the ISR")
+        assert [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)] == [b"before", b"after"]
+        replicas_converge(cluster, topic_name, cluster.brokers)

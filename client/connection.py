@@ -28,6 +28,7 @@ from kbroker.protocol.headers import RequestHeader, decode_response_header, enco
 from kbroker.protocol.types import BufferReader
 
 _SIZE = struct.Struct(">i")
+API_VERSIONS = 18
 
 
 class ConnectionClosed(ConnectionError):
@@ -45,6 +46,7 @@ class KafkaConnection:
         self._sasl: SaslCredentials | None = None
         self._reauth_at: float | None = None
         self._reauth_lock = asyncio.Lock()
+        self.peer_versions: dict[int, tuple[int, int]] | None = None   # api key -> (min, max), once negotiated
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str = "kbroker-client",
@@ -96,6 +98,26 @@ class KafkaConnection:
         pending.start_timer()
         self.stream.write(bytes(pending.frame))
         return True
+
+    async def negotiate_versions(self, timeout: float = 10.0) -> None:
+        """Ask the peer which versions of each API it serves (ApiVersions v3, as Kafka's clients and brokers do on
+        every connection), so that ``usable`` picks each request's version: a broker of another Kafka release
+        refuses a version it does not serve by closing the connection."""
+        answer = await self.request(API_VERSIONS, 3, {"client_software_name": "kbroker",
+                                                      "client_software_version": "1"}, timeout=timeout)
+        if answer.error_code:
+            raise ConnectionError(f"ApiVersions refused: {answer.error_code}")
+        self.peer_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+
+    def usable(self, api_key: int, highest: int) -> int:
+        """The highest version of ``api_key`` up to ``highest`` that the peer serves (``highest`` itself before
+        ``negotiate_versions``); ConnectionError when it serves none of them."""
+        if self.peer_versions is None:
+            return highest
+        low, high = self.peer_versions.get(api_key, (0, -1))
+        if high < 0 or low > highest:
+            raise ConnectionError(f"the peer serves no version up to {highest} of API {api_key}")
+        return min(highest, high)
 
     def _reauth_due(self) -> bool:
         return self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at

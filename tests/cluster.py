@@ -207,9 +207,10 @@ def batches(data_dir: str, topic: str, partition: int) -> list[bytes]:
     return out
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int) -> list[tuple[int, int, bytes]]:
+def consume_all(bootstrap: str, topic: str, partitions: int, isolation_level: str = "read_uncommitted"
+                ) -> list[tuple[int, int, bytes]]:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000,
-                             auto_offset_reset="earliest")
+                             auto_offset_reset="earliest", isolation_level=isolation_level)
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
     out = []

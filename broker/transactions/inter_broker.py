@@ -12,9 +12,10 @@ runs), and a verification this broker coordinates is answered here
 listener would cost every transaction another round of encoding, loopback
 socket and dispatch.
 
-Invariant: one connection per destination broker, opened on first use and
-replaced when it breaks; a request to a broker nobody knows the address of
-fails like a broken connection (the caller retries).
+Invariant: one connection per destination broker, opened on first use (with
+the versions it serves asked, as Kafka's brokers ask each other) and replaced
+when it breaks; a request to a broker nobody knows the address of fails like
+a broken connection (the caller retries).
 """
 
 from __future__ import annotations
@@ -56,14 +57,22 @@ class InterBrokerChannel:
                 address = self._address(broker_id)
                 if address is None:
                     raise ConnectionError(f"broker {broker_id} has no known address")
-                conn = self._connections[broker_id] = await asyncio.wait_for(KafkaConnection.open(
+                conn = await asyncio.wait_for(KafkaConnection.open(
                     *address, client_id=f"broker-{self.broker.broker_id}", **self.broker.inter_broker_connect), 10)
+                try:
+                    await conn.negotiate_versions()
+                except BaseException:
+                    await conn.close()
+                    raise
+                self._connections[broker_id] = conn
             return conn
 
     async def _request(self, broker_id: int, api_key: int, version: int, body: dict):
+        """``version``: the highest this broker would send; the peer's highest when that is lower (a Kafka broker
+        of an earlier release in the cluster: Kafka 3.9 serves WriteTxnMarkers up to v1)."""
         conn = await self._conn(broker_id)
         try:
-            return await conn.request(api_key, version, body)
+            return await conn.request(api_key, conn.usable(api_key, version), body)
         except SEND_ERRORS:
             self._connections.pop(broker_id, None)
             await conn.close()

@@ -151,6 +151,43 @@ def test_kafka_configs_transactions_and_delete_records(server, tmp_path):
     assert listed.splitlines()[0].split()[:2] == ["TransactionalId", "Coordinator"], listed
 
 
+def test_the_performance_and_verification_tools_run_to_the_end(server):
+    """kafka-producer-perf-test (plain and transactional), kafka-consumer-perf-test,
+    kafka-share-consumer-perf-test, kafka-e2e-latency and the verifiable producer and consumer (of both group
+    protocols), as operators and Kafka's system tests run them: each sends or reads all it was asked to."""
+    topic = f"tools-{uuid.uuid4().hex[:8]}"
+    group = f"tools-share-{uuid.uuid4().hex[:8]}"
+    ok(tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", server, "--create", "--topic", topic,
+            "--partitions", "3"))
+    produce = ["org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--record-size", "100",
+               "--throughput", "-1", "--command-property", f"bootstrap.servers={server}", "acks=all"]
+    assert "5000 records sent" in ok(tool(*produce, "--num-records", "5000"))
+    assert "2000 records sent" in ok(tool(*produce, "--num-records", "2000", "--transaction-duration-ms", "100"))
+    consumed = ok(tool("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", server, "--topic", topic,
+                       "--num-records", "7000", "--timeout", "30000")).splitlines()
+    assert consumed[1].split(", ")[4] == "7000", consumed   # (data.consumed.in.nMsg)
+    ok(tool("kafka.admin.ConfigCommand", "--bootstrap-server", server, "--alter", "--entity-type", "groups",
+            "--entity-name", group, "--add-config", "share.auto.offset.reset=earliest"))
+    shared = ok(tool("org.apache.kafka.tools.ShareConsumerPerformance", "--bootstrap-server", server, "--topic",
+                     topic, "--group", group, "--num-records", "7000", "--timeout", "30000")).splitlines()
+    assert shared[1].split(", ")[5] == "7000", shared   # (data.consumed.in.nMsg)
+    latency = ok(tool("org.apache.kafka.tools.EndToEndLatency", "--bootstrap-server", server, "--topic", topic,
+                      "--num-records", "200", "--producer-acks", "all", "--record-size", "100"))
+    assert "Avg latency" in latency, latency
+    events = [json.loads(line) for line in ok(tool(
+        "org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", server, "--topic", topic,
+        "--max-messages", "20")).splitlines()]
+    assert events[-1]["name"] == "tool_data" and events[-1]["acked"] == 20, events[-1]
+    for protocol in ("classic", "consumer"):
+        events = [json.loads(line) for line in ok(tool(
+            "org.apache.kafka.tools.VerifiableConsumer", "--bootstrap-server", server, "--topic", topic,
+            "--group-id", f"tools-{protocol}-{uuid.uuid4().hex[:8]}", "--group-protocol", protocol,
+            "--max-messages", "50", "--reset-policy", "earliest")).splitlines()]
+        commits = [e for e in events if e["name"] == "offsets_committed"]
+        assert commits and all(c["success"] for c in commits), events
+        assert sum(p["count"] for e in events if e["name"] == "records_consumed" for p in e["partitions"]) == 50
+
+
 def test_kafka_client_metrics_alters_lists_describes_and_deletes_a_subscription(server):
     name = f"tools-metrics-{uuid.uuid4().hex[:8]}"
     command = "org.apache.kafka.tools.ClientMetricsCommand"

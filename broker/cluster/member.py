@@ -204,12 +204,12 @@ class ClusterMember:
         self.controller_epoch_seen = epoch
         return True
 
-    def stale(self, request) -> ErrorCode:
+    def stale(self, request, api: str) -> ErrorCode:
         """Why a controller's request must be refused: sent by an older controller, or meant for an earlier run
         of this broker (one that stopped and started again before the controller noticed: Kafka's
         STALE_BROKER_EPOCH; -1 is a controller that does not know epochs)."""
         if request.broker_epoch != -1 and request.broker_epoch < self.broker_epoch:
-            log.info("stale_broker_epoch", api=type(request).__name__, broker_epoch=request.broker_epoch,
+            log.info("stale_broker_epoch", api=api, broker_epoch=request.broker_epoch,
                      current=self.broker_epoch, controller_id=request.controller_id)
             return ErrorCode.STALE_BROKER_EPOCH
         if not self.check_controller_epoch(request.controller_epoch):
@@ -217,7 +217,7 @@ class ClusterMember:
         return ErrorCode.NONE
 
     async def update_metadata(self, request) -> ErrorCode:
-        if error := self.stale(request):
+        if error := self.stale(request, "UpdateMetadata"):
             return error
         added, deleted = self.cache.update(request)
         store = self.topics.topics
@@ -237,7 +237,7 @@ class ClusterMember:
         return ErrorCode.NONE
 
     async def leader_and_isr(self, request) -> tuple[ErrorCode, dict]:
-        if error := self.stale(request):
+        if error := self.stale(request, "LeaderAndIsr"):
             return error, {}
         rm = self.broker.replica_manager
         errors = {}
@@ -266,7 +266,7 @@ class ClusterMember:
         return ErrorCode.NONE, errors
 
     def stop_replica(self, request) -> tuple[ErrorCode, list]:
-        if error := self.stale(request):
+        if error := self.stale(request, "StopReplica"):
             return error, []
         out = []
         for topic in request.topic_states:

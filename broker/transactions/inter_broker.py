@@ -21,6 +21,7 @@ a broken connection (the caller retries).
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 
 import structlog
 
@@ -42,7 +43,9 @@ class InterBrokerChannel:
     def __init__(self, broker) -> None:
         self.broker = broker
         self._connections: dict[int, KafkaConnection] = {}
-        self._lock = asyncio.Lock()
+        # One lock per destination: a peer slow to answer its ApiVersions (paused, or cut off after its
+        # handshake) holds up no request to another broker.
+        self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
 
     def _address(self, broker_id: int) -> tuple[str, int] | None:
         if self.broker.cluster is not None and broker_id != self.broker.broker_id:
@@ -51,7 +54,7 @@ class InterBrokerChannel:
         return ("127.0.0.1" if host in ("", "0.0.0.0") else host), port
 
     async def _conn(self, broker_id: int) -> KafkaConnection:
-        async with self._lock:
+        async with self._locks[broker_id]:
             conn = self._connections.get(broker_id)
             if conn is None or conn.closed:
                 address = self._address(broker_id)

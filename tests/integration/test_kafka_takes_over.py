@@ -162,7 +162,8 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
     blocks kbroker's controller gives it (AllocateProducerIds), never one a kbroker broker gave. (Before kbroker's
     controller told a started broker who is alive ahead of its LeaderAndIsr, Kafka found "the new leader 1 is
     unavailable" and followed nothing; before it served AllocateProducerIds, Kafka's broker could not answer an
-    idempotent producer's InitProducerId.)"""
+    idempotent producer's InitProducerId.) Kafka's clean stop then moves its lead away through kbroker's
+    controller (ControlledShutdown, with the broker epoch it checks)."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
     brokers = {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
@@ -196,6 +197,10 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
         wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(bootstrap, "mixed").values()), 30,
                    message="kbroker's replicas in sync with Kafka's leader")
         assert sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3)) == list(range(900))
+        # Kafka's clean stop asks kbroker's controller, with its broker epoch, to move the lead it took.
+        assert kafka.stop() in (0, 143), kafka.tail_log()
+        assert "Controlled shutdown request returned successfully" in kafka.tail_log(100_000)
+        assert describe(bootstrap, "mixed")[preferred]["leader"] != 3
     finally:
         kill_all(kafka, brokers, zookeeper)
 

@@ -182,18 +182,17 @@ def _leader_and_isr(topic: str, topic_id: bytes, controller_epoch: int, leader: 
 
 async def earlier_runs_requests(cluster, broker_id: int, broker_epoch: int, controller: int, controller_epoch: int,
                                 topic: str, topic_id: bytes, replicas: list[int]) -> dict[str, ErrorCode]:
-    """Requests meant for, or sent by, an earlier run of ``broker_id`` (its registration's ``broker_epoch``),
-    that a current controller's would be obeyed: the error each gets."""
+    """Requests meant for, or sent by, an earlier run of ``broker_id`` (its registration's ``broker_epoch``) that
+    would be obeyed if they carried its current epoch: the error each gets."""
     def stale(body: dict) -> dict:
-        return {"controller_id": controller, "controller_epoch": controller_epoch, "broker_epoch": broker_epoch,
-                **body}
+        return {**body, "controller_id": controller, "controller_epoch": controller_epoch,
+                "broker_epoch": broker_epoch}
     to_broker = await KafkaConnection.open("127.0.0.1", cluster.brokers[broker_id].port, client_id="fault-test")
     to_controller = await KafkaConnection.open("127.0.0.1", cluster.brokers[controller].port, client_id="fault-test")
     try:
         answers = {
-            "LeaderAndIsr": await to_broker.request(LEADER_AND_ISR, 7, stale({
-                **_leader_and_isr(topic, topic_id, controller_epoch, -1, 1000, replicas), "broker_epoch": broker_epoch,
-                "controller_id": controller})),
+            "LeaderAndIsr": await to_broker.request(LEADER_AND_ISR, 7, stale(
+                _leader_and_isr(topic, topic_id, controller_epoch, -1, 1000, replicas))),
             "UpdateMetadata": await to_broker.request(UPDATE_METADATA, 8, stale({
                 "type": 0, "topic_states": [], "live_brokers": []})),
             "StopReplica": await to_broker.request(STOP_REPLICA, 4, stale({"topic_states": [{

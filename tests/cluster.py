@@ -178,7 +178,12 @@ def describe(bootstrap: str, topic: str, timeout: float = 15.0) -> dict[int, dic
 
 def controller_of(cluster) -> int:
     """The controller's broker id, as DescribeCluster answers it (-1 while there is none)."""
-    return admin_call(cluster.bootstrap, lambda admin: admin.describe_cluster()["controller_id"])
+    return controller_at(cluster.bootstrap)
+
+
+def controller_at(bootstrap: str) -> int:
+    """``controller_of`` for brokers a ``Cluster`` did not start (Apache Kafka's among them)."""
+    return admin_call(bootstrap, lambda admin: admin.describe_cluster()["controller_id"])
 
 
 def create(bootstrap: str, topic: str, partitions: int = 3, rf: int = 3, configs=None) -> None:

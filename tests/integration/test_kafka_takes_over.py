@@ -23,13 +23,17 @@ from kbroker.client.maven import gather_once
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
-from tests.cluster import CLUSTER_OVERRIDES, brokers_listed, consume_all, create, describe, wait_until
+from tests.cluster import (CLUSTER_OVERRIDES, brokers_listed, consume_all, controller_at, create, describe,
+                           wait_until)
 from tests.reference.apache_kafka import ROOT, KafkaNode
 from tests.waiting import settled
 
 VERSION = "3.9.1"
 INIT_PRODUCER_ID = 22
 KAFKA_39 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
+# Kafka's settings beside kbroker brokers: the cluster tests' internal topics and ISR lag, the rest Kafka's defaults.
+KAFKA_IN_A_CLUSTER = {"replica.lag.time.max.ms": "5000", **{k: v for k, v in CLUSTER_OVERRIDES.items()
+                                                          if k.startswith(("offsets.", "transaction."))}}
 ONE_BROKER = {"offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
               "transaction.state.log.min.isr": "1", "group.initial.rebalance.delay.ms": "0"}
 TOPICS = {"records": (2, {"retention.ms": "86400000", "max.message.bytes": "200000"}),
@@ -166,13 +170,9 @@ def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path)
     controller (ControlledShutdown, with the broker epoch it checks)."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
-    brokers = {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
-                                {**CLUSTER_OVERRIDES, "broker.id": str(i), "zookeeper.connect": connect})
-               for i in (1, 2, 3)}
-    kafka = Kafka39(str(tmp_path / "kafka"), {"broker.id": "3", "zookeeper.connect": connect,
-                                              "log.dirs": brokers[3].data_dir, "replica.lag.time.max.ms": "5000",
-                                              **{k: CLUSTER_OVERRIDES[k] for k in CLUSTER_OVERRIDES
-                                                 if k.startswith(("offsets.", "transaction."))}}, version=VERSION)
+    brokers = kbroker_brokers(tmp_path, (1, 2, 3), connect)
+    kafka = Kafka39(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "3", "zookeeper.connect": connect,
+                                              "log.dirs": brokers[3].data_dir}, version=VERSION)
     try:
         for broker in brokers.values():
             broker.start()
@@ -244,20 +244,15 @@ def test_kbroker_brokers_follow_a_kafka_39_controller(tmp_path):
     record is read back under read_committed."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
-    kafka = Kafka39(str(tmp_path / "kafka"), {"broker.id": "1", "zookeeper.connect": connect,
-                                              "log.dirs": str(tmp_path / "kafka" / "data"),
-                                              "replica.lag.time.max.ms": "5000",
-                                              **{k: CLUSTER_OVERRIDES[k] for k in CLUSTER_OVERRIDES
-                                                 if k.startswith(("offsets.", "transaction."))}}, version=VERSION)
-    brokers = {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
-                                {**CLUSTER_OVERRIDES, "broker.id": str(i), "zookeeper.connect": connect})
-               for i in (2, 3)}
+    kafka = Kafka39(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "1", "zookeeper.connect": connect,
+                                              "log.dirs": str(tmp_path / "kafka" / "data")}, version=VERSION)
+    brokers = kbroker_brokers(tmp_path, (2, 3), connect)
     try:
         bootstrap = kafka.start().bootstrap
         for broker in brokers.values():
             broker.start()
         wait_until(lambda: brokers_listed(brokers[3].port) == 3, 30, message="every broker told of the others")
-        assert controller_of_cluster(bootstrap) == 1
+        assert controller_at(bootstrap) == 1
         create(bootstrap, "mixed", partitions=3, rf=3)
         in_sync = lambda n: all(len(p["isr"]) == n for p in describe(bootstrap, "mixed").values())   # noqa: E731
         wait_until(lambda: in_sync(3), 30, message="every replica in sync")
@@ -297,13 +292,16 @@ def commit_to_each_partition(bootstrap: str, transactional_id: str, values) -> N
     producer.commit_transaction(30)
 
 
+def kbroker_brokers(tmp_path, broker_ids, connect: str) -> dict[int, BrokerProcess]:
+    """kbroker brokers of a mixed cluster, on the cluster tests' settings, not yet started."""
+    return {i: BrokerProcess(str(tmp_path / f"broker-{i}" / "data"),
+                             {**CLUSTER_OVERRIDES, "broker.id": str(i), "zookeeper.connect": connect})
+            for i in broker_ids}
+
+
 def kill_all(kafka: Kafka39, brokers: dict[int, BrokerProcess], zookeeper: ZooKeeperServer) -> None:
     kafka.kill()
     for broker in brokers.values():
         broker.kill()
     zookeeper.stop()
 
-
-def controller_of_cluster(bootstrap: str) -> int:
-    """The controller id a client is told (Metadata's controller_id)."""
-    return AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15).controller_id

@@ -15,6 +15,7 @@ idle fetch rounds, broker/replication/idle_rounds.py).
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import io
 import itertools
 import struct
@@ -28,6 +29,17 @@ from kbroker.protocol.headers import RequestHeader, decode_response_header, enco
 from kbroker.protocol.types import BufferReader
 
 _SIZE = struct.Struct(">i")
+
+
+def _software_version() -> str:
+    """kbroker's release as ApiVersions names it (Kafka's clients say "unknown" when theirs cannot be read)."""
+    try:
+        return importlib.metadata.version("kbroker")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+_SOFTWARE_VERSION = _software_version()
 API_VERSIONS = 18
 
 
@@ -104,7 +116,7 @@ class KafkaConnection:
         every connection), so that ``usable`` picks each request's version: a broker of another Kafka release
         refuses a version it does not serve by closing the connection."""
         answer = await self.request(API_VERSIONS, 3, {"client_software_name": "kbroker",
-                                                      "client_software_version": "1"}, timeout=timeout)
+                                                      "client_software_version": _SOFTWARE_VERSION}, timeout=timeout)
         if answer.error_code:
             raise ConnectionError(f"ApiVersions refused: {answer.error_code}")
         self.peer_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}

@@ -6,6 +6,7 @@ GetTelemetrySubscriptions or PushTelemetry gets Kafka's error and changes nothin
 from __future__ import annotations
 
 import gzip
+import importlib.metadata
 
 import pytest
 from confluent_kafka import Producer
@@ -155,6 +156,31 @@ async def test_every_bad_push_gets_kafkas_error(conn, broker):
     assert await push(conn, newest.client_instance_id, newest.subscription_id, otlp("wire.gauge", 44.0),
                       terminating=True) == E.INVALID_REQUEST
     assert await subscribe(conn, "bad-pushes", metrics=None, interval_ms=None, match=None) == (0, None)
+
+
+async def test_kbrokers_own_client_names_itself_and_its_release(broker):
+    """The inter-broker client's ApiVersions v3 names kbroker and the installed release, as Kafka's clients name
+    theirs, so a subscription can match it; and the versions it learns decide what it sends."""
+    release = importlib.metadata.version("kbroker")
+    own = await KafkaConnection.open("127.0.0.1", broker.port, client_id="kbroker-peer")
+    try:
+        await own.negotiate_versions()
+        assert own.usable(API_VERSIONS, 99) == own.peer_versions[API_VERSIONS][1] >= 4
+        assert own.usable(PUSH, 0) == 0
+        with pytest.raises(ConnectionError):
+            own.usable(9999, 3)   # (an API the broker does not serve)
+        assert await subscribe(own, "own", metrics="*", interval_ms="60000",
+                               match=f"client_software_name=kbroker,client_software_version={release}") == (0, None)
+        subscription = await get(own)
+        assert subscription.requested_metrics == ["*"]
+        assert await push(own, subscription.client_instance_id, subscription.subscription_id,
+                          otlp("own.gauge", 7.0)) == 0
+        assert value(scrape(metrics_port(broker)), "own_gauge", client_id="kbroker-peer",
+                     client_instance_id=_id(subscription), client_software_name="kbroker",
+                     client_software_version=release) == 7.0
+        assert await subscribe(own, "own", metrics=None, interval_ms=None, match=None) == (0, None)
+    finally:
+        await own.close()
 
 
 def _id(answer) -> str:

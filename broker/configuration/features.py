@@ -74,10 +74,13 @@ def update(updates: list[tuple[str, int, int]], config, stored: dict[str, int]) 
     return ErrorCode.NONE, None
 
 
-def api_versions_features(config, stored: dict[str, int] | None = None, epoch: int = 0) -> dict:
-    """The feature fields of an ApiVersions v3+ answer (a level 0 feature is not listed as finalized)."""
+def api_versions_features(config, stored: dict[str, int] | None = None, epoch: int = 0, *,
+                          version: int = 4) -> dict:
+    """The feature fields of an ApiVersions v3+ answer (a level 0 feature is not listed as finalized). An answer
+    to v3 lists no supported feature whose range starts at 0, as Kafka's (KAFKA-17492): Java clients before 3.9
+    send v3 and refuse such a range, failing the whole connection (an AdminClient's thread exits)."""
     return {"supported_features": [{"name": n, "min_version": lo, "max_version": hi}
-                                   for n, (lo, hi) in sorted(SUPPORTED.items())],
+                                   for n, (lo, hi) in sorted(SUPPORTED.items()) if lo > 0 or version >= 4],
             "finalized_features_epoch": epoch + 1,
             "finalized_features": [{"name": n, "min_version_level": level, "max_version_level": level}
                                    for n, level in sorted(finalized(config, stored).items()) if level > 0]}

@@ -55,6 +55,7 @@ def _encoded(ctx, telemetry: bool) -> EncodedBody:
     answer = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}   # (exempt from request quotas)
     if ctx.api_version >= 3:
         metadata = ctx.broker.metadata
-        answer.update(api_versions_features(ctx.broker.config, metadata.features, metadata.features_epoch))
+        answer.update(api_versions_features(ctx.broker.config, metadata.features, metadata.features_epoch,
+                                            version=ctx.api_version))
     out, _ = schema.encode(schema.struct_for(API.key, ctx.api_version, False), answer)
     return EncodedBody(out.getvalue())

@@ -56,6 +56,16 @@ def jars(version: str = VERSION) -> str:
                        f"-Dkafka.version={version}")
 
 
+ZOOKEEPER_POM = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper", "pom.xml")
+
+
+def zookeeper_jars(version: str) -> str:
+    """The directory holding a Kafka 3.x release's jars (its ZooKeeper-mode broker, tools and Java clients),
+    fetched through Maven on first use from ``tests/reference/kafka/zookeeper/pom.xml``."""
+    return gather_once(ZOOKEEPER_POM, os.path.join(ROOT, ".cache", f"kafka-{version}"), f"Kafka {version}'s jars",
+                       f"-Dkafka.version={version}")
+
+
 # The scripts of Kafka's distribution that other test suites call (librdkafka's test_kafka_topics() runs
 # $KAFKA_PATH/bin/kafka-topics.sh), each the tool's main class from the jars.
 SCRIPTS = {"kafka-topics.sh": "org.apache.kafka.tools.TopicCommand", "kafka-configs.sh": "kafka.admin.ConfigCommand",

@@ -188,6 +188,20 @@ async def api_features(target) -> dict[str, int]:
     return {f.name: f.max_version_level for f in answer.finalized_features}
 
 
+@pytest.mark.parametrize("version", [3, 4])
+async def test_the_supported_features_a_client_is_told_depend_on_its_api_versions_version(targets, version):
+    """Java clients before 3.9 send ApiVersions v3 and refuse a supported feature whose range starts at 0 (their
+    AdminClient's thread exits, their broker-to-controller channel dies): answered at v3, such features are
+    left out; at v4 every one is listed (KAFKA-17492). Kafka's KRaft-only features aside."""
+    async def scenario(target):
+        answer = await call(target, API_VERSIONS, version, {"client_software_name": "differential",
+                                                            "client_software_version": "1"})
+        return sorted((f.name, f.min_version, f.max_version) for f in answer.supported_features
+                      if f.name not in ("metadata.version", "kraft.version", "eligible.leader.replicas.version"))
+    listed = await same(targets, scenario)
+    assert bool(listed) == (version >= 4)
+
+
 async def test_a_feature_downgraded_then_upgraded(targets):
     """transaction.version down to 1 (a safe downgrade) and back to 2: ApiVersions shows each level, and the
     epoch of the finalized features grows with each update."""

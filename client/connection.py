@@ -31,6 +31,12 @@ from kbroker.protocol.types import BufferReader
 _SIZE = struct.Struct(">i")
 
 
+class NoCommonVersion(ConnectionError):
+    """The peer serves no version of an API that this side can send (``KafkaConnection.usable``). A
+    ConnectionError, so that a caller that retries a broker it cannot reach retries this one too (it may be
+    upgraded); one with another way out catches it first."""
+
+
 def _software_version() -> str:
     """kbroker's release as ApiVersions names it (Kafka's clients say "unknown" when theirs cannot be read)."""
     try:
@@ -121,15 +127,19 @@ class KafkaConnection:
             raise ConnectionError(f"ApiVersions refused: {answer.error_code}")
         self.peer_versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
 
-    def usable(self, api_key: int, highest: int) -> int:
-        """The highest version of ``api_key`` up to ``highest`` that the peer serves (``highest`` itself before
-        ``negotiate_versions``); ConnectionError when it serves none of them."""
+    def usable(self, api_key: int, highest: int, lowest: int = 0) -> int:
+        """The highest version of ``api_key`` from ``lowest`` up to ``highest`` that the peer serves and this side
+        can write (``highest`` itself before ``negotiate_versions``); NoCommonVersion when there is none (a peer of
+        a release older than the request needs, or than kbroker's oldest schema of the API; one without it)."""
         if self.peer_versions is None:
             return highest
         low, high = self.peer_versions.get(api_key, (0, -1))
-        if high < 0 or low > highest:
-            raise ConnectionError(f"the peer serves no version up to {highest} of API {api_key}")
-        return min(highest, high)
+        declared = schema.REGISTRY.get(api_key)
+        chosen = min(highest, high)
+        if chosen < max(low, lowest, declared.versions.low if declared is not None else 0):
+            raise NoCommonVersion(f"the peer serves no version {lowest}-{highest} of API {api_key} that kbroker "
+                                  f"writes (it serves {low}-{high})")
+        return chosen
 
     def _reauth_due(self) -> bool:
         return self._reauth_at is not None and asyncio.get_running_loop().time() >= self._reauth_at

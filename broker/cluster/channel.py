@@ -11,7 +11,7 @@ import asyncio
 
 import structlog
 
-from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.connection import ConnectionClosed, KafkaConnection, NoCommonVersion
 from kbroker.client.tasks import cancel_and_wait
 
 log = structlog.get_logger("broker.cluster.channel")
@@ -26,6 +26,7 @@ class _BrokerQueue:
         self.queue: asyncio.Queue = asyncio.Queue()
         self.last: asyncio.Future | None = None   # the answer to the request queued last (they leave in order)
         self.conn: KafkaConnection | None = None
+        self.warned: set[int] = set()   # (APIs the broker serves at no version kbroker writes, warned of once)
         self.task = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
@@ -37,7 +38,8 @@ class _BrokerQueue:
                     if self.conn is None or self.conn.closed:
                         self.conn = await KafkaConnection.open(*self.address, client_id=self.client_id, timeout=5,
                                                                **self.connect_options)
-                    response = await self.conn.request(api_key, version, body, timeout=30)
+                        await self.conn.negotiate_versions(timeout=5)
+                    response = await self.conn.request(api_key, self._version(api_key, version), body, timeout=30)
                     if done is not None and not done.done():
                         done.set_result(response)
                     delay = 0.05
@@ -49,6 +51,21 @@ class _BrokerQueue:
                     self.conn = None
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 1.0)
+
+    def _version(self, api_key: int, highest: int) -> int:
+        """The version to send at: Kafka's controller sends what its ``inter.broker.protocol.version`` allows,
+        and an older broker of a mixed cluster (Kafka 2.8-3.3 serves LeaderAndIsr up to v5-6, UpdateMetadata up
+        to v7) closes the connection on a newer one. The fields those versions lack (IsKRaftController, topic
+        ids in UpdateMetadata before v7) mean nothing to it. A broker that serves none kbroker writes is warned
+        of once and retried, as a broker that cannot be reached is."""
+        try:
+            return self.conn.usable(api_key, highest)
+        except NoCommonVersion:
+            if api_key not in self.warned:
+                self.warned.add(api_key)
+                log.warning("controller_request_unsupported", broker=self.broker_id, api_key=api_key,
+                            served=self.conn.peer_versions.get(api_key))
+            raise
 
     async def close(self) -> None:
         if not await cancel_and_wait(self.task):

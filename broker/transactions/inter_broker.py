@@ -26,7 +26,7 @@ from collections import defaultdict
 import structlog
 
 from kbroker.broker.transactions.txn_markers import append_markers
-from kbroker.client.connection import ConnectionClosed, KafkaConnection
+from kbroker.client.connection import ConnectionClosed, KafkaConnection, NoCommonVersion
 from kbroker.coordinators.transaction.metadata import Marker
 from kbroker.protocol.errors import ErrorCode
 
@@ -46,6 +46,7 @@ class InterBrokerChannel:
         # One lock per destination: a peer slow to answer its ApiVersions (paused, or cut off after its
         # handshake) holds up no request to another broker.
         self._locks: dict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._warned_unverified = False   # (a coordinator too old to verify: warned of once)
 
     def _address(self, broker_id: int) -> tuple[str, int] | None:
         if self.broker.cluster is not None and broker_id != self.broker.broker_id:
@@ -70,12 +71,14 @@ class InterBrokerChannel:
                 self._connections[broker_id] = conn
             return conn
 
-    async def _request(self, broker_id: int, api_key: int, version: int, body: dict):
+    async def _request(self, broker_id: int, api_key: int, version: int, body: dict, lowest: int = 0):
         """``version``: the highest this broker would send; the peer's highest when that is lower (a Kafka broker
-        of an earlier release in the cluster: Kafka 3.9 serves WriteTxnMarkers up to v1)."""
+        of an earlier release in the cluster: Kafka 3.9 serves WriteTxnMarkers up to v1). NoCommonVersion when
+        the peer serves nothing from ``lowest`` (the connection is kept)."""
         conn = await self._conn(broker_id)
+        version = conn.usable(api_key, version, lowest)
         try:
-            return await conn.request(api_key, conn.usable(api_key, version), body)
+            return await conn.request(api_key, version, body)
         except SEND_ERRORS:
             self._connections.pop(broker_id, None)
             await conn.close()
@@ -183,7 +186,15 @@ class InterBrokerChannel:
                 return await add_here(self.broker, transactional_id, producer_id, epoch, partitions)
             return verify_here(self.broker, transactional_id, producer_id, epoch, partitions)
         try:
-            resp = await self._request(coordinator, ADD_PARTITIONS_TO_TXN, 5 if add else 4, body)
+            resp = await self._request(coordinator, ADD_PARTITIONS_TO_TXN, 5 if add else 4, body, 5 if add else 4)
+        except NoCommonVersion:
+            # A coordinator of a release before KIP-890 (Kafka 3.5 and older) cannot verify: as Kafka's brokers
+            # do, the write goes on unverified. One before transactions V2 cannot add for a Produce v12: that
+            # producer follows this broker's transaction.version 2, which such a cluster must lower to 1.
+            if not self._warned_unverified:
+                self._warned_unverified = True
+                log.warning("txn_verification_unsupported", coordinator=coordinator, add=add)
+            return {tp: ErrorCode.INVALID_TXN_STATE if add else ErrorCode.NONE for tp in partitions}
         except SEND_ERRORS:
             return {tp: ErrorCode.NOT_ENOUGH_REPLICAS for tp in partitions}   # retriable for the producer
         if resp.error_code:

@@ -14,23 +14,27 @@ import asyncio
 import os
 import subprocess
 
+import pytest
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 from kbroker.client.connection import KafkaConnection
-from kbroker.client.maven import gather_once
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
 from tests.cluster import (CLUSTER_OVERRIDES, brokers_listed, consume_all, controller_at, create, describe,
                            wait_until)
-from tests.reference.apache_kafka import ROOT, KafkaNode
+from tests.reference.apache_kafka import ROOT, KafkaNode, zookeeper_jars
 from tests.waiting import settled
 
 VERSION = "3.9.1"
+# The last release before the controller's requests moved on (LeaderAndIsr v7, UpdateMetadata v8 and StopReplica v4
+# came with 3.4) and before KIP-890's verification (AddPartitionsToTxn v4, 3.6): a mixed cluster with it has each
+# side send the versions the other serves.
+OLDER = "3.3.2"
 INIT_PRODUCER_ID = 22
-KAFKA_39 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
+KAFKA_3 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
 # Kafka's settings beside kbroker brokers: the cluster tests' internal topics and ISR lag, the rest Kafka's defaults.
 KAFKA_IN_A_CLUSTER = {"replica.lag.time.max.ms": "5000", **{k: v for k, v in CLUSTER_OVERRIDES.items()
                                                           if k.startswith(("offsets.", "transaction."))}}
@@ -51,7 +55,7 @@ def test_kafka_39_serves_a_kbroker_brokers_cluster_state_and_data_and_back(tmp_p
         finally:
             assert broker.stop() == 0, broker.tail_log()
 
-        kafka = Kafka39(str(tmp_path / "kafka"), {**settings, "log.dirs": data}, version=VERSION)
+        kafka = ZooKeeperKafka(str(tmp_path / "kafka"), {**settings, "log.dirs": data}, version=VERSION)
         try:
             assert read(kafka.start().bootstrap) == expected
             expected["records"][0].append(take_the_transactional_id_on(kafka.bootstrap, b"by kafka"))
@@ -138,41 +142,43 @@ def read(bootstrap: str) -> dict:
             "group": {c.partition: c.offset for c in committed}, "configs": configs}
 
 
-class Kafka39(KafkaNode):
-    """Kafka 3.9's broker in ZooKeeper mode, as ``kafka-server-start.sh`` runs it: ``overrides`` are its whole
+class ZooKeeperKafka(KafkaNode):
+    """A Kafka 3.x broker in ZooKeeper mode, as ``kafka-server-start.sh`` runs it: ``overrides`` are its whole
     server.properties but for the listener (no storage to format: the data dir and ZooKeeper are kbroker's)."""
 
     def properties(self) -> dict[str, str]:
         return {**self.overrides, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}"}
 
     def launch(self) -> None:
-        libs = gather_once(os.path.join(KAFKA_39, "pom.xml"), os.path.join(ROOT, ".cache", f"kafka-{VERSION}"),
-                           f"Kafka {VERSION}'s jars")
+        libs = zookeeper_jars(self.version)
         os.makedirs(self.root, exist_ok=True)
         config = os.path.join(self.root, "server.properties")
         with open(config, "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in self.properties().items())
         self.proc = subprocess.Popen(
-            ["java", "-Xms256m", "-Xmx1g", f"-Dlog4j.configuration=file:{KAFKA_39}/log4j.properties", "-cp",
+            ["java", "-Xms256m", "-Xmx1g", f"-Dlog4j.configuration=file:{KAFKA_3}/log4j.properties", "-cp",
              os.path.join(libs, "*"), "kafka.Kafka", config],
             stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def test_kafka_39_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path):
+@pytest.mark.parametrize("version", [VERSION, OLDER])
+def test_kafka_3_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path, version):
     """A rolling move from kbroker to Kafka starts with one broker: kbroker broker 3 of three stops and Kafka 3.9
-    starts on its data dir. kbroker's controller must bring it in as Kafka's controller would: it joins every
-    ISR (so acks=all writes wait for it), becomes the leader of the partition it prefers when asked, and kbroker
-    followers then replicate from it; every record is read back. Kafka's broker hands out producer ids from
-    blocks kbroker's controller gives it (AllocateProducerIds), never one a kbroker broker gave. (Before kbroker's
-    controller told a started broker who is alive ahead of its LeaderAndIsr, Kafka found "the new leader 1 is
-    unavailable" and followed nothing; before it served AllocateProducerIds, Kafka's broker could not answer an
-    idempotent producer's InitProducerId.) Kafka's clean stop then moves its lead away through kbroker's
-    controller (ControlledShutdown, with the broker epoch it checks)."""
+    (or 3.3, which the controller's newest requests would cut off: it now sends each broker the versions it
+    serves) starts on its data dir. kbroker's controller must bring it in as Kafka's controller would: it joins
+    every ISR (so acks=all writes wait for it), becomes the leader of the partition it prefers when asked, and
+    kbroker followers then replicate from it; every record is read back. Kafka's broker hands out producer ids
+    from blocks kbroker's controller gives it (AllocateProducerIds), never one a kbroker broker gave. (Before
+    kbroker's controller told a started broker who is alive ahead of its LeaderAndIsr, Kafka found "the new
+    leader 1 is unavailable" and followed nothing; before it served AllocateProducerIds, Kafka's broker could not
+    answer an idempotent producer's InitProducerId.) Kafka's clean stop then moves its lead away through
+    kbroker's controller (ControlledShutdown, with the broker epoch it checks)."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
     brokers = kbroker_brokers(tmp_path, (1, 2, 3), connect)
-    kafka = Kafka39(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "3", "zookeeper.connect": connect,
-                                              "log.dirs": brokers[3].data_dir}, version=VERSION)
+    kafka = ZooKeeperKafka(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "3",
+                                                     "zookeeper.connect": connect, "log.dirs": brokers[3].data_dir},
+                           version=version)
     try:
         for broker in brokers.values():
             broker.start()
@@ -233,26 +239,30 @@ def produce_to_each_partition(bootstrap: str, values) -> None:
     assert producer.flush(30) == 0 and not failed, failed[:3]
 
 
-def test_kbroker_brokers_follow_a_kafka_39_controller(tmp_path):
-    """The other half of a mixed cluster: Kafka 3.9 is the controller and kbroker brokers 2 and 3 obey it. They
+@pytest.mark.parametrize("version", [VERSION, OLDER])
+def test_kbroker_brokers_follow_a_kafka_3_controller(tmp_path, version):
+    """The other half of a mixed cluster: Kafka 3.9 (or 3.3) is the controller and kbroker brokers 2 and 3 obey it. They
     lead and follow as its LeaderAndIsr says, a stopping one asks it to move its leaderships (ControlledShutdown),
     a restarted one rejoins the ISRs (AlterPartition, which Kafka refuses unless it carries the broker epoch of
     the leader's current registration: kbroker brokers sent -1 and stayed out of every ISR), and when one is
     killed Kafka elects the others. Transactions coordinated on each broker write their markers to partitions
     led by the others (kbroker's coordinators sent WriteTxnMarkers v2, which Kafka 3.9 does not serve: it closed
-    the connection, and each transaction stayed open, holding back read_committed consumers for good). Every
-    record is read back under read_committed."""
+    the connection, and each transaction stayed open, holding back read_committed consumers for good; Kafka 3.3
+    serves no AddPartitionsToTxn v4, by which a kbroker leader verifies a transactional write at its coordinator,
+    and kbroker refused every such write it led with INVALID_TXN_STATE: it now writes them unverified, as Kafka's
+    brokers do). Every record is read back under read_committed."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
-    kafka = Kafka39(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "1", "zookeeper.connect": connect,
-                                              "log.dirs": str(tmp_path / "kafka" / "data")}, version=VERSION)
+    kafka = ZooKeeperKafka(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "1",
+                                                     "zookeeper.connect": connect,
+                                                     "log.dirs": str(tmp_path / "kafka" / "data")}, version=version)
     brokers = kbroker_brokers(tmp_path, (2, 3), connect)
     try:
         bootstrap = kafka.start().bootstrap
         for broker in brokers.values():
             broker.start()
         wait_until(lambda: brokers_listed(brokers[3].port) == 3, 30, message="every broker told of the others")
-        assert controller_at(bootstrap) == 1
+        assert controller_at(brokers[2].bootstrap) == 1   # (kafka-python reads no DescribeCluster v0, Kafka 3.3's)
         create(bootstrap, "mixed", partitions=3, rf=3)
         in_sync = lambda n: all(len(p["isr"]) == n for p in describe(bootstrap, "mixed").values())   # noqa: E731
         wait_until(lambda: in_sync(3), 30, message="every replica in sync")
@@ -299,7 +309,7 @@ def kbroker_brokers(tmp_path, broker_ids, connect: str) -> dict[int, BrokerProce
             for i in broker_ids}
 
 
-def kill_all(kafka: Kafka39, brokers: dict[int, BrokerProcess], zookeeper: ZooKeeperServer) -> None:
+def kill_all(kafka: ZooKeeperKafka, brokers: dict[int, BrokerProcess], zookeeper: ZooKeeperServer) -> None:
     kafka.kill()
     for broker in brokers.values():
         broker.kill()

@@ -63,7 +63,7 @@ node:
 
 test-compat: $(STAMP) apt java
 	$(BIN)/python -m tests.compat.kafka_python_suite
-	$(BIN)/python -m tests.compat.librdkafka_suite
+	$(BIN)/python -m tests.compat.librdkafka_suite all
 	$(BIN)/python -m tests.compat.franz_go_suite
 
 BENCH_STAMP := $(VENV)/.installed-bench-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)

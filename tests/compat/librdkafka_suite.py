@@ -47,8 +47,9 @@ SUITE_SETTINGS = {"num.partitions": "4", "group.initial.rebalance.delay.ms": "30
                   "allow.everyone.if.no.acl.found": "true"}
 CLUSTER_TESTS = ["0103"]   # (transactions on topics of replication factor 3)
 # The runner's options for the whole suite: quick mode, no test of librdkafka alone (mock clusters, unit
-# tests), none through its socket emulator. One test at a time: tests run side by side print into each
-# other's lines, and their outcomes could not all be read.
+# tests), none through its socket emulator; five tests at a time (the runner's default: one at a time takes
+# about 15 minutes). Tests run side by side print into each other's lines, and the runner's summary may
+# list a long one as still running: such a test's outcome is "not run".
 SUITE_OPTIONS = ["-Q", "-L", "-E"]
 
 
@@ -143,7 +144,9 @@ def main() -> None:
         results = run_suite()
         counts = {k: sum(1 for t, v in results.items() if t != "log" and v == k)
                   for k in ("PASSED", "SKIPPED", "FAILED", "not run")}
-        print(f"librdkafka's suite: {counts}")
+        with open(os.path.join(CACHE, "librdkafka-suite.log"), "w") as f:
+            f.write(results["log"])
+        print(f"librdkafka's suite: {counts} (the runner's output: {os.path.join(CACHE, 'librdkafka-suite.log')})")
         for test, outcome in sorted(results.items()):
             if outcome in ("FAILED", "not run"):
                 print(f"{test}: {outcome}")

@@ -29,6 +29,7 @@ from kbroker.protocol.headers import RequestHeader, decode_response_header, enco
 from kbroker.protocol.types import BufferReader
 
 _SIZE = struct.Struct(">i")
+API_VERSIONS = 18
 
 
 class NoCommonVersion(ConnectionError):
@@ -46,7 +47,6 @@ def _software_version() -> str:
 
 
 _SOFTWARE_VERSION = _software_version()
-API_VERSIONS = 18
 
 
 class ConnectionClosed(ConnectionError):

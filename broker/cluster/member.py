@@ -339,7 +339,8 @@ class ClusterMember:
                 await conn.close()
             conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}",
                                                                       **self.broker.inter_broker_connect)
-        return await conn.request(api_key, version, body, timeout=30)
+            await conn.negotiate_versions()   # (a Kafka 2.8 controller reads AlterPartition, its AlterIsr, at v0 only)
+        return await conn.request(api_key, conn.usable(api_key, version), body, timeout=30)
 
     async def _alter_partition(self, partition, new_isr, leader_epoch: int, partition_epoch: int) -> None:
         tp = (partition.topic, partition.index)

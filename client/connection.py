@@ -68,16 +68,21 @@ class KafkaConnection:
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str = "kbroker-client",
-                   timeout: float = 10.0, ssl=None, sasl: SaslCredentials | None = None) -> "KafkaConnection":
-        """``ssl``: an ``ssl.SSLContext`` for a TLS listener; ``sasl``: credentials for a SASL one."""
+                   timeout: float = 10.0, ssl=None, sasl: SaslCredentials | None = None,
+                   negotiate: bool = False) -> "KafkaConnection":
+        """``ssl``: an ``ssl.SSLContext`` for a TLS listener; ``sasl``: credentials for a SASL one; ``negotiate``:
+        ask the peer's versions (``negotiate_versions``) before the connection is handed out. A connection whose
+        authentication or negotiation fails is closed, never handed out half ready."""
         stream = await asyncio.wait_for(open_frame_stream(host, port, ssl=ssl), timeout)
         conn = cls(stream, client_id)
-        if sasl is not None:
-            try:
+        try:
+            if sasl is not None:
                 await conn._authenticate(sasl, timeout)
-            except BaseException:
-                await conn.close()
-                raise
+            if negotiate:
+                await conn.negotiate_versions(timeout)
+        except BaseException:
+            await conn.close()
+            raise
         return conn
 
     async def _authenticate(self, sasl: SaslCredentials, timeout: float = 30.0) -> None:

@@ -76,21 +76,26 @@ class Cluster:
             self.zookeeper.kill()
 
 
+async def cluster_metadata(port: int, sasl=None, client_id: str = "kbroker-client"):
+    """The Metadata (v12, no topics) of the broker on 127.0.0.1:``port``, asked on a connection of its own;
+    ``sasl``: the SaslCredentials of a SASL listener."""
+    from kbroker.client.connection import KafkaConnection
+
+    conn = await KafkaConnection.open("127.0.0.1", port, client_id=client_id, sasl=sasl)
+    try:
+        return await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                          "include_topic_authorized_operations": False})
+    finally:
+        await conn.close()
+
+
 def brokers_listed(port: int, timeout: float = 10.0, sasl=None) -> int:
     """How many brokers the broker on ``port`` lists in its Metadata (0 if it does not answer in time);
     ``sasl``: the SaslCredentials of a SASL listener."""
     import asyncio
 
-    from kbroker.client.connection import KafkaConnection
-
     async def ask() -> int:
-        conn = await KafkaConnection.open("127.0.0.1", port, sasl=sasl)
-        try:
-            answer = await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                                "include_topic_authorized_operations": False})
-        finally:
-            await conn.close()
-        return len(answer.brokers)
+        return len((await cluster_metadata(port, sasl)).brokers)
     try:
         return asyncio.run(asyncio.wait_for(ask(), timeout))
     except Exception:   # (not answering yet, in whatever way: refused, reset, a SASL exchange cut short)

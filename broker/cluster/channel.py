@@ -37,8 +37,7 @@ class _BrokerQueue:
                 try:
                     if self.conn is None or self.conn.closed:
                         self.conn = await KafkaConnection.open(*self.address, client_id=self.client_id, timeout=5,
-                                                               **self.connect_options)
-                        await self.conn.negotiate_versions(timeout=5)
+                                                               negotiate=True, **self.connect_options)
                     response = await self.conn.request(api_key, self._version(api_key, version), body, timeout=30)
                     if done is not None and not done.done():
                         done.set_result(response)

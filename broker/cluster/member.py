@@ -337,9 +337,9 @@ class ClusterMember:
         if conn is None or conn.closed or (conn.stream.get_extra_info("peername") or ())[:2] != address:
             if conn is not None:
                 await conn.close()
-            conn = self._controller_conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker_id}",
-                                                                      **self.broker.inter_broker_connect)
-            await conn.negotiate_versions()   # (a Kafka 2.8 controller reads AlterPartition, its AlterIsr, at v0 only)
+            # (negotiated: a Kafka 2.8 controller reads AlterPartition, its AlterIsr, at v0 only)
+            conn = self._controller_conn = await KafkaConnection.open(
+                *address, client_id=f"broker-{self.broker_id}", negotiate=True, **self.broker.inter_broker_connect)
         return await conn.request(api_key, conn.usable(api_key, version), body, timeout=30)
 
     async def _alter_partition(self, partition, new_isr, leader_epoch: int, partition_epoch: int) -> None:

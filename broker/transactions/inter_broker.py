@@ -61,13 +61,8 @@ class InterBrokerChannel:
                 address = self._address(broker_id)
                 if address is None:
                     raise ConnectionError(f"broker {broker_id} has no known address")
-                conn = await asyncio.wait_for(KafkaConnection.open(
-                    *address, client_id=f"broker-{self.broker.broker_id}", **self.broker.inter_broker_connect), 10)
-                try:
-                    await conn.negotiate_versions()
-                except BaseException:
-                    await conn.close()
-                    raise
+                conn = await KafkaConnection.open(*address, client_id=f"broker-{self.broker.broker_id}", timeout=10,
+                                                  negotiate=True, **self.broker.inter_broker_connect)
                 self._connections[broker_id] = conn
             return conn
 

@@ -162,9 +162,8 @@ async def test_kbrokers_own_client_names_itself_and_its_release(broker):
     """The inter-broker client's ApiVersions v3 names kbroker and the installed release, as Kafka's clients name
     theirs, so a subscription can match it; and the versions it learns decide what it sends."""
     release = importlib.metadata.version("kbroker")
-    own = await KafkaConnection.open("127.0.0.1", broker.port, client_id="kbroker-peer")
+    own = await KafkaConnection.open("127.0.0.1", broker.port, client_id="kbroker-peer", negotiate=True)
     try:
-        await own.negotiate_versions()
         assert own.usable(API_VERSIONS, 99) == own.peer_versions[API_VERSIONS][1] >= 4
         assert own.usable(PUSH, 0) == 0
         with pytest.raises(ConnectionError):

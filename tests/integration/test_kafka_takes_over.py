@@ -23,7 +23,7 @@ from kbroker.client.connection import KafkaConnection
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.protocol.errors import ErrorCode
 from tests.brokerproc import BrokerProcess
-from tests.cluster import (CLUSTER_OVERRIDES, brokers_listed, consume_all, create, describe,
+from tests.cluster import (CLUSTER_OVERRIDES, brokers_listed, cluster_metadata, consume_all, create, describe,
                            wait_until)
 from tests.reference.apache_kafka import ROOT, KafkaNode, zookeeper_jars
 from tests.waiting import settled
@@ -33,7 +33,7 @@ VERSION = "3.9.1"
 # came with 3.4) and before KIP-890's verification (AddPartitionsToTxn v4, 3.6): a mixed cluster with it has each
 # side send the versions the other serves.
 OLDER = "3.3.2"
-INIT_PRODUCER_ID, METADATA = 22, 3
+INIT_PRODUCER_ID = 22
 KAFKA_3 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
 # Kafka's settings beside kbroker brokers: the cluster tests' internal topics and ISR lag, the rest Kafka's defaults.
 KAFKA_IN_A_CLUSTER = {"replica.lag.time.max.ms": "5000", **{k: v for k, v in CLUSTER_OVERRIDES.items()
@@ -229,18 +229,6 @@ async def producer_ids(asked: dict[int, int]) -> list[int]:
     return ids
 
 
-async def controller_named_by(port: int) -> int:
-    """The controller of the Metadata of the broker on ``port``. (Not tests.cluster's DescribeCluster through
-    kafka-python's admin client: that may ask any broker of the cluster, and it cannot read Kafka 3.3's v0
-    answer.)"""
-    conn = await KafkaConnection.open("127.0.0.1", port, client_id="takeover")
-    try:
-        return (await conn.request(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                                  "include_topic_authorized_operations": False})).controller_id
-    finally:
-        await conn.close()
-
-
 def produce_to_each_partition(bootstrap: str, values) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 5})
@@ -274,7 +262,9 @@ def test_kbroker_brokers_follow_a_kafka_3_controller(tmp_path, version):
         for broker in brokers.values():
             broker.start()
         wait_until(lambda: brokers_listed(brokers[3].port) == 3, 30, message="every broker told of the others")
-        assert asyncio.run(controller_named_by(brokers[2].port)) == 1
+        # (a kbroker broker's Metadata: tests.cluster's controller_at asks through kafka-python's admin client,
+        # which may ask any broker and cannot read Kafka 3.3's DescribeCluster v0)
+        assert asyncio.run(cluster_metadata(brokers[2].port)).controller_id == 1
         create(bootstrap, "mixed", partitions=3, rf=3)
         in_sync = lambda n: all(len(p["isr"]) == n for p in describe(bootstrap, "mixed").values())   # noqa: E731
         wait_until(lambda: in_sync(3), 30, message="every replica in sync")

@@ -59,6 +59,11 @@ class ClusterMember:
         self._last_tick = time.monotonic()
         self._pause_limit = self.config["zookeeper.session.timeout.ms"] / 1000
         self.stopping = False
+        # Set as the broker starts to stop, before its controlled shutdown (Kafka's isShuttingDown): from then on
+        # a partition it is told to follow gets no fetcher. A fetcher started then would catch up with the new
+        # leader just before the broker leaves, and a Kafka 3.3 leader holds its high watermark at a replica
+        # that caught up within replica.lag.time.max.ms, gone or not.
+        self.shutting_down = False
         self.registered = False   # /brokers/ids/<id> written by this session or an earlier one
         self.broker_epoch = -1    # that znode's czxid: requests for an earlier run of this broker carry a lower one
         self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
@@ -257,7 +262,7 @@ class ClusterMember:
                 if error:
                     continue
                 partition = rm.get(*tp)
-                if partition.is_leader:
+                if partition.is_leader or self.shutting_down:
                     self.fetchers.unfollow(tp)
                 else:
                     self.fetchers.follow(tp, state.leader, state.leader_epoch)
@@ -378,7 +383,9 @@ class ClusterMember:
 
     # ------------------------------------------------------------------ shutdown
     async def controlled_shutdown(self) -> None:
-        """Ask the controller to move our leaderships; retried per ``controlled.shutdown.*``."""
+        """Ask the controller to move our leaderships; retried per ``controlled.shutdown.*``. From here on this
+        broker follows no partition it is made a follower of (``shutting_down``)."""
+        self.shutting_down = True
         if not self.config["controlled.shutdown.enable"]:
             return
         for attempt in range(self.config["controlled.shutdown.max.retries"]):

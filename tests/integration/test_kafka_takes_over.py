@@ -250,7 +250,11 @@ def test_kbroker_brokers_follow_a_kafka_3_controller(tmp_path, version):
     the connection, and each transaction stayed open, holding back read_committed consumers for good; Kafka 3.3
     serves no AddPartitionsToTxn v4, by which a kbroker leader verifies a transactional write at its coordinator,
     and kbroker refused every such write it led with INVALID_TXN_STATE: it now writes them unverified, as Kafka's
-    brokers do). Every record is read back under read_committed."""
+    brokers do). A stopping kbroker broker starts no fetcher for what it is made a follower of in its controlled
+    shutdown, as Kafka's brokers start none: it did, caught up with Kafka's new leader just before it left (Kafka's
+    controller refused it the ISR as ineligible), and Kafka 3.3's leader held its high watermark at that replica's
+    end for replica.lag.time.max.ms, then until the producer's request timed out (30 s). Every record is read back
+    under read_committed."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
     kafka = ZooKeeperKafka(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "1",
@@ -275,29 +279,28 @@ def test_kbroker_brokers_follow_a_kafka_3_controller(tmp_path, version):
         coordinators = {describe(bootstrap, "__transaction_state")[partition_for(f"tx-{i}", 6)]["leader"]
                         for i in range(6)}
         assert coordinators >= {2, 3}, coordinators   # (kbroker's coordinators among them)
-        if version == OLDER:
-            # Under Kafka 3.3's controller, the transactions only: after a kbroker broker's controlled shutdown
-            # there, acks=all writes to partitions Kafka leads with a kbroker follower once stalled for 30 s
-            # (1 run in 9, not yet explained: docs/COMPATIBILITY.md). Kafka 3.9's controller runs it all.
-            got = sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3, "read_committed"))
-            assert got == [*range(300), *range(900, 936)]
-        else:
-            assert brokers[2].stop() == 0
-            assert all(p["leader"] != 2 and 2 not in p["isr"] for p in describe(bootstrap, "mixed").values())
-            produce_to_each_partition(bootstrap, range(300, 600))
-            brokers[2].start()
-            wait_until(lambda: in_sync(3), 30, message="the restarted kbroker broker back in every ISR")
+        assert brokers[2].stop() == 0
+        # (Kafka's controller answers the controlled shutdown before its own broker has applied the ISRs without
+        # broker 2, which a kbroker broker's quick exit can outrun)
+        wait_until(lambda: all(p["leader"] != 2 and 2 not in p["isr"] for p in describe(bootstrap, "mixed").values()),
+                   10, message="the stopped broker out of every ISR, as Kafka's own broker tells it")
+        produce_to_each_partition(bootstrap, range(300, 600))
+        brokers[2].start()
+        wait_until(lambda: in_sync(3), 30, message="the restarted kbroker broker back in every ISR")
 
-            brokers[3].kill()
-            wait_until(lambda: all(p["leader"] in (1, 2) for p in describe(bootstrap, "mixed").values()), 30,
-                       message="Kafka's controller electing away from the killed broker")
-            produce_to_each_partition(bootstrap, range(600, 900))
-            got = sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3, "read_committed"))
-            assert got == list(range(936))
+        brokers[3].kill()
+        wait_until(lambda: all(p["leader"] in (1, 2) for p in describe(bootstrap, "mixed").values()), 30,
+                   message="Kafka's controller electing away from the killed broker")
+        produce_to_each_partition(bootstrap, range(600, 900))
+        got = sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3, "read_committed"))
+        assert got == list(range(936))
     finally:
         kill_all(kafka, brokers, zookeeper)
+    # (Kafka's controller logs an ERROR when the thread sending to a broker that left is stopped while it waits
+    # to retry: a Kafka broker's stop races it too)
     assert not [line for line in kafka.tail_log(100_000).splitlines()
-                if "] ERROR " in line or "stale broker epoch" in line]
+                if "] ERROR " in line and "fails to send a request to broker" not in line
+                or "stale broker epoch" in line or "ineligible replicas Set(2)" in line]
 
 
 def commit_to_each_partition(bootstrap: str, transactional_id: str, values) -> None:

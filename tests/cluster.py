@@ -77,14 +77,14 @@ class Cluster:
 
 
 async def cluster_metadata(port: int, sasl=None, client_id: str = "kbroker-client"):
-    """The Metadata (v12, no topics) of the broker on 127.0.0.1:``port``, asked on a connection of its own;
-    ``sasl``: the SaslCredentials of a SASL listener."""
+    """The Metadata (no topics; v12, or the highest the broker serves: Kafka 2.8's is v11) of the broker on
+    127.0.0.1:``port``, asked on a connection of its own; ``sasl``: the SaslCredentials of a SASL listener."""
     from kbroker.client.connection import KafkaConnection
 
-    conn = await KafkaConnection.open("127.0.0.1", port, client_id=client_id, sasl=sasl)
+    conn = await KafkaConnection.open("127.0.0.1", port, client_id=client_id, sasl=sasl, negotiate=True)
     try:
-        return await conn.request(3, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                          "include_topic_authorized_operations": False})
+        return await conn.request(3, conn.usable(3, 12, 1), {"topics": [], "allow_auto_topic_creation": False,
+                                                             "include_topic_authorized_operations": False})
     finally:
         await conn.close()
 

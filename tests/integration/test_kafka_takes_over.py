@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 
 import pytest
@@ -33,6 +34,9 @@ VERSION = "3.9.1"
 # came with 3.4) and before KIP-890's verification (AddPartitionsToTxn v4, 3.6): a mixed cluster with it has each
 # side send the versions the other serves.
 OLDER = "3.3.2"
+# The last 2.x release, the oldest a kbroker cluster is tested with: its controller and brokers serve AlterIsr v0
+# (AlterPartition's first version) and Metadata up to v11.
+OLDEST = "2.8.2"
 INIT_PRODUCER_ID = 22
 KAFKA_3 = os.path.join(ROOT, "tests", "reference", "kafka", "zookeeper")
 # Kafka's settings beside kbroker brokers: the cluster tests' internal topics and ISR lag, the rest Kafka's defaults.
@@ -161,10 +165,10 @@ class ZooKeeperKafka(KafkaNode):
             stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-@pytest.mark.parametrize("version", [VERSION, OLDER])
-def test_kafka_3_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path, version):
+@pytest.mark.parametrize("version", [VERSION, OLDER, OLDEST])
+def test_kafka_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path, version):
     """A rolling move from kbroker to Kafka starts with one broker: kbroker broker 3 of three stops and Kafka 3.9
-    (or 3.3, which the controller's newest requests would cut off: it now sends each broker the versions it
+    (or 3.3 or 2.8, which the controller's newest requests would cut off: it now sends each broker the versions it
     serves) starts on its data dir. kbroker's controller must bring it in as Kafka's controller would: it joins
     every ISR (so acks=all writes wait for it), becomes the leader of the partition it prefers when asked, and
     kbroker followers then replicate from it; every record is read back. Kafka's broker hands out producer ids
@@ -205,7 +209,8 @@ def test_kafka_3_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path, 
         assert sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3)) == list(range(900))
         # Kafka's clean stop asks kbroker's controller, with its broker epoch, to move the lead it took.
         assert kafka.stop() in (0, 143), kafka.tail_log()
-        assert "Controlled shutdown request returned successfully" in kafka.tail_log(100_000)
+        assert re.search("Controlled shutdown (request returned successfully|succeeded)",   # (3.x's words, 2.8's)
+                         kafka.tail_log(100_000))
         assert describe(bootstrap, "mixed")[preferred]["leader"] != 3
     finally:
         kill_all(kafka, brokers, zookeeper)
@@ -239,22 +244,23 @@ def produce_to_each_partition(bootstrap: str, values) -> None:
     assert producer.flush(30) == 0 and not failed, failed[:3]
 
 
-@pytest.mark.parametrize("version", [VERSION, OLDER])
-def test_kbroker_brokers_follow_a_kafka_3_controller(tmp_path, version):
-    """The other half of a mixed cluster: Kafka 3.9 (or 3.3) is the controller and kbroker brokers 2 and 3 obey it. They
-    lead and follow as its LeaderAndIsr says, a stopping one asks it to move its leaderships (ControlledShutdown),
-    a restarted one rejoins the ISRs (AlterPartition, which Kafka refuses unless it carries the broker epoch of
-    the leader's current registration: kbroker brokers sent -1 and stayed out of every ISR), and when one is
-    killed Kafka elects the others. Transactions coordinated on each broker write their markers to partitions
-    led by the others (kbroker's coordinators sent WriteTxnMarkers v2, which Kafka 3.9 does not serve: it closed
-    the connection, and each transaction stayed open, holding back read_committed consumers for good; Kafka 3.3
-    serves no AddPartitionsToTxn v4, by which a kbroker leader verifies a transactional write at its coordinator,
-    and kbroker refused every such write it led with INVALID_TXN_STATE: it now writes them unverified, as Kafka's
-    brokers do). A stopping kbroker broker starts no fetcher for what it is made a follower of in its controlled
-    shutdown, as Kafka's brokers start none: it did, caught up with Kafka's new leader just before it left (Kafka's
-    controller refused it the ISR as ineligible), and Kafka 3.3's leader held its high watermark at that replica's
-    end for replica.lag.time.max.ms, then until the producer's request timed out (30 s). Every record is read back
-    under read_committed."""
+@pytest.mark.parametrize("version", [VERSION, OLDER, OLDEST])
+def test_kbroker_brokers_follow_a_kafka_controller(tmp_path, version):
+    """The other half of a mixed cluster: Kafka 3.9 (or 3.3 or 2.8) is the controller and kbroker brokers 2 and 3
+    obey it. They lead and follow as its LeaderAndIsr says, a stopping one asks it to move its leaderships
+    (ControlledShutdown), a restarted one rejoins the ISRs (AlterPartition, which Kafka refuses unless it carries
+    the broker epoch of the leader's current registration: kbroker brokers sent -1 and stayed out of every ISR), and
+    when one is killed Kafka elects the others. Transactions coordinated on each broker write their markers to
+    partitions led by the others (kbroker's coordinators sent WriteTxnMarkers v2, which Kafka 3.9 does not serve: it
+    closed the connection, and each transaction stayed open, holding back read_committed consumers for good; Kafka
+    3.3 serves no AddPartitionsToTxn v4, by which a kbroker leader verifies a transactional write at its
+    coordinator, and kbroker refused every such write it led with INVALID_TXN_STATE: it now writes them unverified,
+    as Kafka's brokers do). A stopping kbroker broker starts no fetcher for what it is made a follower of in its
+    controlled shutdown, as Kafka's brokers start none: it did, caught up with Kafka's new leader just before it
+    left (Kafka's controller refused it the ISR as ineligible), and Kafka 3.3's leader held its high watermark at
+    that replica's end for replica.lag.time.max.ms, then until the producer's request timed out (30 s). Kafka 2.8's
+    controller reads AlterPartition only at v0 (its AlterIsr): a restarted kbroker broker sent v1, and never
+    rejoined an ISR. Every record is read back under read_committed."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
     kafka = ZooKeeperKafka(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "1",

@@ -25,6 +25,7 @@ import asyncio
 import structlog
 
 from kbroker.broker.cluster.channel import ControllerChannel
+from kbroker.broker.cluster import isr_changes
 from kbroker.broker.cluster.elections import NO_LEADER, LeaderElectionMixin
 from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_FULL_STATES, UPDATE_TYPE_INCREMENTAL
 from kbroker.broker.cluster.reassignment import Reassignments
@@ -132,7 +133,10 @@ class KafkaController(LeaderElectionMixin):
         for name in names:
             await self._load_topic(name)
         self.broker.on_controller_seen(self.broker_id)
-        await self._publish(self._elect_offline(set(self.states)), everything_to=set(self.live))
+        changed = self._elect_offline(set(self.states))
+        # (brokers that died with the last controller leave the ISRs, as Kafka's takes their replicas offline)
+        self._drop_from_isrs({r for state in self.states.values() for r in state.isr if r not in self.live}, changed)
+        await self._publish(changed, everything_to=set(self.live))
         await self._on_delete_topics()
         await self._on_log_dir_event()
         await self.reassignments.maybe_complete(set(self.states))   # one the last controller left half done
@@ -335,6 +339,12 @@ class KafkaController(LeaderElectionMixin):
         changed = self._elect_offline(set(self.states), avoid=bounced)
         if bounced:   # where a bounced broker was the only ISR member, it is the one leader that loses nothing
             changed |= self._elect_offline(set(self.states))
+        self._drop_from_isrs(failed, changed)
+        await self._publish(changed, everything_to=born)   # (a started broker learns all it hosts)
+
+    def _drop_from_isrs(self, failed, changed: set) -> None:
+        """The ``failed`` brokers leave every ISR a live leader keeps (Kafka's OfflineReplica transition), so
+        that no acks=all write waits for them until the leader's own lag check; ``changed`` gains what moved."""
         for tp, state in self.states.items():
             dead_in_isr = [r for r in state.isr if r in failed and r != state.leader]
             if not dead_in_isr or state.leader == NO_LEADER:
@@ -345,7 +355,6 @@ class KafkaController(LeaderElectionMixin):
             else:
                 self._change(tp, state.leader, isr)
                 changed.add(tp)
-        await self._publish(changed, everything_to=born)   # (a started broker learns all it hosts)
 
     async def _on_topic_change(self) -> None:
         if not self.active:
@@ -386,8 +395,9 @@ class KafkaController(LeaderElectionMixin):
             log.info("controller_topic_deleted", topic=name)
         self._send_update_metadata(set(self.live), deleted=names)
 
-    async def _on_alter_partition(self, request) -> dict:
-        """A leader's ISR change: validated against the current state, written conditionally."""
+    async def _on_alter_partition(self, request, version: int = 1) -> dict:
+        """A leader's ISR change: decided as Kafka's controller decides it (``isr_changes``), written
+        conditionally."""
         if not self.active:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
         if request.broker_id not in self.live or request.broker_epoch != self.live[request.broker_id].epoch:
@@ -397,39 +407,34 @@ class KafkaController(LeaderElectionMixin):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.STALE_BROKER_EPOCH, "topics": []}
         topics = []
         changed = set()
-        for topic in request.topics:
+        names_by_id = {a.topic_id: name for name, a in self.assignments.items()} if version >= 2 else {}
+        for topic, name in isr_changes.resolve_topics(request, version, names_by_id):
             results = []
+            topics.append({"topic_name": topic.topic_name, "topic_id": topic.topic_id, "partitions": results})
             for p in topic.partitions:
-                tp = (topic.topic_name, p.partition_index)
-                state = self.states.get(tp)
+                tp = (name, p.partition_index)
+                state = self.states.get(tp) if name is not None else None
                 new_isr = list(p.new_isr) if p.new_isr else [b.broker_id for b in (p.new_isr_with_epochs or [])]
-                error = ErrorCode.NONE
-                if state is None:
-                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif request.broker_id != state.leader or p.leader_epoch != state.leader_epoch:
-                    error = ErrorCode.FENCED_LEADER_EPOCH
-                elif p.partition_epoch != state.zk_version:
-                    error = ErrorCode.INVALID_UPDATE_VERSION
-                elif state.leader not in new_isr or any(not self._usable(b, tp)
-                                                        for b in new_isr if b not in state.isr):
-                    error = ErrorCode.INELIGIBLE_REPLICA
-                elif any(b not in self._replicas(tp) for b in new_isr):
-                    error = ErrorCode.INVALID_REQUEST
-                if error:
-                    results.append({"partition_index": p.partition_index, "error_code": error, "leader_id": -1,
+                outcome = ErrorCode.UNKNOWN_TOPIC_ID if name is None else isr_changes.decide(
+                    state, request.broker_id, p, new_isr, version, lambda b: self._usable(b, tp))
+                if outcome is isr_changes.WRITE and any(b not in self._replicas(tp) for b in new_isr):
+                    outcome = ErrorCode.INVALID_REQUEST
+                if isinstance(outcome, ErrorCode):
+                    results.append({"partition_index": p.partition_index, "error_code": outcome, "leader_id": -1,
                                     "leader_epoch": -1, "isr": [], "partition_epoch": -1})
                     continue
-                state.isr = new_isr
-                state.controller_epoch = self.epoch
-                if not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
-                    await self._resign(f"conditional write of {tp} failed")
-                    return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
-                changed.add(tp)
-                log.info("isr_changed", topic=tp[0], partition=tp[1], isr=new_isr, leader_epoch=state.leader_epoch)
+                if outcome is isr_changes.WRITE:
+                    state.isr = new_isr
+                    state.controller_epoch = self.epoch
+                    if not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
+                        await self._resign(f"conditional write of {tp} failed")
+                        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+                    changed.add(tp)
+                    log.info("isr_changed", topic=tp[0], partition=tp[1], isr=new_isr,
+                             leader_epoch=state.leader_epoch)
                 results.append({"partition_index": p.partition_index, "error_code": 0, "leader_id": state.leader,
-                                "leader_epoch": state.leader_epoch, "isr": new_isr,
+                                "leader_epoch": state.leader_epoch, "isr": list(state.isr),
                                 "partition_epoch": state.zk_version})
-            topics.append({"topic_name": topic.topic_name, "topic_id": topic.topic_id, "partitions": results})
         if changed:
             self._send_update_metadata(set(self.live))
             await self.reassignments.maybe_complete(changed)   # a target replica may have just caught up

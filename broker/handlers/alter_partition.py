@@ -11,4 +11,4 @@ async def handle(ctx, request):
         return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "topics": []}
     if member is None or member.controller is None or not member.controller.active:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
-    return await member.controller.enqueue("alter_partition", request)
+    return await member.controller.enqueue("alter_partition", request, ctx.api_version)

@@ -264,6 +264,50 @@ def test_stale_controller_requests_and_strangers_fetches_change_nothing(cluster,
     replicas_converge(cluster, topic_name, replicas)
 
 
+def test_a_leaders_isr_proposals_are_answered_as_kafkas_controller_answers_them(cluster, topic_name):
+    """AlterPartition as a Kafka 3.3+ leader sends it (v2+ names topics by id; kbroker's controller read only
+    names and answered UNKNOWN_TOPIC_OR_PARTITION, which Kafka's leader takes as final: under a kbroker
+    controller a Kafka leader never shrank an ISR, and a dead follower held its acks=all writes for good). A
+    proposal equal to the state stands even at a stale partition epoch (a retry whose answer was lost), an epoch
+    above the controller's is NOT_CONTROLLER (retried), an ineligible replica is INELIGIBLE_REPLICA from v2
+    and OPERATION_NOT_ATTEMPTED before it, and an unknown topic id UNKNOWN_TOPIC_ID."""
+    create(cluster.bootstrap, topic_name, 1, 3)
+    wait_until(lambda: len(describe(cluster.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "full ISR")
+    client = zk(cluster)
+    try:
+        state = client.partition_state(topic_name, 0)
+        leader_epoch = client.broker_info(state.leader).epoch
+        controller = client.controller_id()
+        topic_id = client.topic_assignment(topic_name).topic_id
+    finally:
+        client.stop()
+
+    def propose(version: int, isr, *, epoch=state.leader_epoch, partition_epoch=state.zk_version, tid=topic_id):
+        entry = {"partition_index": 0, "leader_epoch": epoch, "leader_recovery_state": 0,
+                 "partition_epoch": partition_epoch}
+        entry.update({"new_isr_with_epochs": [{"broker_id": b, "broker_epoch": -1} for b in isr]} if version >= 3
+                     else {"new_isr": isr})
+        answer = asyncio.run(request(cluster.brokers[controller], ALTER_PARTITION, version, {
+            "broker_id": state.leader, "broker_epoch": leader_epoch, "topics": [
+                {"topic_name": topic_name, "topic_id": tid, "partitions": [entry]}]}))
+        assert answer.error_code == ErrorCode.NONE, answer
+        p = answer.topics[0].partitions[0]
+        return ErrorCode(p.error_code), sorted(p.isr)
+
+    assert propose(3, state.isr, partition_epoch=state.zk_version - 1) == (ErrorCode.NONE, sorted(state.isr))
+    assert propose(2, state.isr) == (ErrorCode.NONE, sorted(state.isr))
+    assert propose(3, state.isr, tid=bytes(16))[0] == ErrorCode.UNKNOWN_TOPIC_ID
+    assert propose(2, state.isr, epoch=state.leader_epoch + 1)[0] == ErrorCode.NOT_CONTROLLER
+    assert propose(3, [*state.isr, 99])[0] == ErrorCode.INELIGIBLE_REPLICA
+    assert propose(1, [*state.isr, 99])[0] == ErrorCode.OPERATION_NOT_ATTEMPTED
+    assert propose(1, state.isr, epoch=state.leader_epoch - 1)[0] == ErrorCode.FENCED_LEADER_EPOCH
+    client = zk(cluster)
+    try:   # nothing was written
+        assert client.partition_state(topic_name, 0).zk_version == state.zk_version
+    finally:
+        client.stop()
+
+
 def test_a_broker_not_yet_told_the_partitions_calls_the_topic_unknown_not_empty(tmp_path, topic_name):
     """Until the controller's UpdateMetadata tells a broker a topic's partitions (a LeaderAndIsr may come first),
     it answers the retriable UNKNOWN_TOPIC_OR_PARTITION, as Kafka's cache does: "no error, no partitions" would

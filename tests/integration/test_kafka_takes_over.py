@@ -207,11 +207,27 @@ def test_kafka_replicates_beside_kbroker_brokers_and_leads_for_them(tmp_path, ve
         wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(bootstrap, "mixed").values()), 30,
                    message="kbroker's replicas in sync with Kafka's leader")
         assert sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3)) == list(range(900))
+        # kbroker's controller is killed: the other kbroker broker takes over, and Kafka's leader has the dead
+        # broker taken out of its ISR through it, or its acks=all writes wait for that broker for good.
+        controller = asyncio.run(cluster_metadata(brokers[1].port)).controller_id
+        assert controller in (1, 2)   # (Kafka started after the first election)
+        survivor = brokers[3 - controller]
+        brokers[controller].kill()
+        wait_until(lambda: all(controller not in p["isr"] for p in describe(survivor.bootstrap, "mixed").values()),
+                   30, message="the killed controller out of every ISR, Kafka's leader's included")
+        produce_to_each_partition(survivor.bootstrap, range(900, 1200))
+        assert sorted(int(value) for _, _, value in consume_all(survivor.bootstrap, "mixed", 3)) == list(range(1200))
+        # Restarted, it rejoins every ISR: Kafka's leader asks for that with AlterPartition, which from Kafka 3.3
+        # (v2) names the topic by id (kbroker's controller read only names: UNKNOWN_TOPIC_OR_PARTITION, which
+        # Kafka takes as final, and the broker stayed out of Kafka's ISR).
+        brokers[controller].start()
+        wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(survivor.bootstrap, "mixed").values()), 30,
+                   message="the restarted broker back in every ISR, Kafka's leader's included")
         # Kafka's clean stop asks kbroker's controller, with its broker epoch, to move the lead it took.
         assert kafka.stop() in (0, 143), kafka.tail_log()
         assert re.search("Controlled shutdown (request returned successfully|succeeded)",   # (3.x's words, 2.8's)
                          kafka.tail_log(100_000))
-        assert describe(bootstrap, "mixed")[preferred]["leader"] != 3
+        assert describe(survivor.bootstrap, "mixed")[preferred]["leader"] != 3
     finally:
         kill_all(kafka, brokers, zookeeper)
 

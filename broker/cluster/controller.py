@@ -24,8 +24,8 @@ import asyncio
 
 import structlog
 
-from kbroker.broker.cluster.channel import ControllerChannel
 from kbroker.broker.cluster import isr_changes
+from kbroker.broker.cluster.channel import ControllerChannel
 from kbroker.broker.cluster.elections import NO_LEADER, LeaderElectionMixin
 from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_FULL_STATES, UPDATE_TYPE_INCREMENTAL
 from kbroker.broker.cluster.reassignment import Reassignments

@@ -276,7 +276,8 @@ def test_kbroker_brokers_follow_a_kafka_controller(tmp_path, version):
     left (Kafka's controller refused it the ISR as ineligible), and Kafka 3.3's leader held its high watermark at
     that replica's end for replica.lag.time.max.ms, then until the producer's request timed out (30 s). Kafka 2.8's
     controller reads AlterPartition only at v0 (its AlterIsr): a restarted kbroker broker sent v1, and never
-    rejoined an ISR. Every record is read back under read_committed."""
+    rejoined an ISR. When Kafka's broker, the controller, is killed, a kbroker broker takes the controller over from
+    the state Kafka's wrote. Every record is read back under read_committed."""
     zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
     connect = f"{zookeeper.connect}/kbroker"
     kafka = ZooKeeperKafka(str(tmp_path / "kafka"), {**KAFKA_IN_A_CLUSTER, "broker.id": "1",
@@ -316,6 +317,20 @@ def test_kbroker_brokers_follow_a_kafka_controller(tmp_path, version):
         produce_to_each_partition(bootstrap, range(600, 900))
         got = sorted(int(value) for _, _, value in consume_all(bootstrap, "mixed", 3, "read_committed"))
         assert got == list(range(936))
+
+        # Kafka's broker, the controller, is killed: a kbroker broker takes the controller over from the state
+        # Kafka's wrote and elects kbroker leaders for what Kafka led.
+        brokers[3].start()
+        wait_until(lambda: in_sync(3), 30, message="the killed kbroker broker back in every ISR")
+        kafka.kill()
+        left = brokers[2].bootstrap
+        wait_until(lambda: asyncio.run(cluster_metadata(brokers[2].port)).controller_id in (2, 3), 30,
+                   message="a kbroker broker the controller")
+        wait_until(lambda: all(p["leader"] in (2, 3) and 1 not in p["isr"] for p in describe(left, "mixed").values()),
+                   30, message="kbroker's controller electing away from the killed Kafka controller")
+        produce_to_each_partition(left, range(936, 1200))
+        got = sorted(int(value) for _, _, value in consume_all(left, "mixed", 3, "read_committed"))
+        assert got == list(range(1200))
     finally:
         kill_all(kafka, brokers, zookeeper)
     # (Kafka's controller logs an ERROR when the thread sending to a broker that left is stopped while it waits

@@ -161,6 +161,9 @@ class KafkaController(LeaderElectionMixin):
         return fresh
 
     # ------------------------------------------------------------------ helpers
+    def _names_by_id(self) -> dict[bytes, str]:
+        return {a.topic_id: name for name, a in self.assignments.items()}
+
     def _replicas(self, tp: tuple[str, int]) -> list[int]:
         return self.assignments[tp[0]].partitions.get(tp[1], [])
 
@@ -247,7 +250,7 @@ class KafkaController(LeaderElectionMixin):
                       for p in t.partition_errors if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR}
         if not failed_ids:
             return
-        names = {a.topic_id: name for name, a in self.assignments.items()}
+        names = self._names_by_id()
         failed = {(names[t], p) for t, p in failed_ids if t in names}
         if failed - self.offline_replicas.get(broker_id, set()):
             self.enqueue("replicas_offline", broker_id, failed)
@@ -396,8 +399,7 @@ class KafkaController(LeaderElectionMixin):
         self._send_update_metadata(set(self.live), deleted=names)
 
     async def _on_alter_partition(self, request, version: int = 1) -> dict:
-        """A leader's ISR change: decided as Kafka's controller decides it (``isr_changes``), written
-        conditionally."""
+        """A leader's ISR change: decided as Kafka's controller does (``isr_changes``), written conditionally."""
         if not self.active:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
         if request.broker_id not in self.live or request.broker_epoch != self.live[request.broker_id].epoch:
@@ -407,8 +409,7 @@ class KafkaController(LeaderElectionMixin):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.STALE_BROKER_EPOCH, "topics": []}
         topics = []
         changed = set()
-        names_by_id = {a.topic_id: name for name, a in self.assignments.items()} if version >= 2 else {}
-        for topic, name in isr_changes.resolve_topics(request, version, names_by_id):
+        for topic, name in isr_changes.resolve_topics(request, version, self._names_by_id() if version >= 2 else {}):
             results = []
             topics.append({"topic_name": topic.topic_name, "topic_id": topic.topic_id, "partitions": results})
             for p in topic.partitions:

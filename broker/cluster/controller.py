@@ -26,8 +26,8 @@ import structlog
 
 from kbroker.broker.cluster import isr_changes
 from kbroker.broker.cluster.channel import ControllerChannel
+from kbroker.broker.cluster.controller_requests import ControllerRequestsMixin
 from kbroker.broker.cluster.elections import NO_LEADER, LeaderElectionMixin
-from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_FULL_STATES, UPDATE_TYPE_INCREMENTAL
 from kbroker.broker.cluster.reassignment import Reassignments
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, LeaderIsr, TopicAssignment
 from kbroker.client.tasks import cancel_and_wait
@@ -35,12 +35,8 @@ from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.controller")
 
-LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
-LEADERS_FIRST_S = 2.0   # how long UpdateMetadata waits for new leaders' LeaderAndIsr answers (a broker may hang)
-LEADER_DURING_DELETE = -2
 
-
-class KafkaController(LeaderElectionMixin):
+class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
     def __init__(self, broker, zk: KafkaZkClient) -> None:
         self.broker = broker
         self.zk = zk
@@ -206,114 +202,6 @@ class KafkaController(LeaderElectionMixin):
             elif not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
                 await self._resign(f"conditional write of {tp} failed: a newer controller owns the state")
                 raise RuntimeError("controller moved")
-
-    def _partition_state(self, tp, *, for_leader_and_isr: bool, broker_id: int = -1) -> dict:
-        state = self.states[tp]
-        body = {"partition_index": tp[1], "controller_epoch": state.controller_epoch, "leader": state.leader,
-                "leader_epoch": state.leader_epoch, "isr": state.isr, "replicas": self._replicas(tp)}
-        if for_leader_and_isr:
-            a = self.assignments[tp[0]]
-            body.update(partition_epoch=state.zk_version, adding_replicas=a.adding.get(tp[1], []),
-                        removing_replicas=a.removing.get(tp[1], []),
-                        is_new=tp in self._new_replicas or broker_id in a.adding.get(tp[1], ()))
-        else:
-            body.update(zk_version=state.zk_version,
-                        offline_replicas=[r for r in self._replicas(tp) if r not in self.live
-                                          or tp in self.offline_replicas.get(r, ())])
-        return body
-
-    def _send_leader_and_isr(self, broker_id: int, partitions) -> asyncio.Future | None:
-        """The request's answer, as a future (None if nothing was sent)."""
-        if not partitions or broker_id not in self.live:
-            return None
-        topics: dict[str, list] = {}
-        for tp in sorted(partitions):
-            topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=True,
-                                                                      broker_id=broker_id))
-        leaders = {self.states[tp].leader for tp in partitions} & set(self.live)
-        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
-                "broker_epoch": self.live[broker_id].epoch, "type": 0,
-                "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id, "partition_states": ps}
-                                 for t, ps in topics.items()],
-                "live_leaders": [{"broker_id": b, "host_name": self.live[b].endpoint(self.inter_broker_listener)[0],
-                                  "port": self.live[b].endpoint(self.inter_broker_listener)[1]} for b in leaders]}
-        done = self.channel.send(broker_id, LEADER_AND_ISR, 7, body)
-        if done is not None:
-            done.add_done_callback(lambda f: self._storage_errors(broker_id, f))
-        return done
-
-    def _storage_errors(self, broker_id: int, answered: asyncio.Future) -> None:
-        """A LeaderAndIsr answer: partitions with KAFKA_STORAGE_ERROR are replicas in a failed log dir."""
-        if answered.cancelled() or answered.exception() is not None:
-            return
-        failed_ids = {(t.topic_id, p.partition_index) for t in answered.result().topics
-                      for p in t.partition_errors if p.error_code == ErrorCode.KAFKA_STORAGE_ERROR}
-        if not failed_ids:
-            return
-        names = self._names_by_id()
-        failed = {(names[t], p) for t, p in failed_ids if t in names}
-        if failed - self.offline_replicas.get(broker_id, set()):
-            self.enqueue("replicas_offline", broker_id, failed)
-
-    def send_delete_replicas(self, broker_id: int, topic: str, partitions) -> None:
-        """StopReplica with delete: ``broker_id`` drops its replicas of ``partitions`` (topic deletion, or the
-        replicas a reassignment moved away). The leader epoch -2 is Kafka's sentinel for a deletion."""
-        self.channel.send(broker_id, STOP_REPLICA, 4, {
-            "controller_id": self.broker_id, "controller_epoch": self.epoch, "broker_epoch": self._epoch_of(broker_id),
-            "topic_states": [{"topic_name": topic, "partition_states": [
-                {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in partitions]}]})
-
-    def _send_update_metadata(self, brokers, deleted: list[str] = (), partitions: bool = True) -> None:
-        """Every live broker and (``partitions``) every partition's state, to ``brokers``; an UpdateMetadata
-        of live brokers alone changes no partition where it lands (they are updated, never replaced)."""
-        topics: dict[str, list] = {}
-        for tp in sorted(self.states) if partitions else ():
-            topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=False))
-        for name in deleted:
-            topics[name] = [{"partition_index": 0, "controller_epoch": self.epoch, "leader": LEADER_DURING_DELETE,
-                             "leader_epoch": 0, "isr": [], "zk_version": 0, "replicas": [], "offline_replicas": []}]
-        body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
-                "type": UPDATE_TYPE_FULL_STATES if partitions else UPDATE_TYPE_INCREMENTAL,
-                "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id
-                                  if t in self.assignments else bytes(16), "partition_states": ps}
-                                 for t, ps in topics.items()],
-                "live_brokers": [{"id": b, "rack": info.rack,
-                                  "endpoints": [{"port": port, "host": host, "listener": name, "security_protocol": 0}
-                                                for name, host, port in info.endpoints]}
-                                 for b, info in sorted(self.live.items())]}
-        for broker_id in brokers:
-            self.channel.send(broker_id, UPDATE_METADATA, 8, {**body, "broker_epoch": self._epoch_of(broker_id)})
-
-    async def _publish(self, changed: set, everything_to=frozenset()) -> None:
-        """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker;
-        ``everything_to`` (brokers just started, or every broker under a new controller) are told every
-        partition they host instead.
-
-        A partition's new leader answers its LeaderAndIsr before any broker is told who leads (up to
-        ``LEADERS_FIRST_S``): a client that learnt of the new leader from another broker's metadata first would
-        send it writes it refuses as a follower, then writes it takes as leader; an idempotent producer whose
-        first batch was refused and second taken there counts the first delivered (librdkafka does), and a
-        leader with no state for the producer takes the second at any sequence (KIP-360)."""
-        if everything_to:
-            # Kafka's order for a broker that started and for a new controller: every broker learns who is alive
-            # before any LeaderAndIsr. A Kafka broker looks its leaders' endpoints up there (without it, a Kafka
-            # 3.9 broker joining a kbroker cluster found "the new leader 1 is unavailable" and followed nothing).
-            self._send_update_metadata(set(self.live), partitions=False)
-        if changed or everything_to:
-            await self._write_pending()
-            by_broker = {b: [tp for tp in self.states if self._hosts(b, tp)] for b in everything_to}
-            for tp in changed:
-                for r in self._replicas(tp):
-                    if r not in everything_to:
-                        by_broker.setdefault(r, []).append(tp)
-            leaders_told = []
-            for broker_id, tps in by_broker.items():
-                done = self._send_leader_and_isr(broker_id, tps)
-                if done is not None and any(self.states[tp].leader == broker_id for tp in tps if tp in changed):
-                    leaders_told.append(done)
-            if leaders_told:
-                await asyncio.wait(leaders_told, timeout=LEADERS_FIRST_S)
-        self._send_update_metadata(set(self.live))
 
     # ------------------------------------------------------------------ events
     async def _on_broker_change(self) -> None:

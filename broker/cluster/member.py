@@ -388,6 +388,7 @@ class ClusterMember:
         self.shutting_down = True
         if not self.config["controlled.shutdown.enable"]:
             return
+        log.info("controlled_shutdown_started", broker_id=self.broker_id)
         for attempt in range(self.config["controlled.shutdown.max.retries"]):
             try:
                 if self.controller is not None and self.controller.active:

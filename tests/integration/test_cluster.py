@@ -10,7 +10,7 @@ from kafka import KafkaProducer
 
 from kbroker.client.connection import KafkaConnection
 from kbroker.protocol.errors import ErrorCode
-from tests.cluster import batches, consume_all, controller_of, create, describe, known_to, leader_of, wait_until
+from tests.cluster import batches, consume_all, create, describe, known_to, leader_of, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -191,36 +191,6 @@ def test_controlled_shutdown_moves_leadership_before_exit(cluster, topic_name):
     acked = _produce_while(cluster, topic_name, stop_leader, 2000)
     assert len(acked) == 2000, "producers see only retriable errors"
     _assert_exactly_once_in_order(cluster, topic_name, acked)
-
-
-def test_a_controller_that_shuts_down_leaves_every_broker_told_where_its_leaderships_went(cluster, topic_name):
-    """The controller's own controlled shutdown moves its leaderships, then it stops: once it has exited, every
-    other broker's Metadata already names the new leader (the UpdateMetadata it queued were answered before
-    its queues went with it), without waiting for the next controller to tell them."""
-    controller = controller_of(cluster)
-    others = [b for i, b in cluster.brokers.items() if i != controller]
-    create(cluster.bootstrap, topic_name, 3, 3)
-    wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()), 30, 0.2,
-               "full ISRs")
-
-    async def leaders_on(port: int) -> dict[int, int]:
-        conn = await KafkaConnection.open("127.0.0.1", port)
-        try:
-            answer = await conn.request(3, 12, {"topics": [{"name": topic_name}], "allow_auto_topic_creation": False,
-                                                "include_topic_authorized_operations": False})
-        finally:
-            await conn.close()
-        return {p.partition_index: p.leader_id for t in answer.topics for p in t.partitions}
-
-    assert controller in asyncio.run(leaders_on(others[0].port)).values()   # (replicas spread: it leads one)
-    try:
-        assert cluster.brokers[controller].stop() == 0
-        for broker in others:
-            leaders = asyncio.run(leaders_on(broker.port))
-            assert sorted(leaders) == [0, 1, 2] and controller not in leaders.values(), (broker.port, leaders)
-    finally:
-        cluster.brokers[controller].start()
-    wait_until(cluster._formed, 30, 0.1, "the controller back")
 
 
 def test_replicas_are_spread_over_racks(tmp_path, topic_name):

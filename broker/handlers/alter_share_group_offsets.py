@@ -24,7 +24,7 @@ async def handle(ctx, request):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 tid = bytes(meta.topic_id)
-                code, state = await shares.persister.read(request.group_id, tid, p.partition_index, -1)
+                code, state = await shares.persister.summary(request.group_id, tid, p.partition_index)
                 if not code:
                     epoch = state.state_epoch + 1 if state is not None else 0
                     code = await shares.persister.initialize(request.group_id, tid, p.partition_index, epoch,

@@ -12,7 +12,7 @@ from kbroker.protocol.messages.describe_share_group_offsets import DESCRIBE_SHAR
 
 
 async def _partition(broker, group: str, topic: str, topic_id: bytes, index: int) -> dict:
-    error, state = await broker.shares.persister.read(group, topic_id, index, -1)
+    error, state = await broker.shares.persister.summary(group, topic_id, index)
     answer = {"partition_index": index, "start_offset": -1, "leader_epoch": -1, "lag": -1, "error_code": error,
               "error_message": None}
     if error or state is None:
@@ -22,8 +22,8 @@ async def _partition(broker, group: str, topic: str, topic_id: bytes, index: int
         return answer
     answer["start_offset"] = state.start_offset
     local = broker.replica_manager.get(topic, index)
-    if local is not None and local.is_leader:
-        answer["lag"] = max(local.log.high_watermark - state.start_offset - state.delivery_complete_count(), 0)
+    if local is not None and local.is_leader and state.delivery_complete_count >= 0:   # (-1: a writer's unknown)
+        answer["lag"] = max(local.log.high_watermark - state.start_offset - state.delivery_complete_count, 0)
     return answer
 
 

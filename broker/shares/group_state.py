@@ -43,15 +43,17 @@ class ShareStateInitializer:
             return
         future = self._running[group_id] = asyncio.get_running_loop().create_future()
         try:
-            held = await asyncio.gather(*(self._initialized(group_id, *key) for key in todo))
+            held = await asyncio.gather(*(self._initialized(group_id, group.group_epoch, *key) for key in todo))
             group.state_ready.update(key for key, ok in zip(todo, held) if ok)
         finally:
             del self._running[group_id]
             future.set_result(None)
 
-    async def _initialized(self, group_id: str, topic_id: bytes, partition: int) -> bool:
+    async def _initialized(self, group_id: str, group_epoch: int, topic_id: bytes, partition: int) -> bool:
+        """Initialized at the group's epoch as Kafka's group coordinator does (its state epoch then differs from
+        the summary a share coordinator gives of no state at all)."""
         persister = self.broker.shares.persister
-        error, state = await persister.read(group_id, topic_id, partition, -1)
+        error, state = await persister.summary(group_id, topic_id, partition)
         if not error and state is None:
-            error = await persister.initialize(group_id, topic_id, partition, 0, UNINITIALIZED_START)
+            error = await persister.initialize(group_id, topic_id, partition, group_epoch, UNINITIALIZED_START)
         return not error

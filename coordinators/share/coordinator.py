@@ -7,11 +7,17 @@ ReadShareGroupState and WriteShareGroupState when another broker does. ``store(p
 appends to ``__share_group_state`` as ``__consumer_offsets`` is appended; the state changes only after it
 returned NONE, and ``replay`` is the only way state enters a shard.
 
-Invariants:
-* a write carries the leader epoch of the data partition's leader: a write from an older leader than the
-  last accepted one is FENCED_LEADER_EPOCH, so a deposed share-partition leader cannot overwrite its
-  successor's state;
-* a write with an older state epoch than the stored one is FENCED_STATE_EPOCH (the state was reset);
+Invariants (as Kafka's share coordinator keeps them):
+* ``leader_epochs`` holds the highest leader epoch any state of a key was stored with (a state's own is the
+  epoch a leader last read it at, 0 after an initialization): a read at a higher epoch stores it before it is
+  answered, and a read or write at a lower one is FENCED_LEADER_EPOCH, so a deposed share-partition leader
+  cannot overwrite the state its successor has loaded; a write never changes either;
+* the stored state epoch changes only by an initialization (a reset); a write at a lower one is
+  FENCED_STATE_EPOCH; a write's -1 for either epoch skips that check;
+* the delivery complete count is the writer's (-1 where it gave none), 0 after an initialization at an
+  offset, -1 after one that leaves the start offset to the leader;
+* a write's batches join those stored (``batches.combine``: what changed wins where it is further along)
+  and nothing below the start offset is kept;
 * state comes into being only by an initialization: a write to a key with none is INVALID_REQUEST (a leader
   still holding a share partition whose state was deleted cannot bring it back).
 """
@@ -23,12 +29,14 @@ from typing import Callable
 
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.coordinators.share import records
+from kbroker.coordinators.share.batches import combine
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.types import uuid_to_str
 
 Key = tuple[str, bytes, int]          # group, topic id, partition
 Batch = tuple[int, int, int, int]     # first offset, last offset, delivery state, delivery count
 TOMBSTONES_PER_BATCH = 1000
+UNINITIALIZED_EPOCH = 0   # an initialized state's leader epoch, as Kafka's
 
 
 @dataclass
@@ -38,10 +46,12 @@ class ShareState:
     start_offset: int
     batches: list[Batch] = field(default_factory=list)
     snapshot_epoch: int = 0
+    delivery_complete_count: int = -1   # in-flight records that are done (acknowledged or archived)
 
-    def delivery_complete_count(self) -> int:
-        """In-flight records that are done (acknowledged or archived)."""
-        return sum(last - first + 1 for first, last, state, _ in self.batches if state in (2, 4))
+
+def done_in(batches: list[Batch]) -> int:
+    """How many records of ``batches`` are done (acknowledged or archived): a leader's delivery complete count."""
+    return sum(last - first + 1 for first, last, state, _ in batches if state in (2, 4))
 
 
 def shard_key(group: str, topic_id: bytes, partition: int) -> str:
@@ -54,6 +64,7 @@ class ShareCoordinator:
         self.partitions = partitions
         self.store = store
         self.states: dict[Key, ShareState] = {}
+        self.leader_epochs: dict[Key, int] = {}
 
     def partition_for(self, group: str, topic_id: bytes, partition: int) -> int:
         return self.partition_for_key(shard_key(group, topic_id, partition))
@@ -63,31 +74,53 @@ class ShareCoordinator:
         return partition_for(key, self.partitions)
 
     # ------------------------------------------------------------------ the operations
+    def read_refusal(self, key: Key, leader_epoch: int) -> ErrorCode:
+        """Why a read at ``leader_epoch`` is refused: an older leader than one that has read it (-1 included)."""
+        return ErrorCode.FENCED_LEADER_EPOCH if self.leader_epochs.get(key, -1) > leader_epoch else ErrorCode.NONE
+
     def read(self, key: Key, leader_epoch: int) -> tuple[ErrorCode, ShareState | None]:
-        """The state of ``key``, None if it was never initialized (the leader initializes it)."""
+        """The state of ``key`` for its leader at ``leader_epoch`` (None if it was never initialized: the
+        leader initializes it). A higher leader epoch than the stored one is stored first, fencing the
+        leaders before it."""
         state = self.states.get(key)
-        if state is not None and leader_epoch >= 0 and leader_epoch < state.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH, None
+        if state is None:
+            return ErrorCode.NONE, None
+        if error := self.read_refusal(key, leader_epoch):
+            return error, None
+        if leader_epoch != -1 and leader_epoch != self.leader_epochs.get(key):
+            if error := self._put(key, ShareState(state.state_epoch, leader_epoch, state.start_offset, state.batches,
+                                                  state.snapshot_epoch + 1, state.delivery_complete_count)):
+                return error, None
         return ErrorCode.NONE, state
 
     def initialize(self, key: Key, state_epoch: int, start_offset: int) -> ErrorCode:
         state = self.states.get(key)
         if state is not None and state_epoch < state.state_epoch:
             return ErrorCode.FENCED_STATE_EPOCH
-        return self._put(key, ShareState(state_epoch, state.leader_epoch if state else -1, start_offset, []))
+        return self._put(key, ShareState(state_epoch, UNINITIALIZED_EPOCH, start_offset, [],
+                                         state.snapshot_epoch + 1 if state else 0, -1 if start_offset == -1 else 0))
 
-    def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int,
-              batches: list[Batch]) -> ErrorCode:
+    def write_refusal(self, key: Key, state_epoch: int, leader_epoch: int) -> ErrorCode:
+        """Why a write is refused, in Kafka's order: no state (INVALID_REQUEST), an older leader epoch, an older
+        state epoch (-1 skips either check)."""
         state = self.states.get(key)
         if state is None:   # (never initialized, or deleted since: a write does not make one up, as Kafka's)
             return ErrorCode.INVALID_REQUEST
-        if state_epoch < state.state_epoch:
-            return ErrorCode.FENCED_STATE_EPOCH
-        if leader_epoch < state.leader_epoch:
+        if leader_epoch != -1 and self.leader_epochs.get(key, -1) > leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH
-        return self._put(key, ShareState(state_epoch, leader_epoch,
-                                         start_offset if start_offset >= 0 else state.start_offset,
-                                         list(batches), state.snapshot_epoch + 1))
+        if state_epoch != -1 and state.state_epoch > state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        return ErrorCode.NONE
+
+    def write(self, key: Key, state_epoch: int, leader_epoch: int, start_offset: int, batches: list[Batch],
+              delivery_complete_count: int = -1) -> ErrorCode:
+        if error := self.write_refusal(key, state_epoch, leader_epoch):
+            return error
+        state = self.states[key]
+        start = start_offset if start_offset != -1 else state.start_offset
+        return self._put(key, ShareState(state.state_epoch, state.leader_epoch, start,
+                                         combine(state.batches, batches, start), state.snapshot_epoch + 1,
+                                         delivery_complete_count))
 
     def delete(self, key: Key) -> ErrorCode:
         return self._remove(self.partition_for(*key), [key]) if key in self.states else ErrorCode.NONE
@@ -120,7 +153,7 @@ class ShareCoordinator:
     def _put(self, key: Key, state: ShareState) -> ErrorCode:
         entry = (records.snapshot_key(*key), records.snapshot_value(
             state.snapshot_epoch, state.state_epoch, state.leader_epoch, state.start_offset, state.batches,
-            state.delivery_complete_count()))
+            state.delivery_complete_count))
         error = self.store(self.partition_for(*key), [entry])
         if not error:
             self.replay(*entry)
@@ -131,11 +164,14 @@ class ShareCoordinator:
         k = records.decode_key(key)
         if value is None:
             self.states.pop(k, None)
+            self.leader_epochs.pop(k, None)
             return
         v = records.decode_value(value)
-        self.states[k] = ShareState(v.state_epoch, v.leader_epoch, v.start_offset,
-                                    [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                                     for b in v.state_batches], v.snapshot_epoch)
+        batches = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in v.state_batches]
+        # (kbroker's first records had no count: it was the count of their batches then)
+        count = v.get("delivery_complete_count", done_in(batches))
+        self.states[k] = ShareState(v.state_epoch, v.leader_epoch, v.start_offset, batches, v.snapshot_epoch, count)
+        self.leader_epochs[k] = max(self.leader_epochs.get(k, v.leader_epoch), v.leader_epoch)
 
     def replay_stored(self, partition: int, stored) -> None:
         if stored.key is not None:
@@ -148,4 +184,5 @@ class ShareCoordinator:
         gone = [k for k in self.states if self.partition_for(*k) == partition]
         for k in gone:
             del self.states[k]
+            self.leader_epochs.pop(k, None)
         return len(gone)

@@ -137,10 +137,14 @@ def topic_id_of(bootstrap: str, topic: str) -> bytes:
 
 
 def share_state(bootstrap: str, group: str, topic_id: bytes, partition: int):
-    """The share partition's state at the share coordinator (ReadShareGroupState, as a leader reads it; on a
-    single broker every shard is there)."""
+    """The share partition's state at the share coordinator (ReadShareGroupState, as its leader reads it: at the
+    partition's leader epoch, which a read at -1 or an older one is fenced below; on a single broker every shard
+    is there)."""
+    metadata = _ask(bootstrap, 3, 12, {"topics": [{"topic_id": topic_id}], "allow_auto_topic_creation": False,
+                                       "include_topic_authorized_operations": False})
+    epoch = next(p.leader_epoch for t in metadata.topics for p in t.partitions if p.partition_index == partition)
     answer = _ask(bootstrap, 84, 0, {"group_id": group, "topics": [
-        {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": -1}]}]})
+        {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": epoch}]}]})
     return answer.results[0].partitions[0]
 
 

@@ -101,17 +101,17 @@ def wait_for(condition, timeout: float, what: str, members=()) -> None:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{details}")
 
 
-def _ask(bootstrap: str, api_key: int, version: int, body: dict):
+def ask(bootstrap: str, api_key: int, version: int, body: dict):
     from kbroker.client.connection import KafkaConnection
 
-    async def ask():
+    async def one():
         host, port = bootstrap.rsplit(":", 1)
         conn = await KafkaConnection.open(host, int(port), client_id="share-test")
         try:
             return await conn.request(api_key, version, body)
         finally:
             await conn.close()
-    return asyncio.run(ask())
+    return asyncio.run(one())
 
 
 def joined_share_member(bootstrap: str, group: str, topic: str) -> str:
@@ -120,18 +120,18 @@ def joined_share_member(bootstrap: str, group: str, topic: str) -> str:
     from tests.cluster import wait_until
 
     def coordinator():
-        found = _ask(bootstrap.split(",")[0], 10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0]
+        found = ask(bootstrap.split(",")[0], 10, 4, {"key_type": 0, "coordinator_keys": [group]}).coordinators[0]
         return None if found.error_code else f"{found.host}:{found.port}"
     address = wait_until(coordinator, 30, 0.05, f"{group}'s coordinator")
     member = uuid.uuid4().hex
-    answer = _ask(address, 76, 1, {"group_id": group, "member_id": member, "member_epoch": 0,
+    answer = ask(address, 76, 1, {"group_id": group, "member_id": member, "member_epoch": 0,
                                    "rack_id": None, "subscribed_topic_names": [topic]})
     assert answer.error_code == 0 and answer.assignment.topic_partitions, answer
     return member
 
 
 def topic_id_of(bootstrap: str, topic: str) -> bytes:
-    answer = _ask(bootstrap, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+    answer = ask(bootstrap, 3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
                                      "include_topic_authorized_operations": False})
     return bytes(answer.topics[0].topic_id)
 
@@ -140,21 +140,21 @@ def share_state(bootstrap: str, group: str, topic_id: bytes, partition: int):
     """The share partition's state at the share coordinator (ReadShareGroupState, as its leader reads it: at the
     partition's leader epoch, which a read at -1 or an older one is fenced below; on a single broker every shard
     is there)."""
-    metadata = _ask(bootstrap, 3, 12, {"topics": [{"topic_id": topic_id}], "allow_auto_topic_creation": False,
+    metadata = ask(bootstrap, 3, 12, {"topics": [{"topic_id": topic_id}], "allow_auto_topic_creation": False,
                                        "include_topic_authorized_operations": False})
     epoch = next(p.leader_epoch for t in metadata.topics for p in t.partitions if p.partition_index == partition)
-    answer = _ask(bootstrap, 84, 0, {"group_id": group, "topics": [
+    answer = ask(bootstrap, 84, 0, {"group_id": group, "topics": [
         {"topic_id": topic_id, "partitions": [{"partition": partition, "leader_epoch": epoch}]}]})
     return answer.results[0].partitions[0]
 
 
 def share_group_epoch(bootstrap: str, group: str) -> tuple[int, list[int]]:
     """The group's epoch and its members' epochs, from ShareGroupDescribe."""
-    described = _ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+    described = ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
     return described.group_epoch, sorted(m.member_epoch for m in described.members)
 
 
 def share_group_members(bootstrap: str, group: str) -> int:
     """How many members ShareGroupDescribe lists (single broker: it coordinates every group)."""
-    answer = _ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
+    answer = ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
     return len(answer.groups[0].members)

@@ -14,14 +14,16 @@ import pytest
 from kbroker.client.connection import KafkaConnection
 from kbroker.coordinators.partitioning import partition_for
 from kbroker.coordinators.share.coordinator import shard_key
+from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
+from kbroker.protocol.types import uuid_to_str
 from tests.cluster import Cluster, create, describe, wait_until
-from tests.integration.share_members import joined_share_member, set_group_configs
+from tests.integration.share_members import ask, joined_share_member, set_group_configs, share_state, topic_id_of
 
 pytestmark = pytest.mark.timeout(180)
 
 STATE_TOPIC, STATE_PARTITIONS = "__share_group_state", 5   # (not a multiple of the brokers: see placement)
-SHARE_FETCH, METADATA, PRODUCE, DESCRIBE_CONFIGS = 78, 3, 0, 32
+SHARE_FETCH, METADATA, PRODUCE, DESCRIBE_CONFIGS, FIND_COORDINATOR, WRITE_SHARE_GROUP_STATE = 78, 3, 0, 32, 10, 85
 
 
 def share_fetch(group: str, member: str, epoch: int, topic_id: bytes, partitions, max_wait: int) -> dict:
@@ -30,6 +32,18 @@ def share_fetch(group: str, member: str, epoch: int, topic_id: bytes, partitions
             "topics": [{"topic_id": topic_id, "partitions": [
                 {"partition_index": p, "acknowledgement_batches": []} for p in partitions]}] if partitions else [],
             "forgotten_topics_data": []}
+
+
+async def topic_metadata(port: int, topic: str):
+    """``topic`` as the broker at ``port`` knows it (Metadata v12)."""
+    probe = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        known = await probe.request(METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False})
+    finally:
+        await probe.close()
+    return known.topics[0]
 
 
 def acquired(answer) -> dict[int, list[tuple[int, int]]]:
@@ -70,15 +84,7 @@ async def test_a_share_fetch_answers_within_its_wait_while_a_share_partitions_st
     try:
         await asyncio.to_thread(c.start)   # (it runs event loops of its own; a failed start still stops below)
         create(c.bootstrap, topic_name, partitions=6, rf=1)
-        any_port = next(iter(c.brokers.values())).port
-        probe = await KafkaConnection.open("127.0.0.1", any_port)
-        try:
-            known = await probe.request(METADATA, 12, {"topics": [{"name": topic_name, "topic_id": None}],
-                                                       "allow_auto_topic_creation": False,
-                                                       "include_topic_authorized_operations": False})
-        finally:
-            await probe.close()
-        topic_id = known.topics[0].topic_id
+        topic_id = (await topic_metadata(next(iter(c.brokers.values())).port, topic_name)).topic_id
         # A first share fetch makes the share-state topic (each leader's own group, so nothing stays loaded).
         for b, proc in c.brokers.items():
             warm = await KafkaConnection.open("127.0.0.1", proc.port)
@@ -147,5 +153,97 @@ async def test_a_share_fetch_answers_within_its_wait_while_a_share_partitions_st
             paused.resume()
         if conn is not None:
             await conn.close()
+        codes = await asyncio.to_thread(c.stop)
+    assert all(code == 0 for code in codes.values() if code is not None), codes
+
+
+
+class ShareSession:
+    """A member's share session on one broker's connection."""
+
+    def __init__(self, conn, group: str, member: str, topic_id: bytes) -> None:
+        self.conn, self.group, self.member, self.topic_id, self.epoch = conn, group, member, topic_id, 0
+
+    @classmethod
+    async def open(cls, port: int, *args) -> "ShareSession":
+        return cls(await KafkaConnection.open("127.0.0.1", port, client_id="member"), *args)
+
+    async def fetch(self, acks=(), max_wait: int = 500):
+        body = share_fetch(self.group, self.member, self.epoch, self.topic_id, [0], max_wait)
+        body["topics"][0]["partitions"][0]["acknowledgement_batches"] = list(acks)
+        answer = await self.conn.request(SHARE_FETCH, 1, body)
+        self.epoch += 1
+        assert answer.error_code == 0 and all(p.acknowledge_error_code == 0 for t in answer.responses
+                                              for p in t.partitions), answer
+        return answer
+
+    async def acquire(self) -> list[tuple[int, int]]:
+        """Fetch partition 0 until something is acquired: its offset ranges."""
+        deadline = time.monotonic() + 30
+        while not (got := acquired(await self.fetch()).get(0)):
+            assert time.monotonic() < deadline, "nothing acquired"
+        return got
+
+    async def accept(self, first: int, last: int) -> None:
+        """Accept ``first``-``last``: answered once the leader has written the state."""
+        await self.fetch([{"first_offset": first, "last_offset": last, "acknowledge_types": [1]}], max_wait=0)
+
+    async def close(self) -> None:
+        await self.conn.close()   # (what it holds goes back to the group)
+
+
+async def leader_epoch(port: int, topic: str) -> int:
+    return (await topic_metadata(port, topic)).partitions[0].leader_epoch
+
+
+async def test_a_new_leaders_load_fences_the_share_state_writes_of_the_leader_before_it(tmp_path, topic_name):
+    """Leadership of a share partition moves (its leader's controlled shutdown): the new leader's first fetch
+    loads the state, and its read records the new leader epoch at the share coordinator before anything is
+    acquired, so a write from the leader before it (sent here by the test at that leader's epoch, as a leader
+    that has not heard yet sends it) is FENCED_LEADER_EPOCH. Before, only a write moved the coordinator's
+    epoch: until the new leader first wrote, the old one's write replaced the state."""
+    # (the share state replicated as a cluster keeps it: its shard may be on the broker that stops)
+    c = Cluster(str(tmp_path), overrides={"share.coordinator.state.topic.replication.factor": "3",
+                                          "share.coordinator.state.topic.min.isr": "2"})
+    try:
+        await asyncio.to_thread(c.start)
+        create(c.bootstrap, topic_name, partitions=1, rf=3)
+        wait_until(lambda: len(describe(c.bootstrap, topic_name)[0]["isr"]) == 3, 30, 0.2, "a full ISR")
+        any_broker = next(iter(c.brokers.values())).bootstrap
+        topic_id = await asyncio.to_thread(topic_id_of, any_broker, topic_name)
+        group = f"share-{topic_name}"
+        await asyncio.to_thread(set_group_configs, c.bootstrap, group, share_auto_offset_reset="earliest")
+        member = await asyncio.to_thread(joined_share_member, c.bootstrap, group, topic_name)
+        old = describe(c.bootstrap, topic_name)[0]["leader"]
+        produced = await asyncio.to_thread(ask, c.brokers[old].bootstrap, PRODUCE, 9, {
+            "transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [{"name": topic_name,
+            "partition_data": [{"index": 0, "records": build_batch([(None, b"v%d" % i, []) for i in range(4)])}]}]})
+        assert produced.responses[0].partition_responses[0].error_code == 0, produced
+        old_epoch = await leader_epoch(c.brokers[old].port, topic_name)
+        session = await ShareSession.open(c.brokers[old].port, group, member, topic_id)
+        assert await session.acquire() == [(0, 3)]
+        await session.accept(0, 1)   # (the old leader writes the state at its epoch)
+        await session.close()
+
+        assert await asyncio.to_thread(c.brokers[old].stop) == 0   # (controlled shutdown: leadership moves)
+        new = wait_until(lambda: describe(c.bootstrap, topic_name)[0]["leader"] not in (old, -1)
+                         and describe(c.bootstrap, topic_name)[0]["leader"], 30, 0.2, "a new leader")
+        assert await leader_epoch(c.brokers[new].port, topic_name) > old_epoch
+        session = await ShareSession.open(c.brokers[new].port, group, member, topic_id)
+        assert await session.acquire() == [(2, 3)]   # (loaded at the new epoch; it has written nothing since)
+
+        found = await asyncio.to_thread(ask, c.brokers[new].bootstrap, FIND_COORDINATOR, 6, {
+            "key_type": 2, "coordinator_keys": [f"{group}:{uuid_to_str(topic_id)}:0"]})
+        keeper = c.brokers[found.coordinators[0].node_id]
+        stale = await asyncio.to_thread(ask, keeper.bootstrap, WRITE_SHARE_GROUP_STATE, 1, {
+            "group_id": group, "topics": [{"topic_id": topic_id, "partitions": [{
+                "partition": 0, "state_epoch": -1, "leader_epoch": old_epoch, "start_offset": 4,
+                "delivery_complete_count": 0, "state_batches": []}]}]})
+        assert stale.results[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH, stale
+        await session.accept(2, 3)   # (the new leader's own write is taken)
+        await session.close()
+        state = await asyncio.to_thread(share_state, keeper.bootstrap, group, topic_id, 0)
+        assert (state.error_code, state.start_offset, state.state_batches) == (0, 4, []), state
+    finally:
         codes = await asyncio.to_thread(c.stop)
     assert all(code == 0 for code in codes.values() if code is not None), codes

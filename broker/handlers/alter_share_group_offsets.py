@@ -1,7 +1,7 @@
 """AlterShareGroupOffsets (KIP-932): an empty share group's share partitions start again at the given offsets
-(their in-flight records forgotten, their state epoch one higher), as kafka-share-groups --reset-offsets
-does. The share-partition leaders load the new state at the group's next fetch (an idle group's share
-partitions leave their leaders' memory when its last session closes)."""
+(their in-flight records forgotten, their state epoch the group's, higher than the one their leaders loaded),
+as kafka-share-groups --reset-offsets does. The share-partition leaders load the new state at the group's next
+fetch (an idle group's share partitions leave their leaders' memory when its last session closes)."""
 
 from kbroker.broker.handlers.share_group_offsets_common import empty_share_group
 from kbroker.protocol.errors import ErrorCode
@@ -26,7 +26,10 @@ async def handle(ctx, request):
                 tid = bytes(meta.topic_id)
                 code, state = await shares.persister.summary(request.group_id, tid, p.partition_index)
                 if not code:
-                    epoch = state.state_epoch + 1 if state is not None else 0
+                    # Kafka's state epoch for a reset is the group's epoch (members leaving raised it past the one
+                    # their leaders loaded); one already that high is passed by one, so the reset still fences them
+                    stored = state.state_epoch if state is not None else -1
+                    epoch = group.group_epoch if group.group_epoch > stored else stored + 1
                     code = await shares.persister.initialize(request.group_id, tid, p.partition_index, epoch,
                                                              p.start_offset)
                 if not code:

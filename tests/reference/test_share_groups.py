@@ -374,44 +374,6 @@ async def test_a_share_fetch_for_a_group_that_never_joined_leaves_no_state(targe
     await same(targets, scenario)
 
 
-async def test_alter_and_delete_share_group_offsets(targets, topic):
-    """AlterShareGroupOffsets and DeleteShareGroupOffsets on a group with a member, then once it left; a member
-    joining after the delete reads from the group's reset offset."""
-    async def scenario(target):
-        group, member = await share_group_with_member(target, topic)
-        alter = lambda name, offset: {"group_id": group, "topics": [   # noqa: E731
-            {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": offset}]}]}
-        seen = {}
-        answer = await call(target, 91, 0, alter(topic, 0))
-        seen["alter with a member"] = (answer.error_code, len(answer.responses))
-        answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
-        seen["delete with a member"] = (answer.error_code, len(answer.responses))
-        await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
-        answer = await call(target, 91, 0, alter(topic, 0))
-        seen["alter"] = (answer.error_code, [[(p.partition_index, p.error_code) for p in t.partitions]
-                                             for t in answer.responses])
-        answer = await call(target, 91, 0, alter(f"{topic}-none", 0))
-        seen["alter an unknown topic"] = (answer.error_code, [[(p.partition_index, p.error_code)
-                                                               for p in t.partitions] for t in answer.responses])
-        answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
-        seen["delete"] = (answer.error_code, [t.error_code for t in answer.responses])
-        # A member joining after the delete: the partition's state is made again, and read from the reset offset
-        fill(target, topic, 1, per_partition=2)
-        again, tid = uuid.uuid4().hex, await topic_id_of(target, topic)
-        await assigned_member(target, group, again, topic)
-        fetched = await settled(lambda: call(target, FETCH, 1, share_fetch(group, again, 0, tid, [0], max_wait=500)),
-                                lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
-        seen["fetch after the delete"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
-                                          for t in fetched.responses for p in t.partitions]
-        answer = await call(target, 91, 0, {"group_id": f"{group}-none", "topics": []})
-        seen["alter an unknown group, no topics"] = answer.error_code
-        answer = await call(target, 91, 0, {**alter(topic, 0), "group_id": f"{group}-none"})
-        seen["alter an unknown group"] = (answer.error_code, [[(p.partition_index, p.error_code)
-                                                               for p in t.partitions] for t in answer.responses])
-        return seen
-    await same(targets, scenario)
-
-
 @pytest.mark.parametrize("version", [0, 1])
 async def test_list_config_resources(targets, topic, version):
     """ListConfigResources (KIP-1142): a topic and a group with a config of its own, by type."""

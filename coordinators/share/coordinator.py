@@ -168,8 +168,9 @@ class ShareCoordinator:
             return
         v = records.decode_value(value)
         batches = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in v.state_batches]
-        # (kbroker's first records had no count: it was the count of their batches then)
-        count = v.get("delivery_complete_count", done_in(batches))
+        count = v.get("delivery_complete_count")
+        if count is None:   # (kbroker's first records had no count: it was the count of their batches then)
+            count = done_in(batches)
         self.states[k] = ShareState(v.state_epoch, v.leader_epoch, v.start_offset, batches, v.snapshot_epoch, count)
         self.leader_epochs[k] = max(self.leader_epochs.get(k, v.leader_epoch), v.leader_epoch)
 

@@ -26,11 +26,13 @@ STATE_TOPIC, STATE_PARTITIONS = "__share_group_state", 5   # (not a multiple of 
 SHARE_FETCH, METADATA, PRODUCE, DESCRIBE_CONFIGS, FIND_COORDINATOR, WRITE_SHARE_GROUP_STATE = 78, 3, 0, 32, 10, 85
 
 
-def share_fetch(group: str, member: str, epoch: int, topic_id: bytes, partitions, max_wait: int) -> dict:
+def share_fetch(group: str, member: str, epoch: int, topic_id: bytes, partitions, max_wait: int, acks=()) -> dict:
+    """``acks``: the acknowledgement batches sent with each partition named."""
     return {"group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": max_wait,
             "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100,
             "topics": [{"topic_id": topic_id, "partitions": [
-                {"partition_index": p, "acknowledgement_batches": []} for p in partitions]}] if partitions else [],
+                {"partition_index": p, "acknowledgement_batches": list(acks)} for p in partitions]}]
+            if partitions else [],
             "forgotten_topics_data": []}
 
 
@@ -157,7 +159,6 @@ async def test_a_share_fetch_answers_within_its_wait_while_a_share_partitions_st
     assert all(code == 0 for code in codes.values() if code is not None), codes
 
 
-
 class ShareSession:
     """A member's share session on one broker's connection."""
 
@@ -169,9 +170,8 @@ class ShareSession:
         return cls(await KafkaConnection.open("127.0.0.1", port, client_id="member"), *args)
 
     async def fetch(self, acks=(), max_wait: int = 500):
-        body = share_fetch(self.group, self.member, self.epoch, self.topic_id, [0], max_wait)
-        body["topics"][0]["partitions"][0]["acknowledgement_batches"] = list(acks)
-        answer = await self.conn.request(SHARE_FETCH, 1, body)
+        answer = await self.conn.request(SHARE_FETCH, 1, share_fetch(self.group, self.member, self.epoch,
+                                                                     self.topic_id, [0], max_wait, acks))
         self.epoch += 1
         assert answer.error_code == 0 and all(p.acknowledge_error_code == 0 for t in answer.responses
                                               for p in t.partitions), answer

@@ -115,7 +115,8 @@ class Broker:
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append, lambda: self.metadata.topics,
                                                   self.partition_racks,
-                                                  lambda group_id: self.metadata.group_configs.get(group_id, {}))
+                                                  lambda group_id: self.metadata.group_configs.get(group_id, {}),
+                                                  lambda *asked: self.shares.state_initializer.start(*asked))
         self.inter_broker = InterBrokerChannel(self)
         self.share_state_store = InternalTopicStore(self.replica_manager, SHARE_STATE_TOPIC, clock)
         self.share_coordinator = ShareCoordinator(config["share.coordinator.state.topic.num.partitions"],

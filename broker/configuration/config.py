@@ -229,6 +229,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.share.max.delivery.count.limit": (int, 10),
     "group.share.partition.max.record.locks": (int, 2000),
     "group.share.max.size": (int, 200),
+    "group.share.initialize.retry.interval.ms": (int, 30000),   # (Kafka's, internal)
     "group.share.max.share.sessions": (int, 2000),   # per broker: a new one past it is SHARE_SESSION_LIMIT_REACHED
     # KIP-1071 streams groups: Kafka 4.2's names and defaults.
     "group.streams.session.timeout.ms": (int, 45000),

@@ -20,7 +20,7 @@ async def handle(ctx, request):
         error = coordinator_error(ctx, group_id, DELETE)
         group = coordinator.groups.get(group_id)
         if not error and isinstance(group, ShareGroup) and group.is_empty:
-            error = await ctx.broker.shares.delete_group_state(group_id, dict(group.share_partitions))
+            error = await ctx.broker.shares.delete_group_state(group_id, group.state_partitions())
         if error:
             results[group_id] = error
         else:

@@ -1,7 +1,7 @@
 """ShareGroupHeartbeat (KIP-932): joins, keeps and leaves a member of a share group; the coordinator assigns the
-partitions each member fetches from. UNSUPPORTED_VERSION while ``share.version`` is finalized at 0 (as it is
-while ``group.share.enable`` is false). The answer goes once the share state of every partition the group was
-assigned exists (``shares/group_state.py``)."""
+partitions each member fetches from, once their share state is initialized (``shares/group_state.py``, in the
+background: the answer does not wait for it). UNSUPPORTED_VERSION while ``share.version`` is finalized at 0
+(as it is while ``group.share.enable`` is false)."""
 
 import asyncio
 
@@ -26,6 +26,4 @@ async def handle(ctx, request):
     answer = when_replicated(ctx, *group_shard(ctx, request.group_id), answer)
     if isinstance(answer, asyncio.Future):
         answer = await answer
-    if not answer["error_code"] and request.member_epoch != -1:   # (its partitions' state exists before it hears)
-        await ctx.broker.shares.state_initializer.ensure(request.group_id)
     return answer

@@ -1,59 +1,48 @@
-"""The group coordinator's side of share state (KIP-932): every partition a share group is assigned has its
-state at the share coordinator before the member assigned it hears so.
+"""The broker's side of initializing share state (KIP-932): the group coordinator records the share
+partitions a group is to read as initializing and hands them here (``coordinators/group/share/initializing.py``);
+they are initialized at the share coordinator in the background, at the group's epoch with start offset -1
+(their leader picks the start by ``share.auto.offset.reset`` when it first loads one), and the outcome goes back
+to the group coordinator, which assigns them from its next heartbeat on. The heartbeat that asked has already
+been answered, as Kafka answers it.
 
-Kafka's group coordinator initializes a share partition's state (start offset -1: its leader picks the
-start by ``share.auto.offset.reset`` when it first loads it) before it assigns the partition, and a
-share-partition leader that finds no state refuses the fetch (UNKNOWN_SERVER_ERROR) rather than making
-one: a ShareFetch naming a group that never joined, or a partition the group was never assigned, leaves
-nothing behind at the share coordinator. Here a heartbeat's answer waits until each partition the group was
-ever assigned is known to have state; one that could not be initialized is tried again at the next heartbeat.
+A share-partition leader that finds no state refuses the fetch (UNKNOWN_SERVER_ERROR) rather than making one,
+so a ShareFetch naming a group that never joined, or a partition the group was never assigned, leaves nothing
+behind at the share coordinator.
 
-Invariants:
-* a state that exists is never initialized again here (a read comes first), so what the leader wrote stays;
-* one initialization at a time per group: a heartbeat arriving meanwhile waits for it, then checks again.
+Invariant: one request's partitions succeed or fail together, as Kafka's do (a failure leaves them all to be
+asked again; initializing one twice at the same epoch stores the same state).
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from kbroker.coordinators.group.share.model import ShareGroup
+import structlog
 
+from kbroker.protocol.errors import ErrorCode
+
+log = structlog.get_logger("broker.shares")
 UNINITIALIZED_START = -1
 
 
 class ShareStateInitializer:
     def __init__(self, broker) -> None:
         self.broker = broker
-        self._running: dict[str, asyncio.Future] = {}
 
-    async def ensure(self, group_id: str) -> None:
-        """Every share partition of ``group_id`` (of a topic that still exists) has state, where the share
-        coordinator can be reached; those that do are remembered on the group until it is loaded again."""
-        while (running := self._running.get(group_id)) is not None:
-            await asyncio.shield(running)
-        group = self.broker.group_coordinator.groups.get(group_id)
-        if not isinstance(group, ShareGroup):
-            return
-        names = self.broker.topic_ids
-        todo = [(topic_id, p) for topic_id, (_, partitions) in group.share_partitions.items()
-                if names.name_of(topic_id) is not None
-                for p in sorted(partitions) if (topic_id, p) not in group.state_ready]
-        if not todo:
-            return
-        future = self._running[group_id] = asyncio.get_running_loop().create_future()
-        try:
-            held = await asyncio.gather(*(self._initialized(group_id, group.group_epoch, *key) for key in todo))
-            group.state_ready.update(key for key, ok in zip(todo, held) if ok)
-        finally:
-            del self._running[group_id]
-            future.set_result(None)
+    def start(self, group_id: str, group_epoch: int, partitions: dict[bytes, frozenset[int]]) -> None:
+        self.broker.shares._spawn(self.initialize(group_id, group_epoch, partitions))
 
-    async def _initialized(self, group_id: str, group_epoch: int, topic_id: bytes, partition: int) -> bool:
-        """Initialized at the group's epoch as Kafka's group coordinator does (its state epoch then differs from
-        the summary a share coordinator gives of no state at all)."""
+    async def initialize(self, group_id: str, group_epoch: int, partitions: dict[bytes, frozenset[int]]) -> None:
         persister = self.broker.shares.persister
-        error, state = await persister.summary(group_id, topic_id, partition)
-        if not error and state is None:
-            error = await persister.initialize(group_id, topic_id, partition, group_epoch, UNINITIALIZED_START)
-        return not error
+        keys = [(topic_id, p) for topic_id, ps in sorted(partitions.items()) for p in sorted(ps)]
+        outcomes = await asyncio.gather(*(persister.initialize(group_id, topic_id, p, group_epoch, UNINITIALIZED_START)
+                                          for topic_id, p in keys), return_exceptions=True)
+        failed = [(key, outcome) for key, outcome in zip(keys, outcomes) if outcome]
+        coordinator = self.broker.group_coordinator
+        if failed:
+            (topic_id, partition), error = failed[0]
+            log.warning("share_state_not_initialized", group=group_id, topic_id=topic_id.hex(), partition=partition,
+                        error=error.name if isinstance(error, ErrorCode) else repr(error), partitions=len(failed))
+            coordinator.share_state_uninitialized(group_id, partitions)
+        else:
+            coordinator.share_state_initialized(group_id, partitions)

@@ -71,6 +71,7 @@ class GroupConfig:
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
     share_max_size: int = 200
+    share_initialize_retry_interval_ms: int = 30000
     streams_session_timeout_ms: int = 45000
     streams_heartbeat_interval_ms: int = 5000
     streams_max_size: int = 2**31 - 1
@@ -94,6 +95,9 @@ class GroupConfig:
                    share_session_timeout_ms=config["group.share.session.timeout.ms"],
                    share_heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
                    share_max_size=config["group.share.max.size"],
+                   # (Kafka waits at least offsets.commit.timeout.ms, the time its asking's write may take)
+                   share_initialize_retry_interval_ms=max(config["group.share.initialize.retry.interval.ms"],
+                                                          config["offsets.commit.timeout.ms"]),
                    streams_session_timeout_ms=config["group.streams.session.timeout.ms"],
                    streams_heartbeat_interval_ms=config["group.streams.heartbeat.interval.ms"],
                    streams_max_size=config["group.streams.max.size"],
@@ -105,16 +109,22 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
                        OnlineMigration, ShareGroupHeartbeat, StreamsGroupHeartbeat):
     def __init__(self, config: GroupConfig, scheduler, store: Store, topics: Callable[[], dict] = dict,
                  partition_racks: Callable[[str, int], frozenset] = lambda topic, index: frozenset(),
-                 group_configs: Callable[[str], dict[str, str]] = lambda group_id: {}) -> None:
+                 group_configs: Callable[[str], dict[str, str]] = lambda group_id: {},
+                 initialize_share_state: Callable[[str, int, dict], None] = lambda group_id, epoch, partitions: None,
+                 ) -> None:
         """``topics()``: the cluster's topics now, name -> metadata with ``topic_id`` and ``partitions`` (what
         KIP-848's assignors divide); ``partition_racks(topic, index)``: the racks of a partition's replicas
-        (for rack-aware assignment); ``group_configs(group_id)``: the group's own configs (GROUP resource)."""
+        (for rack-aware assignment); ``group_configs(group_id)``: the group's own configs (GROUP resource);
+        ``initialize_share_state(group_id, group_epoch, {topic id: partitions})``: have the share coordinator
+        initialize these share partitions' state, then report through ``share_state_initialized`` or
+        ``share_state_uninitialized`` (``share/initializing.py``)."""
         self.config = config
         self.scheduler = scheduler
         self.store = store
         self.topics = topics
         self.partition_racks = partition_racks
         self.group_configs = group_configs
+        self.initialize_share_state = initialize_share_state
         self.groups: dict[str, GroupMetadata] = {}
         self._initial_delay: set[str] = set()   # groups whose first rebalance waits out the initial delay
 

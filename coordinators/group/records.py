@@ -183,10 +183,15 @@ def share_partitions_key(group: str) -> bytes:
     return _encode("ShareGroupStatePartitionMetadataKey", 15, {"group_id": group})
 
 
-def share_partitions_value(partitions: dict[bytes, tuple[str, frozenset[int]]]) -> bytes:
-    return _encode("ShareGroupStatePartitionMetadataValue", 0, {"initializing_topics": [], "initialized_topics": [
-        {"topic_id": t, "topic_name": name, "partitions": sorted(ps)} for t, (name, ps) in sorted(partitions.items())],
-        "deleting_topics": []})
+def share_partitions_value(initialized: dict[bytes, tuple[str, frozenset[int]]],
+                           initializing: dict[bytes, tuple] | None = None) -> bytes:
+    """``initialized``: topic id -> (name, partitions); ``initializing``: topic id -> (name, partitions, ...)."""
+    def topics(partitions):
+        return [{"topic_id": t, "topic_name": name, "partitions": sorted(ps)}
+                for t, (name, ps, *_) in sorted(partitions.items())]
+    return _encode("ShareGroupStatePartitionMetadataValue", 0, {"initializing_topics": topics(initializing or {}),
+                                                                "initialized_topics": topics(initialized),
+                                                                "deleting_topics": []})
 
 
 def decode_value(key, data: bytes | None) -> schema.Message | None:

@@ -115,8 +115,9 @@ def ask(bootstrap: str, api_key: int, version: int, body: dict):
 
 
 def joined_share_member(bootstrap: str, group: str, topic: str) -> str:
-    """A member id that joined ``group`` subscribing to ``topic``, at the group's coordinator (a heartbeat's answer
-    comes once the share state of the partitions it assigns exists: only then can their leaders load them)."""
+    """A member id that joined ``group`` subscribing to ``topic``, at the group's coordinator, and was assigned
+    its partitions: as in Kafka, the join's answer assigns nothing; the partitions come at a later heartbeat,
+    once their share state exists (only then can their leaders load them)."""
     from tests.cluster import wait_until
 
     def coordinator():
@@ -126,7 +127,17 @@ def joined_share_member(bootstrap: str, group: str, topic: str) -> str:
     member = uuid.uuid4().hex
     answer = ask(address, 76, 1, {"group_id": group, "member_id": member, "member_epoch": 0,
                                    "rack_id": None, "subscribed_topic_names": [topic]})
-    assert answer.error_code == 0 and answer.assignment.topic_partitions, answer
+    assert answer.error_code == 0, answer
+    epoch = [answer.member_epoch]
+
+    def assigned():
+        beat = ask(address, 76, 1, {"group_id": group, "member_id": member, "member_epoch": epoch[0],
+                                     "rack_id": None, "subscribed_topic_names": None})
+        assert beat.error_code == 0, beat
+        epoch[0] = beat.member_epoch
+        return beat.assignment is not None and bool(beat.assignment.topic_partitions)
+    if not answer.assignment.topic_partitions:
+        wait_until(assigned, 30, 0.05, f"{member}'s partitions of {topic}")
     return member
 
 

@@ -138,23 +138,16 @@ async def test_a_read_at_a_new_leader_epoch_fences_the_leaders_before_it(targets
     await same(targets, scenario)
 
 
-async def state_summary(target, group: str, tid: bytes, exact: bool = True) -> tuple:
-    """ReadShareGroupStateSummary of partition 0, as the group coordinator reads it: (error, the state epoch
-    against the group's epoch now, leader epoch, start offset, delivery complete count). The epochs themselves
-    are not compared: Kafka bumps a share group's epoch once more when a partition's state has been initialized
-    (docs/COMPATIBILITY.md), so a state initialized at a member's join is below the group's epoch there and at
-    it here (``exact`` False: either is "a group's")."""
+async def state_summary(target, group: str, tid: bytes) -> tuple:
+    """ReadShareGroupStateSummary of partition 0, as the group coordinator reads it, with the group's epoch now:
+    (error, state epoch, group epoch, leader epoch, start offset, delivery complete count)."""
     body = {"group_id": group, "topics": [{"topic_id": tid, "partitions": [{"partition": 0, "leader_epoch": -1}]}]}
     answer = await settled(lambda: call(target, 87, 1, body),
                            lambda a: a.results[0].partitions[0].error_code not in (14, 15, 16))
     p = answer.results[0].partitions[0]
     described = await call(target, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
-    group_epoch = described.groups[0].group_epoch
-    relation = "the group's" if p.state_epoch == group_epoch else "below" if 0 < p.state_epoch < group_epoch \
-        else p.state_epoch
-    if not exact and relation in ("the group's", "below"):
-        relation = "a group's"
-    return p.error_code, relation, p.leader_epoch, p.start_offset, p.delivery_complete_count
+    return (p.error_code, p.state_epoch, described.groups[0].group_epoch, p.leader_epoch, p.start_offset,
+            p.delivery_complete_count)
 
 
 async def test_alter_and_delete_share_group_offsets(targets, topic):
@@ -183,7 +176,7 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
         fill(target, topic, 1, per_partition=2)
         again, tid = uuid.uuid4().hex, await topic_id_of(target, topic)
         await assigned_member(target, group, again, topic)
-        seen["the state made again"] = await state_summary(target, group, tid, exact=False)
+        seen["the state made again"] = await state_summary(target, group, tid)
         fetched = await settled(lambda: call(target, FETCH, 1, share_fetch(group, again, 0, tid, [0], max_wait=500)),
                                 lambda a: any(p.acquired_records for t in a.responses for p in t.partitions))
         seen["fetch after the delete"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])

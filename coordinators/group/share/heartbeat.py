@@ -21,6 +21,7 @@ from kbroker.coordinators.group.consumer.heartbeat import HeartbeatError, error_
 from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.consumer.model import normalized
 from kbroker.coordinators.group.share import records as share_records
+from kbroker.coordinators.group.share.initializing import ShareInitialization
 from kbroker.coordinators.group.share.model import ShareGroup, ShareMember, share_assign
 from kbroker.protocol.errors import ErrorCode
 
@@ -28,7 +29,7 @@ log = structlog.get_logger("coordinators.group")
 MEMBER_ID_MAX = 36   # (a UUID's length: Kafka refuses a longer share member id)
 
 
-class ShareGroupHeartbeat:
+class ShareGroupHeartbeat(ShareInitialization):
     def share_group_heartbeat(self, *, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
                               subscribed_topic_names: list[str] | None, client_id: str, client_host: str) -> dict:
         try:
@@ -118,16 +119,20 @@ class ShareGroupHeartbeat:
         subscribed, counts = self._share_subscriptions(members)
         hashed = share_records.topics_hash(counts)
         targets, epoch_after = group.target, group.group_epoch
-        if changed or hashed != group.metadata_hash or group.group_epoch == 0:
+        if changed or hashed != group.metadata_hash or group.group_epoch == 0 or \
+                self._initialized_assignment_pending(group):
             # (the assignment is computed only when the group's epoch moves, not at every heartbeat)
-            targets, epoch_after = share_assign(subscribed, counts), group.group_epoch + 1
+            targets = share_assign(subscribed, counts, self._assignable(group))
+            epoch_after = group.group_epoch + 1
             entries += self._share_assignment_records(group, targets, epoch_after, hashed)
         # No reconciliation: a member heartbeating is moved to the group's epoch and its target at once.
         assigned = targets.get(member_id, {})
         previous = member.member_epoch if epoch_after != member.member_epoch else member.previous_member_epoch
         if joined or epoch_after != member.member_epoch or assigned != member.assignment:
             entries.append(share_records.current_record(group.group_id, member_id, epoch_after, previous, assigned))
-        error = self._store(group.group_id, entries)
+        initializing, to_initialize = self._share_initializing(
+            group, {t for m in members.values() for t in m.subscribed_topic_names})
+        error = self._store(group.group_id, entries + initializing)
         if error:
             raise HeartbeatError(error)
         if self.groups.get(group.group_id) is not group:
@@ -137,6 +142,9 @@ class ShareGroupHeartbeat:
             self._apply_share_assignment(group, targets, epoch_after, hashed)
         updated.member_epoch, updated.assignment, updated.previous_member_epoch = epoch_after, assigned, previous
         self._schedule_share_session(group.group_id, member_id)
+        if to_initialize:   # (recorded initializing: the broker initializes them, the answer does not wait)
+            self.replay(*initializing[0])
+            self.initialize_share_state(group.group_id, epoch_after, to_initialize)
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                     "member_epoch": updated.member_epoch,
                     "heartbeat_interval_ms": self.config.share_heartbeat_interval_ms, "assignment": None}
@@ -157,7 +165,8 @@ class ShareGroupHeartbeat:
     def _remove_share_member(self, group: ShareGroup, member_id: str, reason: str) -> ErrorCode:
         remaining = {m: x for m, x in group.members.items() if m != member_id}
         subscribed, counts = self._share_subscriptions(remaining)
-        targets, hashed = share_assign(subscribed, counts), share_records.topics_hash(counts)
+        targets = share_assign(subscribed, counts, self._assignable(group))
+        hashed = share_records.topics_hash(counts)
         entries = share_records.member_tombstones(group.group_id, member_id)
         entries += self._share_assignment_records(group, targets, group.group_epoch + 1, hashed)
         error = self._store(group.group_id, entries)
@@ -170,17 +179,16 @@ class ShareGroupHeartbeat:
         return ErrorCode.NONE
 
     def _share_assignment_records(self, group: ShareGroup, targets: dict, epoch: int, hashed: int) -> list:
-        """A new group epoch: the epochs, each target that changed and the share partitions it adds."""
+        """A new group epoch: the epochs and each target that changed."""
         entries = share_records.epoch_records(group.group_id, epoch, hashed)
         entries[1:1] = [share_records.target_record(group.group_id, m, target) for m, target in targets.items()
                         if group.target.get(m) != target]
-        return entries + self._share_partitions_record(group, targets)
+        return entries
 
     def _apply_share_assignment(self, group: ShareGroup, targets: dict, epoch: int, hashed: int) -> None:
         """Members learn their targets at their next heartbeat (each answer carries its own)."""
         group.group_epoch = group.assignment_epoch = epoch
         group.metadata_hash = hashed
-        group.share_partitions = self._share_partitions_after(group, targets)
         group.target = dict(targets)
 
     def _schedule_share_session(self, group_id: str, member_id: str) -> None:
@@ -201,7 +209,7 @@ class ShareGroupHeartbeat:
             if key.kind == 11:
                 del self.groups[group_id]
             elif key.kind == 15:
-                group.share_partitions, group.state_ready = {}, set()
+                group.share_partitions, group.initializing = {}, {}
             elif key.kind == 10:
                 group.members.pop(key.member, None)
             elif key.kind == 13:
@@ -214,11 +222,12 @@ class ShareGroupHeartbeat:
             group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
         elif key.kind == 12:
             group.assignment_epoch = value.assignment_epoch
-        elif key.kind == 15:
+        elif key.kind == 15:   # (initializing since now, as Kafka replays it: asked again a retry interval on)
             group.share_partitions = {bytes(t.topic_id): (t.topic_name, frozenset(t.partitions))
                                       for t in value.initialized_topics}
-            kept = {(t, p) for t, (_, ps) in group.share_partitions.items() for p in ps}
-            group.state_ready &= kept   # (deleted offsets: a partition assigned again is initialized again)
+            now = self.now_ms()
+            group.initializing = {bytes(t.topic_id): (t.topic_name, frozenset(t.partitions), now)
+                                  for t in getattr(value, "initializing_topics", None) or ()}
         elif key.kind == 10:
             member.rack_id, member.client_id, member.client_host = value.rack_id, value.client_id, value.client_host
             member.subscribed_topic_names = tuple(value.subscribed_topic_names)
@@ -239,31 +248,6 @@ class ShareGroupHeartbeat:
             return error, None
         self.replay(*entry)
         return ErrorCode.NONE, self.groups[group_id]
-
-    def set_share_partitions(self, group: ShareGroup, partitions: dict) -> ErrorCode:
-        """The group's share partitions are now ``partitions`` (an admin altered or deleted offsets)."""
-        entry = (records.share_partitions_key(group.group_id), records.share_partitions_value(partitions))
-        error = self._store(group.group_id, [entry])
-        if not error:
-            self.replay(*entry)
-        return error
-
-    def _share_partitions_after(self, group: ShareGroup, targets: dict) -> dict:
-        """The group's share partitions once this assignment is made (every partition ever assigned)."""
-        names = self.topic_names_by_id()
-        known = dict(group.share_partitions)
-        for assignment in targets.values():
-            for topic_id, partitions in assignment.items():
-                name, had = known.get(topic_id, (names.get(topic_id, ""), frozenset()))
-                known[topic_id] = (name, had | partitions)
-        return known
-
-    def _share_partitions_record(self, group: ShareGroup, targets: dict) -> list:
-        """The record of the group's share partitions if this assignment adds any (else none)."""
-        known = self._share_partitions_after(group, targets)
-        if known == group.share_partitions:
-            return []
-        return [(records.share_partitions_key(group.group_id), records.share_partitions_value(known))]
 
     # ================================================================== ShareGroupDescribe
     def describe_share_group(self, group: ShareGroup) -> dict:

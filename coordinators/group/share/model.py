@@ -5,8 +5,8 @@ and records are handed out one by one by the share-partition leaders, so a membe
 once, at the group's epoch (its assignment is its target). The group and its members are persisted in
 ``__consumer_offsets`` (``records.py``) and reloaded with the coordinator's shard.
 
-Invariant: while the group has members, every partition of a topic some member subscribes to is assigned
-to at least one member subscribed to it.
+Invariant: while the group has members, every partition of a topic some member subscribes to whose share
+state is initialized is assigned to at least one member subscribed to it, and no other partition is.
 """
 
 from __future__ import annotations
@@ -43,13 +43,12 @@ class ShareGroup:
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)   # member id -> its partitions at the epoch
-    # every partition a member was ever assigned (topic id -> (name, partitions)): whose share state the
-    # group's deletion deletes
+    # the share partitions whose state the share coordinator holds for the group (topic id -> (name,
+    # partitions)): only these are assigned, and the group's deletion deletes their state
     share_partitions: dict[bytes, tuple[str, frozenset[int]]] = field(default_factory=dict)
-    # those of them whose state the share coordinator is known to hold since the group was loaded here (not a
-    # record: a coordinator that loads the group asks again); a partition's state exists before a member learns
-    # it is assigned, as Kafka initializes it first, and a share-partition leader never makes one up
-    state_ready: set[tuple[bytes, int]] = field(default_factory=set, compare=False, repr=False)
+    # those asked to be initialized and not yet known to be (topic id -> (name, partitions, since when in
+    # ms)): asked again once older than the retry interval (their asking was lost with a coordinator)
+    initializing: dict[bytes, tuple[str, frozenset[int], int]] = field(default_factory=dict)
     state_timestamp_ms: int = -1
     offsets: dict = field(default_factory=dict)             # (share groups commit no offsets)
     pending_txn_offsets: dict = field(default_factory=dict)
@@ -75,18 +74,28 @@ class ShareGroup:
     def subscribed_topic_names(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
 
+    def state_partitions(self) -> dict[bytes, tuple[str, frozenset[int]]]:
+        """Every share partition that may have state for the group (initialized or being initialized): what
+        deleting the group deletes."""
+        known = dict(self.share_partitions)
+        for topic_id, (name, partitions, _) in self.initializing.items():
+            known[topic_id] = (name, known.get(topic_id, (name, frozenset()))[1] | partitions)
+        return known
 
-def share_assign(members: dict[str, frozenset[bytes]], topics: dict[bytes, int]) -> dict[str, Assignment]:
-    """Kafka's simple share assignor, homogeneous or not: each partition to one subscribed member in turn;
-    when a topic has fewer partitions than subscribers, its partitions go round again so that every
-    subscriber fetches from one."""
+
+def share_assign(members: dict[str, frozenset[bytes]], topics: dict[bytes, int],
+                 assignable: dict[bytes, frozenset[int]]) -> dict[str, Assignment]:
+    """Kafka's simple share assignor, homogeneous or not, over the ``assignable`` partitions of the
+    subscribed topics (those whose state is initialized): each partition to one subscribed member in turn;
+    when a topic has fewer such partitions than subscribers, they go round again so that every subscriber
+    fetches from one."""
     result: dict[str, dict[bytes, set[int]]] = {m: {} for m in members}
     for topic_id in sorted(topics):
         subscribers = sorted(m for m, subscribed in members.items() if topic_id in subscribed)
-        if not subscribers:
+        partitions = sorted(p for p in assignable.get(topic_id, ()) if p < topics[topic_id])
+        if not subscribers or not partitions:
             continue
-        count = topics[topic_id]
-        for i in range(max(count, len(subscribers))):
+        for i in range(max(len(partitions), len(subscribers))):
             member = subscribers[i % len(subscribers)]
-            result[member].setdefault(topic_id, set()).add(i % count)
+            result[member].setdefault(topic_id, set()).add(partitions[i % len(partitions)])
     return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in result.items()}

@@ -128,11 +128,14 @@ class CoordinatorHosting:
         self.shards.leadership_changed(topic, index, is_leader)
 
     def topic_deleted(self, name: str, topic_id: bytes | None) -> None:
-        """What the coordinators held of a deleted topic goes: its committed offsets, its share partitions
-        here and their state at the share coordinator's shards held here."""
+        """What the coordinators held of a deleted topic goes: its committed offsets, the share groups' record
+        of its share partitions, its share partitions here and their state at the share coordinator's shards
+        held here."""
         self.broker.shares.topic_deleted(name)
         if name != OFFSETS_TOPIC and OFFSETS_TOPIC in self.broker.metadata.topics:
             self.broker.group_coordinator.remove_topic_offsets(name)
+            if topic_id:
+                self.broker.group_coordinator.remove_share_topic(bytes(topic_id))
         if topic_id and name != SHARE_STATE_TOPIC and self.broker.share_coordinator.states:
             removed = self.broker.share_coordinator.remove_topic_states(bytes(topic_id))
             if removed:

@@ -271,24 +271,28 @@ def test_partitions_added_to_a_topic_reach_the_members_share_sessions(broker, to
 
 def test_a_deleted_topics_share_state_leaves_the_share_coordinator(tmp_path, topic_name):
     """A share group's state for each partition of a topic goes from the share coordinator when the topic is
-    deleted (tombstones, as Kafka's coordinator cleans up), and stays gone after a restart replays the state
-    topic; another topic's state stays. (In-process broker: the coordinator's memory is read on its loop.)"""
+    deleted (tombstones, as Kafka's coordinator cleans up), and the topic from the group's share partitions; both
+    stay gone after a restart replays the state topic and __consumer_offsets; another topic's state stays.
+    (In-process broker: the coordinators' memory is read on its loop.)"""
     from confluent_kafka.admin import AdminClient
     from kbroker.broker.embedded import KBroker
     kept, group = f"{topic_name}-kept", f"share-{topic_name}"
 
     async def state_ids(embedded):
-        return sorted({key[1] for key in embedded.broker.share_coordinator.states if key[0] == group})
+        """The topic ids of the group's states at the share coordinator, and of its share partitions at the
+        group coordinator (ShareGroupStatePartitionMetadata: Kafka's coordinator drops a deleted topic too)."""
+        held = sorted({key[1] for key in embedded.broker.share_coordinator.states if key[0] == group})
+        return held, sorted(embedded.broker.group_coordinator.groups[group].share_partitions)
 
     with KBroker(str(tmp_path)) as embedded:
         for name in (topic_name, kept):
             make_topic(embedded.bootstrap_servers, name, 2)
             joined_share_member(embedded.bootstrap_servers, group, name)   # (the state of its partitions made)
         ids = {name: topic_id_of(embedded.bootstrap_servers, name) for name in (topic_name, kept)}
-        assert embedded.run_on_loop(state_ids(embedded)) == sorted(ids.values())
+        assert embedded.run_on_loop(state_ids(embedded)) == (sorted(ids.values()),) * 2
         admin = AdminClient({"bootstrap.servers": embedded.bootstrap_servers})
         admin.delete_topics([topic_name])[topic_name].result(30)
         del admin   # (librdkafka's client gone before the broker stops: no reconnect noise)
-        assert embedded.run_on_loop(state_ids(embedded)) == [ids[kept]]
+        assert embedded.run_on_loop(state_ids(embedded)) == ([ids[kept]], [ids[kept]])
     with KBroker(str(tmp_path)) as embedded:
-        assert embedded.run_on_loop(state_ids(embedded)) == [ids[kept]]
+        assert embedded.run_on_loop(state_ids(embedded)) == ([ids[kept]], [ids[kept]])

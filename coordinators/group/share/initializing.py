@@ -111,6 +111,18 @@ class ShareInitialization:
         done = {topic_id: ps for topic_id, (_, ps) in partitions.items()}
         return self._write_state_partitions(group, dict(partitions), _without(group.initializing, done))
 
+    def remove_share_topic(self, topic_id: bytes) -> int:
+        """A deleted topic leaves every share group's initialized and initializing partitions (its share state
+        leaves the share coordinator with it), as Kafka's group coordinator removes it; returns how many groups
+        had it."""
+        removed = 0
+        for group in list(self.groups.values()):
+            if isinstance(group, ShareGroup) and (topic_id in group.share_partitions or topic_id in group.initializing):
+                initialized = {t: v for t, v in group.share_partitions.items() if t != topic_id}
+                initializing = {t: v for t, v in group.initializing.items() if t != topic_id}
+                removed += not self._write_state_partitions(group, initialized, initializing)
+        return removed
+
 
 def _without(initializing: dict, partitions: Partitions) -> dict:
     """``initializing`` less ``partitions`` (a topic left with none goes)."""

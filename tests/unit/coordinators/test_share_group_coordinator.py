@@ -146,3 +146,15 @@ def test_a_member_that_left_is_gone_after_a_reload_and_an_empty_group_deletes_cl
     assert h.reload().groups["s"].members == {}
     assert h.coordinator.delete_groups(["s"]) == {"s": E.NONE}
     assert "s" not in h.reload().groups
+
+
+def test_a_deleted_topic_leaves_the_groups_share_partitions(h):
+    h.share("a", 0)
+    h.initialize()
+    h.share("a", 0, topics=["t", "other"])   # (a rejoin: "other" is recorded initializing)
+    assert h.coordinator.remove_share_topic(T_ID) == 1
+    group = h.coordinator.groups["s"]
+    assert (group.share_partitions, set(group.initializing)) == ({}, {b"\x08" * 16})
+    assert h.coordinator.remove_share_topic(T_ID) == 0
+    reloaded = h.reload().groups["s"]
+    assert (reloaded.share_partitions, set(reloaded.initializing)) == ({}, {b"\x08" * 16})

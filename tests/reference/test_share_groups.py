@@ -132,6 +132,40 @@ async def test_a_share_member_heartbeating_at_its_previous_epoch_is_taken(target
     await same(targets, scenario)
 
 
+async def test_a_member_leaving_moves_the_group_epoch_and_the_next_heartbeat_assigns(targets, topic):
+    """Two members sharing a two-partition topic, then one leaves: the group's epoch moves at the leave and its
+    assignment epoch at the other's next heartbeat, which is given both partitions (its target then falls short
+    of the initialized partitions, so the epoch moves once more)."""
+    async def scenario(target):
+        await create(target, topic, 2)
+        group, first, second = f"s-{topic}", uuid.uuid4().hex, uuid.uuid4().hex
+        await coordinator_found(target, group)
+        await assigned_member(target, group, first, topic)
+
+        async def epochs():
+            described = await call(target, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
+            g = described.groups[0]
+            return g.group_epoch, g.assignment_epoch, sorted((m.member_epoch, sum(
+                len(t.partitions) for t in m.assignment.topic_partitions)) for m in g.members)
+
+        def beat(member, epoch):
+            return call(target, HEARTBEAT, 1, heartbeat(group, member, epoch))
+
+        def held(answer):
+            return answer.assignment and sorted(p for t in answer.assignment.topic_partitions for p in t.partitions)
+        seen = {"one member": await epochs()}
+        joined = await call(target, HEARTBEAT, 1, heartbeat(group, second, 0, [topic]))
+        seen["second joined"] = (joined.error_code, joined.member_epoch, len(held(joined)))
+        seen["first moved"] = (await beat(first, 2)).member_epoch
+        seen["two members"] = await epochs()
+        left = await call(target, HEARTBEAT, 1, heartbeat(group, second, -1))
+        seen["second left"] = (left.error_code, left.member_epoch, await epochs())
+        again = await beat(first, 3)
+        seen["first's next heartbeat"] = (again.error_code, again.member_epoch, held(again), await epochs())
+        return seen
+    await same(targets, scenario)
+
+
 async def test_share_sessions_and_acknowledgements(targets, topic):
     """Each member keeps one connection, as a client does: Kafka 4.1+ closes a share session when the connection
     that opened it ends."""

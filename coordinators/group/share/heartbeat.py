@@ -118,13 +118,19 @@ class ShareGroupHeartbeat(ShareInitialization):
         members = {**group.members, member_id: updated}
         subscribed, counts = self._share_subscriptions(members)
         hashed = share_records.topics_hash(counts)
-        targets, epoch_after = group.target, group.group_epoch
-        if changed or hashed != group.metadata_hash or group.group_epoch == 0 or \
-                self._initialized_assignment_pending(group):
-            # (the assignment is computed only when the group's epoch moves, not at every heartbeat)
+        bump = changed or hashed != group.metadata_hash or group.group_epoch == 0 or \
+            self._initialized_assignment_pending(group)
+        epoch_after = group.group_epoch + 1 if bump else group.group_epoch
+        if bump:
+            entries.append(share_records.group_epoch_record(group.group_id, epoch_after, hashed))
+        # The assignment is computed by a heartbeat once the group's epoch is past the target's (a member's
+        # leaving moves only the group's epoch), not at every heartbeat, as Kafka computes it.
+        targets, reassigned = group.target, epoch_after > group.assignment_epoch
+        if reassigned:
             targets = share_assign(subscribed, counts, self._assignable(group))
-            epoch_after = group.group_epoch + 1
-            entries += self._share_assignment_records(group, targets, epoch_after, hashed)
+            entries += [share_records.target_record(group.group_id, m, target) for m, target in targets.items()
+                        if group.target.get(m) != target]
+            entries.append(share_records.assignment_epoch_record(group.group_id, epoch_after))
         # No reconciliation: a member heartbeating is moved to the group's epoch and its target at once.
         assigned = targets.get(member_id, {})
         previous = member.member_epoch if epoch_after != member.member_epoch else member.previous_member_epoch
@@ -138,8 +144,10 @@ class ShareGroupHeartbeat(ShareInitialization):
         if self.groups.get(group.group_id) is not group:
             self.groups[group.group_id] = group
         group.members = members
-        if targets is not group.target:
-            self._apply_share_assignment(group, targets, epoch_after, hashed)
+        if bump:
+            group.group_epoch, group.metadata_hash = epoch_after, hashed
+        if reassigned:   # (members learn their targets at their next heartbeat: each answer carries its own)
+            group.target, group.assignment_epoch = dict(targets), epoch_after
         updated.member_epoch, updated.assignment, updated.previous_member_epoch = epoch_after, assigned, previous
         self._schedule_share_session(group.group_id, member_id)
         if to_initialize:   # (recorded initializing: the broker initializes them, the answer does not wait)
@@ -163,33 +171,21 @@ class ShareGroupHeartbeat(ShareInitialization):
                 "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _remove_share_member(self, group: ShareGroup, member_id: str, reason: str) -> ErrorCode:
+        """The member's records go and the group's epoch moves; the others' targets are computed again at the
+        next heartbeat, as Kafka does."""
         remaining = {m: x for m, x in group.members.items() if m != member_id}
-        subscribed, counts = self._share_subscriptions(remaining)
-        targets = share_assign(subscribed, counts, self._assignable(group))
-        hashed = share_records.topics_hash(counts)
+        hashed = share_records.topics_hash(self._share_subscriptions(remaining)[1])
         entries = share_records.member_tombstones(group.group_id, member_id)
-        entries += self._share_assignment_records(group, targets, group.group_epoch + 1, hashed)
+        entries.append(share_records.group_epoch_record(group.group_id, group.group_epoch + 1, hashed))
         error = self._store(group.group_id, entries)
         if error:
             return error
         group.members = remaining
-        self._apply_share_assignment(group, targets, group.group_epoch + 1, hashed)
+        group.target = {m: t for m, t in group.target.items() if m != member_id}
+        group.group_epoch, group.metadata_hash = group.group_epoch + 1, hashed
         self.scheduler.cancel(("share-session", group.group_id, member_id))
         log.info("share_member_removed", group=group.group_id, member=member_id, reason=reason)
         return ErrorCode.NONE
-
-    def _share_assignment_records(self, group: ShareGroup, targets: dict, epoch: int, hashed: int) -> list:
-        """A new group epoch: the epochs and each target that changed."""
-        entries = share_records.epoch_records(group.group_id, epoch, hashed)
-        entries[1:1] = [share_records.target_record(group.group_id, m, target) for m, target in targets.items()
-                        if group.target.get(m) != target]
-        return entries
-
-    def _apply_share_assignment(self, group: ShareGroup, targets: dict, epoch: int, hashed: int) -> None:
-        """Members learn their targets at their next heartbeat (each answer carries its own)."""
-        group.group_epoch = group.assignment_epoch = epoch
-        group.metadata_hash = hashed
-        group.target = dict(targets)
 
     def _schedule_share_session(self, group_id: str, member_id: str) -> None:
         def expired():

@@ -23,10 +23,13 @@ def member_record(group_id: str, member) -> tuple[bytes, bytes]:
                                             "subscribed_topic_names": list(member.subscribed_topic_names)}))
 
 
-def epoch_records(group_id: str, epoch: int, hashed: int) -> list[tuple[bytes, bytes]]:
-    """The group's epoch and its target assignment's, which a share group moves together."""
-    return [(records.share_group_key(group_id), records.share_group_value(epoch, hashed)),
-            (records.share_member_key(12, group_id), records.share_member_value(12, {"assignment_epoch": epoch}))]
+def group_epoch_record(group_id: str, epoch: int, hashed: int) -> tuple[bytes, bytes]:
+    return records.share_group_key(group_id), records.share_group_value(epoch, hashed)
+
+
+def assignment_epoch_record(group_id: str, epoch: int) -> tuple[bytes, bytes]:
+    return (records.share_member_key(12, group_id),
+            records.share_member_value(12, {"assignment_epoch": epoch}))
 
 
 def target_record(group_id: str, member_id: str, target: Assignment) -> tuple[bytes, bytes]:

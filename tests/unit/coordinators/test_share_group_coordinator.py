@@ -134,7 +134,27 @@ def test_the_sessions_of_reloaded_members_run_out_like_any(h):
     for _ in range(45):
         h.scheduler.advance(1000)
         h.share("a", fresh.groups["s"].members["a"].member_epoch, coordinator=fresh)
-    assert members(fresh.groups["s"]) == {"a": (3, ("t",), [0, 1, 2, 3])}    # b's partitions came back to a
+    # b's partitions came back to a: b's expiry moved the group to epoch 3, and a's next heartbeat found the
+    # target (a's alone) short of the initialized partitions, which moves it once more, as Kafka's does
+    assert members(fresh.groups["s"]) == {"a": (4, ("t",), [0, 1, 2, 3])}
+
+
+def test_a_member_leaving_moves_the_group_epoch_and_the_next_heartbeat_assigns(h):
+    """As in Kafka: the leave writes the member's tombstones and the group's epoch; the assignment epoch stays
+    until a remaining member's heartbeat computes the targets again."""
+    h.share("a", 0)
+    h.initialize()
+    h.share("a", 1)
+    h.share("b", 0)
+    a = h.share("a", 2)
+    group = h.coordinator.groups["s"]
+    assert (a["member_epoch"], held(a), group.group_epoch, group.assignment_epoch) == (3, [0, 2], 3, 3)
+    h.share("b", -1)
+    assert (group.group_epoch, group.assignment_epoch, sorted(group.target)) == (4, 3, ["a"])
+    a = h.share("a", 3)   # (a's target falls short of the initialized partitions: one more epoch)
+    assert (a["member_epoch"], held(a), group.group_epoch, group.assignment_epoch) == (5, [0, 1, 2, 3], 5, 5)
+    reloaded = h.reload().groups["s"]
+    assert (reloaded.group_epoch, reloaded.assignment_epoch, members(reloaded)) == (5, 5, members(group))
 
 
 def test_a_member_that_left_is_gone_after_a_reload_and_an_empty_group_deletes_cleanly(h):

@@ -166,6 +166,38 @@ async def test_a_member_leaving_moves_the_group_epoch_and_the_next_heartbeat_ass
     await same(targets, scenario)
 
 
+async def test_a_share_group_grows_with_its_topics_and_subscription(targets, topic):
+    """A partition added to the topic a member reads, then a second topic subscribed: each moves the group's
+    epoch at the next heartbeat with only the initialized partitions assigned, and once the new partitions'
+    state is initialized, the epoch moves again and the member is given them."""
+    async def scenario(target):
+        await create(target, topic, 1)
+        await create(target, f"{topic}-more", 2)
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        await assigned_member(target, group, member, topic)
+        epoch = [2]
+
+        def holding(count, topics=None):
+            async def beat():
+                answer = await call(target, HEARTBEAT, 1, heartbeat(group, member, epoch[0], topics))
+                epoch[0] = answer.member_epoch if not answer.error_code else epoch[0]
+                if answer.assignment is not None:
+                    seen.append((answer.member_epoch, sorted(len(t.partitions) for t in
+                                                             answer.assignment.topic_partitions)))
+                return answer
+            return settled(beat, lambda a: a.error_code or a.assignment is not None and sum(
+                len(t.partitions) for t in a.assignment.topic_partitions) == count)
+        seen = []
+        grown = await call(target, 37, 3, {"topics": [{"name": topic, "count": 2, "assignments": None}],
+                                           "timeout_ms": 10000, "validate_only": False})
+        assert grown.results[0].error_code == 0, grown
+        await holding(2)
+        await holding(4, [topic, f"{topic}-more"])
+        return seen
+    await same(targets, scenario)
+
+
 async def test_share_sessions_and_acknowledgements(targets, topic):
     """Each member keeps one connection, as a client does: Kafka 4.1+ closes a share session when the connection
     that opened it ends."""

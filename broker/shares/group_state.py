@@ -30,7 +30,7 @@ class ShareStateInitializer:
         self.broker = broker
 
     def start(self, group_id: str, group_epoch: int, partitions: dict[bytes, frozenset[int]]) -> None:
-        self.broker.shares._spawn(self.initialize(group_id, group_epoch, partitions))
+        self.broker.shares.spawn(self.initialize(group_id, group_epoch, partitions))
 
     async def initialize(self, group_id: str, group_epoch: int, partitions: dict[bytes, frozenset[int]]) -> None:
         persister = self.broker.shares.persister

@@ -96,7 +96,8 @@ class SharePartitionManager:
         self._groups_on: dict = {}
         self._background: set[asyncio.Task] = set()
 
-    def _spawn(self, coro) -> asyncio.Task:
+    def spawn(self, coro) -> asyncio.Task:
+        """A task of the share partitions' background work, kept referenced until it is done."""
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -128,7 +129,7 @@ class SharePartitionManager:
 
     def load_in_background(self, group: str, topic: str, topic_id: bytes, partition: int) -> asyncio.Task:
         """``load`` as a task the manager keeps until it ends, for a caller that will not wait for it all."""
-        return self._spawn(self.load(group, topic, topic_id, partition))
+        return self.spawn(self.load(group, topic, topic_id, partition))
 
     async def load(self, group: str, topic: str, topic_id: bytes, partition: int
                    ) -> tuple[ErrorCode, Loaded | None]:
@@ -252,7 +253,7 @@ class SharePartitionManager:
             self._arm_lock(key, loaded, lock, later - now)
         if released:
             log.debug("share_locks_expired", group=key[0], topic=key[1], partition=key[2], records=released)
-            self._spawn(self._persist_and_wake(key, loaded))
+            self.spawn(self._persist_and_wake(key, loaded))
 
     # ------------------------------------------------------------------ changing and persisting
     async def acknowledge(self, key: Key, loaded: Loaded, member: str, batches: list) -> ErrorCode:
@@ -301,7 +302,7 @@ class SharePartitionManager:
                    if self.sessions.sessions.get((s.group, s.member)) is s]   # (any end that bypassed the manager)
         for session in closing:
             self.sessions.close(session)
-        self._spawn(self._release_then_evict(closing, self._groups_on.pop(conn, set())))
+        self.spawn(self._release_then_evict(closing, self._groups_on.pop(conn, set())))
 
     async def _release_then_evict(self, sessions: list[ShareSession], groups: set[str]) -> None:
         for session in sessions:

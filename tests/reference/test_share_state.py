@@ -188,3 +188,28 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
                                                                for p in t.partitions] for t in answer.responses])
         return seen
     await same(targets, scenario)
+
+
+async def test_delete_share_group_offsets_of_topics_the_group_never_initialized(targets, topic):
+    """DeleteShareGroupOffsets naming a topic the group never read, one it is reading, one it read and whose
+    offsets were deleted already and one there is not, for an empty group; then, the topic read again, a
+    request naming a refused topic before a deleted one (the deleted one is answered first)."""
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        await create(target, f"{topic}-never")
+        await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
+
+        async def delete(*names):
+            answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": n} for n in names]})
+            return answer.error_code, [(t.topic_name.replace(topic, "<t>"), t.topic_id != bytes(16), t.error_code,
+                                        t.error_message) for t in answer.responses]
+        seen = {"never read": await delete(f"{topic}-never"),
+                "read": await delete(topic),
+                "deleted already": await delete(topic),
+                "none there": await delete(f"{topic}-none"),
+                "all three": await delete(f"{topic}-never", topic, f"{topic}-none")}
+        await assigned_member(target, group, member, topic)
+        await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
+        seen["refused, then read again"] = await delete(f"{topic}-never", topic)
+        return seen
+    await same(targets, scenario)

@@ -4,15 +4,16 @@ as kafka-share-groups --reset-offsets does. The share-partition leaders load the
 fetch (an idle group's share partitions leave their leaders' memory when its last session closes)."""
 
 from kbroker.broker.handlers.share_group_offsets_common import empty_share_group
+from kbroker.protocol.error_messages import MESSAGES
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.share_group_offsets import ALTER_SHARE_GROUP_OFFSETS as API  # noqa: F401
 
 
 async def handle(ctx, request):
     broker = ctx.broker
-    error, group = empty_share_group(ctx, request.group_id)
+    error, words, group = empty_share_group(ctx, request.group_id)
     if error:
-        return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "responses": []}
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": words, "responses": []}
     shares = broker.shares
     known = dict(group.share_partitions)
     responses = []
@@ -36,7 +37,8 @@ async def handle(ctx, request):
                     name, had = known.get(tid, (topic.topic_name, frozenset()))
                     known[tid] = (name, had | {p.partition_index})
                     shares.partitions.pop((request.group_id, topic.topic_name, p.partition_index), None)
-            parts.append({"partition_index": p.partition_index, "error_code": code, "error_message": None})
+            parts.append({"partition_index": p.partition_index, "error_code": code,
+                          "error_message": MESSAGES.get(code) if code else None})   # (Kafka's default words)
         responses.append({"topic_name": topic.topic_name, "topic_id": meta.topic_id if meta else bytes(16),
                           "partitions": parts})
     if known != group.share_partitions:

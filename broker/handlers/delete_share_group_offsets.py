@@ -22,9 +22,9 @@ def _topic(name: str, topic_id: bytes, code: ErrorCode, message: str | None = No
 
 async def handle(ctx, request):
     broker = ctx.broker
-    error, group = empty_share_group(ctx, request.group_id, deleting=True)
+    error, words, group = empty_share_group(ctx, request.group_id, deleting=True)
     if error:
-        return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "responses": []}
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": words, "responses": []}
     known = dict(group.share_partitions)
     deleted, refused, failed = [], [], []
     unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

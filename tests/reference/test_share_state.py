@@ -11,7 +11,7 @@ import pytest
 from kbroker.protocol.types import uuid_to_str
 from tests.reference.differential import call, same
 from tests.reference.test_produce_fetch import create
-from tests.reference.test_groups import fill
+from tests.reference.test_groups import coordinator_found, fill
 from tests.reference.test_share_groups import (FETCH, HEARTBEAT, assigned_member, heartbeat, share_fetch,
                                                share_group_with_member, topic_id_of)
 from tests.waiting import settled
@@ -159,17 +159,24 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
             {"topic_name": name, "partitions": [{"partition_index": 0, "start_offset": offset}]}]}
         seen = {}
         answer = await call(target, 91, 0, alter(topic, 0))
-        seen["alter with a member"] = (answer.error_code, len(answer.responses))
+        seen["alter with a member"] = (answer.error_code, answer.error_message, len(answer.responses))
         answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
-        seen["delete with a member"] = (answer.error_code, len(answer.responses))
+        seen["delete with a member"] = (answer.error_code, answer.error_message, len(answer.responses))
         await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
         answer = await call(target, 91, 0, alter(topic, 0))
         seen["alter"] = (answer.error_code, [[(p.partition_index, p.error_code) for p in t.partitions]
                                              for t in answer.responses])
-        seen["the state after the alter"] = await state_summary(target, group, await topic_id_of(target, topic))
+        tid0 = await topic_id_of(target, topic)
+        seen["the state after the alter"] = await state_summary(target, group, tid0)
         answer = await call(target, 91, 0, alter(f"{topic}-none", 0))
-        seen["alter an unknown topic"] = (answer.error_code, [[(p.partition_index, p.error_code)
-                                                               for p in t.partitions] for t in answer.responses])
+        seen["alter an unknown topic"] = (answer.error_code, [(t.topic_id, [(p.partition_index, p.error_code,
+                                                                            p.error_message) for p in t.partitions])
+                                                              for t in answer.responses])
+        answer = await call(target, 91, 0, {"group_id": group, "topics": [
+            {"topic_name": topic, "partitions": [{"partition_index": 7, "start_offset": 0}]}]})
+        seen["alter an unknown partition"] = (answer.error_code, [
+            (t.topic_id == tid0, [(p.partition_index, p.error_code, p.error_message) for p in t.partitions])
+            for t in answer.responses])
         answer = await call(target, 92, 0, {"group_id": group, "topics": [{"topic_name": topic}]})
         seen["delete"] = (answer.error_code, [t.error_code for t in answer.responses])
         # A member joining after the delete: the partition's state is made again, and read from the reset offset
@@ -182,7 +189,7 @@ async def test_alter_and_delete_share_group_offsets(targets, topic):
         seen["fetch after the delete"] = [(p.error_code, [(r.first_offset, r.last_offset) for r in p.acquired_records])
                                           for t in fetched.responses for p in t.partitions]
         answer = await call(target, 91, 0, {"group_id": f"{group}-none", "topics": []})
-        seen["alter an unknown group, no topics"] = answer.error_code
+        seen["alter an unknown group, no topics"] = (answer.error_code, answer.error_message)
         answer = await call(target, 91, 0, {**alter(topic, 0), "group_id": f"{group}-none"})
         seen["alter an unknown group"] = (answer.error_code, [[(p.partition_index, p.error_code)
                                                                for p in t.partitions] for t in answer.responses])
@@ -211,5 +218,32 @@ async def test_delete_share_group_offsets_of_topics_the_group_never_initialized(
         await assigned_member(target, group, member, topic)
         await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))
         seen["refused, then read again"] = await delete(f"{topic}-never", topic)
+        return seen
+    await same(targets, scenario)
+
+
+async def test_share_group_offsets_refused_for_the_group(targets, topic):
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets refused for the group as a whole: an empty group id,
+    a consumer group's id, a share group with a member and a group there is not (altering it makes it, so only
+    deleting is refused); each with Kafka's words."""
+    from tests.reference.test_consumer_groups import first_join
+
+    async def scenario(target):
+        group, member = await share_group_with_member(target, topic)
+        consumer = f"c-{topic}"
+        await coordinator_found(target, consumer)
+        await first_join(target, consumer, uuid.uuid4().hex, [topic])
+        seen = {}
+        for name, group_id in [("no group id", ""), ("no group", f"{group}-none"), ("a consumer group", consumer),
+                               ("a member", group)]:
+            for api in (91, 92):
+                partitions = [{"partition_index": 0, "start_offset": 0}] if api == 91 else None
+                body = {"group_id": group_id, "topics": [{"topic_name": topic, **(
+                    {"partitions": partitions} if partitions else {})}]}
+                answer = await call(target, api, 0, body)
+                seen[(name, api)] = (answer.error_code, answer.error_message and answer.error_message.replace(
+                    topic, "<t>"), len(answer.responses))
+        answer = await call(target, 92, 0, {"group_id": f"{group}-gone", "topics": [{"topic_name": topic}]})
+        seen["deleting a group there is not"] = (answer.error_code, answer.error_message.replace(topic, "<t>"))
         return seen
     await same(targets, scenario)

@@ -322,13 +322,18 @@ async def test_describe_share_group_offsets(targets, topic, version):
         group, member = await two_of_five_accepted(target, topic)
         seen = {}
         for name, topics in [("named", [{"topic_name": topic, "partitions": [0]}]), ("all", None),
-                             ("unknown topic", [{"topic_name": f"{topic}-none", "partitions": [0]}])]:
+                             ("unknown topic", [{"topic_name": f"{topic}-none", "partitions": [0]}]),
+                             ("a partition past the topic's", [{"topic_name": topic, "partitions": [5]}])]:
             answer = await call(target, 90, version, {"groups": [{"group_id": group, "topics": topics}]})
             g = answer.groups[0]
-            seen[name] = (g.error_code, [(t.topic_name, [(p.partition_index, p.start_offset, p.get("lag"),
-                                                          p.error_code) for p in t.partitions]) for t in g.topics])
-        other = await call(target, 90, version, {"groups": [{"group_id": f"{group}-none", "topics": None}]})
-        seen["no such group"] = other.groups[0].error_code
+            seen[name] = (g.error_code, g.error_message, [
+                (t.topic_name.replace(topic, "<t>"), t.topic_id != bytes(16), [
+                    (p.partition_index, p.start_offset, p.get("lag"), p.error_code, p.error_message)
+                    for p in t.partitions]) for t in g.topics])
+        for name, group_id in [("no such group", f"{group}-none"), ("no group id", "")]:
+            other = await call(target, 90, version, {"groups": [{"group_id": group_id, "topics": None}]})
+            g = other.groups[0]
+            seen[name] = (g.error_code, g.error_message and g.error_message.replace(topic, "<t>"))
         # An empty group: what it initialized is still described (its lag while its consumers are down)
         assert (await call(target, HEARTBEAT, 1, heartbeat(group, member, -1))).error_code == 0
         answer = await call(target, 90, version, {"groups": [{"group_id": group, "topics": None}]})

@@ -198,6 +198,32 @@ async def test_a_share_group_grows_with_its_topics_and_subscription(targets, top
     await same(targets, scenario)
 
 
+async def test_a_share_member_subscribed_to_a_topic_before_it_exists(targets, topic):
+    """A member subscribes to a topic there is not yet: it is given nothing, and once the topic is created its
+    partitions are assigned (the group's epoch moving for the new topic, then for its initialized state)."""
+    async def scenario(target):
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        joined = await settled(lambda: call(target, HEARTBEAT, 1, heartbeat(group, member, 0, [topic])),
+                               lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR))
+        seen = [("joined", joined.error_code, joined.member_epoch, len(joined.assignment.topic_partitions))]
+        again = await call(target, HEARTBEAT, 1, heartbeat(group, member, joined.member_epoch))
+        seen.append(("no topic yet", again.error_code, again.member_epoch, again.assignment))
+        await create(target, topic, 2)
+        epoch = [again.member_epoch]
+
+        async def beat():
+            answer = await call(target, HEARTBEAT, 1, heartbeat(group, member, epoch[0]))
+            epoch[0] = answer.member_epoch if not answer.error_code else epoch[0]
+            if answer.assignment is not None:
+                seen.append(("assigned", answer.member_epoch, sorted(
+                    p for t in answer.assignment.topic_partitions for p in t.partitions)))
+            return answer
+        await settled(beat, lambda a: a.error_code or a.assignment is not None and a.assignment.topic_partitions)
+        return seen
+    await same(targets, scenario)
+
+
 async def test_share_sessions_and_acknowledgements(targets, topic):
     """Each member keeps one connection, as a client does: Kafka 4.1+ closes a share session when the connection
     that opened it ends."""

@@ -9,8 +9,9 @@ A share-partition leader that finds no state refuses the fetch (UNKNOWN_SERVER_E
 so a ShareFetch naming a group that never joined, or a partition the group was never assigned, leaves nothing
 behind at the share coordinator.
 
-Invariant: one request's partitions succeed or fail together, as Kafka's do (a failure leaves them all to be
-asked again; initializing one twice at the same epoch stores the same state).
+Invariant: one request's partitions succeed or fail together, as Kafka's do: a failure leaves them all to be
+asked again. Initializing again one that had succeeded loses nothing: it was not recorded initialized, so no
+member was assigned it and no leader has written its state since.
 """
 
 from __future__ import annotations

@@ -340,6 +340,35 @@ async def test_share_group_offsets_once_the_topic_is_deleted_and_made_again(targ
     await same(targets, scenario)
 
 
+async def test_a_share_members_topic_deleted_and_made_again(targets, topic):
+    """A member reading a topic that is deleted, then made again under its name: its partitions leave the
+    member's assignment, and the new topic's are assigned once their state is initialized, at Kafka's epochs."""
+    async def scenario(target):
+        await create(target, topic, 2)
+        group, member = f"s-{topic}", uuid.uuid4().hex
+        await coordinator_found(target, group)
+        await assigned_member(target, group, member, topic)
+        seen, epoch = [], [2]
+
+        def holding(count):
+            async def beat():
+                answer = await call(target, HEARTBEAT, 1, heartbeat(group, member, epoch[0]))
+                epoch[0] = answer.member_epoch if not answer.error_code else epoch[0]
+                if answer.assignment is not None:
+                    seen.append((answer.member_epoch, sorted(
+                        p for t in answer.assignment.topic_partitions for p in t.partitions)))
+                return answer
+            return settled(beat, lambda a: a.error_code or a.assignment is not None and sum(
+                len(t.partitions) for t in a.assignment.topic_partitions) == count)
+        deleted = await call(target, 20, 6, {"topics": [{"name": topic, "topic_id": bytes(16)}], "timeout_ms": 10000})
+        assert deleted.responses[0].error_code == 0
+        await holding(0)
+        await create(target, topic, 3)
+        await holding(3)
+        return seen
+    await same(targets, scenario)
+
+
 @pytest.mark.parametrize("version", [0, 1])
 async def test_describe_share_group_offsets(targets, topic, version):
     """After a member accepted two records of five: the start offset, and from v1 the lag; all the group's

@@ -377,8 +377,8 @@ async def test_describe_share_group_offsets(targets, topic, version):
         group, member = await two_of_five_accepted(target, topic)
         seen = {}
         for name, topics in [("named", [{"topic_name": topic, "partitions": [0]}]), ("all", None),
-                             ("unknown topic", [{"topic_name": f"{topic}-none", "partitions": [0]}]),
-                             ("a partition past the topic's", [{"topic_name": topic, "partitions": [5]}])]:
+                             ("unknown topic", [{"topic_name": f"{topic}-none", "partitions": [0]}])]:
+            # (not a partition past the topic's: Kafka 4.2.1 answers it after about 28 s, its persister retrying)
             answer = await call(target, 90, version, {"groups": [{"group_id": group, "topics": topics}]})
             g = answer.groups[0]
             seen[name] = (g.error_code, g.error_message, [

@@ -224,6 +224,30 @@ async def test_a_share_member_subscribed_to_a_topic_before_it_exists(targets, to
     await same(targets, scenario)
 
 
+async def test_a_share_group_at_its_maximum_size(targets, topic):
+    """``group.share.max.size`` members (200, the default of both brokers) join; the next is refused
+    GROUP_MAX_SIZE_REACHED in Kafka's words, and one more fits once a member left."""
+    async def scenario(target):
+        await create(target, topic)
+        group = f"s-{topic}"
+        await coordinator_found(target, group)
+        conn = await KafkaConnection.open("127.0.0.1", target.port, client_id="member")
+        try:
+            members, joined = [uuid.uuid4().hex for _ in range(200)], []
+            for m in members:   # (Kafka's coordinator may still be loading the group's shard at first)
+                joined.append(await settled(lambda: conn.request(HEARTBEAT, 1, heartbeat(group, m, 0, [topic])),
+                                            lambda a: a.error_code not in (COORDINATOR_LOADING, NOT_COORDINATOR)))
+            refused = await conn.request(HEARTBEAT, 1, heartbeat(group, uuid.uuid4().hex, 0, [topic]))
+            left = await conn.request(HEARTBEAT, 1, heartbeat(group, members[0], -1))
+            later = await conn.request(HEARTBEAT, 1, heartbeat(group, uuid.uuid4().hex, 0, [topic]))
+        finally:
+            await conn.close()
+        return {"joined": sorted({a.error_code for a in joined}),
+                "one more": (refused.error_code, refused.error_message, refused.member_epoch),
+                "after a leave": (left.error_code, later.error_code)}
+    await same(targets, scenario)
+
+
 async def test_share_sessions_and_acknowledgements(targets, topic):
     """Each member keeps one connection, as a client does: Kafka 4.1+ closes a share session when the connection
     that opened it ends."""

@@ -131,6 +131,13 @@ class GroupCoordinator(ClassicRequests, OffsetManager, GroupLoader, GroupAdmin, 
     def now_ms(self) -> int:
         return self.scheduler.now_ms()
 
+    def group_setting(self, group_id: str, name: str, default: int) -> int:
+        """The group's own ``name`` (a GROUP resource config such as ``share.session.timeout.ms``) if set, else
+        ``default`` (the broker's setting), as Kafka's coordinator reads a group's session timeout and heartbeat
+        interval: read at each use, so a change applies from the next heartbeat on."""
+        value = self.group_configs(group_id).get(name)
+        return int(value) if value is not None else default
+
     def topic_names_by_id(self) -> dict[bytes, str]:
         """Topic id -> name of the topics there are now (assignments name topics by id)."""
         return {bytes(meta.topic_id): name for name, meta in self.topics().items()}

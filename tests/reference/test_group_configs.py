@@ -112,3 +112,42 @@ async def test_an_empty_group_name_is_refused_by_describe_configs(targets):
             "include_synonyms": False, "include_documentation": False})
         return [(r.error_code, r.error_message, len(r.configs)) for r in answer.results]
     await same(targets, scenario)
+
+
+async def test_a_groups_own_heartbeat_interval_is_the_one_its_members_are_told(targets, topic):
+    """``consumer.heartbeat.interval.ms`` and ``share.heartbeat.interval.ms`` set on a group (GROUP resource)
+    are what ConsumerGroupHeartbeat and ShareGroupHeartbeat tell its members, from their join on and after a
+    change; a group with configs of its own but not this one is told the broker's."""
+    import asyncio
+    import uuid
+
+    from tests.reference.test_consumer_groups import first_join
+    from tests.reference.test_groups import coordinator_found, set_group_config
+    from tests.reference.test_produce_fetch import create
+    from tests.reference.test_share_groups import HEARTBEAT as SHARE_HEARTBEAT, heartbeat
+    from tests.waiting import settled
+
+    async def scenario(target):
+        await create(target, topic)
+        consumer, share, other = f"c-{topic}", f"s-{topic}", f"o-{topic}"
+        seen = {}
+        for group in (consumer, share, other):
+            await coordinator_found(target, group)
+        await asyncio.to_thread(set_group_config, target, consumer, consumer_heartbeat_interval_ms=7000)
+        await asyncio.to_thread(set_group_config, target, share, share_heartbeat_interval_ms=6000)
+        await asyncio.to_thread(set_group_config, target, other, share_auto_offset_reset="earliest")
+        member = uuid.uuid4().hex
+        joined = await first_join(target, consumer, member, [topic])
+        seen["consumer"] = (joined.error_code, joined.heartbeat_interval_ms)
+
+        async def share_join(group):
+            answer = await settled(lambda: call(target, SHARE_HEARTBEAT, 1, heartbeat(group, uuid.uuid4().hex, 0,
+                                                                                      [topic])),
+                                   lambda a: a.error_code not in (14, 16))
+            return answer.error_code, answer.heartbeat_interval_ms
+        seen["share"] = await share_join(share)
+        seen["share, another config set"] = await share_join(other)
+        await asyncio.to_thread(set_group_config, target, share, share_heartbeat_interval_ms=8000)
+        seen["share, changed"] = await share_join(share)
+        return seen
+    await same(targets, scenario)

@@ -251,7 +251,9 @@ class ConsumerGroupHeartbeat:
             self.scheduler.cancel(("consumer-revocation", group_id, current.member_id))
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": current.member_id,
                     "member_epoch": current.member_epoch,
-                    "heartbeat_interval_ms": self.config.consumer_heartbeat_interval_ms, "assignment": None}
+                    "heartbeat_interval_ms": self.group_setting(group_id, "consumer.heartbeat.interval.ms",
+                                                                self.config.consumer_heartbeat_interval_ms),
+                    "assignment": None}
         full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
                                      and owned is not None)
         if full or current.assigned != member.assigned:
@@ -380,9 +382,11 @@ class ConsumerGroupHeartbeat:
             self.scheduler.cancel((kind, group_id, member_id))
 
     def _schedule_consumer_session(self, group_id: str, member_id: str) -> None:
-        """A member's session: the broker's for the consumer protocol, its own for a classic member."""
+        """A member's session: the group's (its own config, else the broker's) for the consumer protocol, its
+        own for a classic member."""
         member = self.groups[group_id].members[member_id]
-        timeout = member.classic.session_timeout_ms if member.classic else self.config.consumer_session_timeout_ms
+        timeout = member.classic.session_timeout_ms if member.classic else self.group_setting(
+            group_id, "consumer.session.timeout.ms", self.config.consumer_session_timeout_ms)
         self.scheduler.schedule(("consumer-session", group_id, member_id), timeout,
                                 lambda: self._consumer_expired(group_id, member_id, None, "session timeout expired"))
 

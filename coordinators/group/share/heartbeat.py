@@ -155,7 +155,9 @@ class ShareGroupHeartbeat(ShareInitialization):
             self.initialize_share_state(group.group_id, epoch_after, to_initialize)
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                     "member_epoch": updated.member_epoch,
-                    "heartbeat_interval_ms": self.config.share_heartbeat_interval_ms, "assignment": None}
+                    "heartbeat_interval_ms": self.group_setting(group.group_id, "share.heartbeat.interval.ms",
+                                                                self.config.share_heartbeat_interval_ms),
+                    "assignment": None}
         if epoch == 0 or names is not None or assigned != member.assignment or joined:
             response["assignment"] = wire_assignment(assigned)
         return response
@@ -193,7 +195,8 @@ class ShareGroupHeartbeat(ShareInitialization):
             if isinstance(group, ShareGroup) and member_id in group.members:
                 if self._remove_share_member(group, member_id, "session timeout expired"):
                     self._schedule_share_session(group_id, member_id)
-        self.scheduler.schedule(("share-session", group_id, member_id), self.config.share_session_timeout_ms, expired)
+        timeout = self.group_setting(group_id, "share.session.timeout.ms", self.config.share_session_timeout_ms)
+        self.scheduler.schedule(("share-session", group_id, member_id), timeout, expired)
 
     def replay_share_group(self, key, value) -> None:
         """Apply one share group record (at load; a heartbeat applies its own records as it writes them)."""

@@ -98,6 +98,17 @@ def test_a_silent_member_is_fenced_at_its_session_timeout_and_told_so(h):
     assert h.beat("a", 1)["error_code"] == E.UNKNOWN_MEMBER_ID
 
 
+def test_a_groups_own_session_timeout_and_heartbeat_interval_are_its_members(h):
+    """consumer.session.timeout.ms and consumer.heartbeat.interval.ms set on the group (GROUP resource) decide
+    its members' sessions and what they are told, from their next heartbeat on; other groups keep the broker's."""
+    own = {"g": {"consumer.session.timeout.ms": "10000", "consumer.heartbeat.interval.ms": "7000"}}
+    h.coordinator.group_configs = lambda group_id: own.get(group_id, {})
+    assert h.beat("a", 0)["heartbeat_interval_ms"] == 7000
+    assert h.beat("b", 0, group="other")["heartbeat_interval_ms"] == h.config.consumer_heartbeat_interval_ms
+    h.scheduler.advance(10000)
+    assert (h.coordinator.groups["g"].members, list(h.coordinator.groups["other"].members)) == ({}, ["b"])
+
+
 def test_the_group_reloads_from_the_log_as_it_was(h):
     h.beat("a", 0)
     h.beat("b", 0)

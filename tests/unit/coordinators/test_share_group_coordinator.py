@@ -178,3 +178,17 @@ def test_a_deleted_topic_leaves_the_groups_share_partitions(h):
     assert h.coordinator.remove_share_topic(T_ID) == 0
     reloaded = h.reload().groups["s"]
     assert (reloaded.share_partitions, set(reloaded.initializing)) == ({}, {b"\x08" * 16})
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval_are_its_members(h):
+    """share.session.timeout.ms and share.heartbeat.interval.ms set on the group (GROUP resource) decide its
+    members' sessions and what they are told, as Kafka reads them; a change applies from the next heartbeat."""
+    own = {"share.session.timeout.ms": "10000", "share.heartbeat.interval.ms": "6000"}
+    h.coordinator.group_configs = lambda group_id: own
+    assert h.share("a", 0)["heartbeat_interval_ms"] == 6000
+    own["share.heartbeat.interval.ms"] = "8000"
+    assert h.share("a", 1)["heartbeat_interval_ms"] == 8000
+    h.scheduler.advance(9999)
+    assert list(h.coordinator.groups["s"].members) == ["a"]
+    h.scheduler.advance(1)
+    assert h.coordinator.groups["s"].members == {}

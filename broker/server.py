@@ -111,7 +111,8 @@ class Broker:
         self._stopping = False
         self.producer_ids = ProducerIdManager(config.log_dirs[0])
         self.cluster = None   # a ClusterMember once started with zookeeper.connect
-        self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock)
+        self.offsets_store = InternalTopicStore(self.replica_manager, OFFSETS_TOPIC, clock,
+                                                config["offsets.topic.compression.codec"])
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker(config), LoopScheduler(clock),
                                                   self.offsets_store.append, lambda: self.metadata.topics,
                                                   self.partition_racks,

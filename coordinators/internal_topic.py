@@ -27,10 +27,13 @@ class StoredRecord:
 
 
 class InternalTopicStore:
-    def __init__(self, replica_manager, topic: str, clock) -> None:
+    def __init__(self, replica_manager, topic: str, clock, compression: int = 0) -> None:
+        """``compression``: the codec of every batch written (``offsets.topic.compression.codec`` for
+        ``__consumer_offsets``, as Kafka's group coordinator compresses its writes)."""
         self.replica_manager = replica_manager
         self.topic = topic
         self.clock = clock
+        self.compression = compression
 
     def append(self, partition: int, entries: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
                producer_epoch: int = -1) -> ErrorCode:
@@ -39,7 +42,7 @@ class InternalTopicStore:
             return ErrorCode.NONE
         batch = build_batch([(key, value, []) for key, value in entries], timestamp_ms=int(self.clock() * 1000),
                             producer_id=producer_id, producer_epoch=producer_epoch,
-                            transactional=producer_id >= 0)
+                            transactional=producer_id >= 0, compression=self.compression)
         result = self.replica_manager.append_records(self.topic, partition, memoryview(batch), -1,
                                                     from_coordinator=True)
         if result.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:

@@ -31,6 +31,23 @@ def _list(v: str) -> list[str]:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
+def _codec(v: str) -> int:
+    """A compression codec's id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd (Kafka's CompressionType ids)."""
+    codec = int(v)
+    if not 0 <= codec <= 4:
+        raise ValueError(f"Unknown compression type id: {codec}")
+    return codec
+
+
+def _delivery_count_limit(v: str) -> int:
+    """Kafka's range for ``group.share.delivery.count.limit``: 2 to 10."""
+    limit = int(v)
+    if not 2 <= limit <= 10:
+        raise ValueError(f"Invalid value {limit} for configuration group.share.delivery.count.limit: Value must be "
+                         f"{'no less than 2' if limit < 2 else 'no more than 10'}")
+    return limit
+
+
 def _migration_policy(v: str) -> str:
     """disabled, upgrade, downgrade or bidirectional, in any case (Kafka's enum)."""
     policy = str(v).strip().lower()
@@ -224,9 +241,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "group.share.record.lock.duration.ms": (int, 30000),
     "group.share.min.record.lock.duration.ms": (int, 15000),
     "group.share.max.record.lock.duration.ms": (int, 60000),
-    "group.share.delivery.count.limit": (int, 5),
-    "group.share.min.delivery.count.limit": (int, 2),
-    "group.share.max.delivery.count.limit": (int, 10),
+    "group.share.delivery.count.limit": (_delivery_count_limit, 5),   # (Kafka 4.2 has no min and max for it)
     "group.share.partition.max.record.locks": (int, 2000),
     "group.share.max.size": (int, 200),
     "group.share.initialize.retry.interval.ms": (int, 30000),   # (Kafka's, internal)
@@ -251,7 +266,7 @@ DEFINITIONS: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "offsets.retention.check.interval.ms": (int, 600000),
     "offsets.commit.timeout.ms": (int, 5000),
     "offsets.topic.segment.bytes": (int, 104857600),
-    "offsets.topic.compression.codec": (int, 0),
+    "offsets.topic.compression.codec": (_codec, 0),   # the group coordinator's batches
     "log.cleaner.enable": (_bool, True),
     "log.cleaner.backoff.ms": (int, 15000),
     "log.cleaner.min.compaction.lag.ms": (int, 0),

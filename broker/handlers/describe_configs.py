@@ -45,7 +45,8 @@ _TYPES = {
     PASSWORD: {"delegation.token.secret.key", "sasl.jaas.config", "ssl.key.password",
                "ssl.keystore.certificate.chain", "ssl.keystore.key",
                "ssl.truststore.certificates", "ssl.keystore.password", "ssl.truststore.password"},
-    INT: {"log.retention.minutes", "log.retention.hours", "node.id"},
+    INT: {"log.retention.minutes", "log.retention.hours", "node.id", "offsets.topic.compression.codec",
+          "group.share.delivery.count.limit"},
 }
 _TYPE_OF = {name: kind for kind, names in _TYPES.items() for name in names}
 # Broker configs whose Kafka default is no value (the effective one derives from another: log.retention.ms

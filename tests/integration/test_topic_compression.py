@@ -76,3 +76,34 @@ def test_a_batch_larger_recompressed_than_the_topic_allows_is_refused(broker, to
     producer.flush(30)
     assert errors and all(e is not None and e.name() == "MSG_SIZE_TOO_LARGE" for e in errors)
     assert on_disk(broker, topic_name) == []
+
+
+def test_the_group_coordinators_writes_are_compressed_by_offsets_topic_compression_codec(tmp_path, topic_name):
+    """``offsets.topic.compression.codec`` (zstd here) compresses every batch the group coordinator writes to
+    __consumer_offsets, as Kafka's does, and a restarted broker loads the committed offsets from them."""
+    import os
+
+    from tests.brokerproc import BrokerProcess
+
+    broker = BrokerProcess(str(tmp_path / "data"), {"offsets.topic.compression.codec": "4"}).start()
+    try:
+        make_topic(broker.bootstrap, topic_name, 3)
+        group = f"group-{topic_name}"
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+        wanted = [TopicPartition(topic_name, p, 10 + p) for p in range(3)]
+        consumer.commit(offsets=wanted, asynchronous=False)
+        consumer.close()
+        assert broker.stop() == 0
+        folders = [n for n in os.listdir(broker.data_dir) if n.startswith("__consumer_offsets-")]
+        stored = [h for n in folders for h in (BatchHeader.parse(b) for b in batches(
+            broker.data_dir, "__consumer_offsets", int(n.rsplit("-", 1)[1]))) if not h.is_control]
+        assert stored and {h.compression for h in stored} == {4}
+        broker.start()
+        reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+        try:
+            committed = reader.committed([TopicPartition(topic_name, p) for p in range(3)], timeout=10)
+        finally:
+            reader.close()
+        assert [(tp.partition, tp.offset) for tp in committed] == [(p, 10 + p) for p in range(3)]
+    finally:
+        broker.kill()

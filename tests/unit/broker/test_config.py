@@ -26,6 +26,10 @@ def test_invalid_values_fail_with_the_key_named():
         BrokerConfig.load(overrides=["num.partitions=many"], environ={})
     with pytest.raises(ConfigError, match="auto.create.topics.enable"):
         BrokerConfig.load(overrides=["auto.create.topics.enable=yes"], environ={})
+    with pytest.raises(ConfigError, match="offsets.topic.compression.codec.*Unknown compression type id: 5"):
+        BrokerConfig.load(overrides=["offsets.topic.compression.codec=5"], environ={})
+    with pytest.raises(ConfigError, match="group.share.delivery.count.limit.*no more than 10"):
+        BrokerConfig.load(overrides=["group.share.delivery.count.limit=11"], environ={})
 
 
 def test_node_id_wins_over_broker_id_and_listeners_parse():

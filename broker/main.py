@@ -53,7 +53,12 @@ async def run_broker(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda s=sig: (structlog.get_logger("broker").info(
             "stop_requested", signal=signal.Signals(s).name), stopping.set()))
-    # Tests and scripts started with port 0 learn the port from this line.
+    # Tests and scripts started with port 0 learn the ports from these lines: each listener's and the metrics
+    # endpoint's first, then the first listener's, last, once all are bound.
+    for (name, _, _), (host, port) in zip(broker.config.listeners, broker.bound):
+        print(f"kbroker listener {name} on {host}:{port}", flush=True)
+    if broker.metrics_server is not None:
+        print(f"kbroker metrics on port {broker.metrics_server.port}", flush=True)
     host, port = broker.bound[0]
     print(f"kbroker listening on {host}:{port}", flush=True)
     waiting = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(broker.wait_stopped())]

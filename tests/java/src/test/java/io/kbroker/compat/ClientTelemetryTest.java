@@ -6,7 +6,6 @@ import static io.kbroker.compat.Clients.name;
 import static io.kbroker.compat.Clients.props;
 import static io.kbroker.compat.Clients.waitUntil;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -28,11 +27,8 @@ import org.junit.jupiter.api.Test;
 class ClientTelemetryTest {
     @Test
     void theJavaProducerPushesItsMetricsUnderASubscription() throws Exception {
-        int metricsPort;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            metricsPort = probe.getLocalPort();
-        }
-        try (KBroker broker = KBroker.start(Map.of("metrics.port", String.valueOf(metricsPort)))) {
+        try (KBroker broker = KBroker.start(Map.of("metrics.port", "0"))) {
+            int metricsPort = broker.metricsPort();
             String topic = name("telemetry");
             createTopic(broker, topic, 1);
             String clientId = name("java-telemetry");

@@ -26,13 +26,6 @@ final class Clients {
     private Clients() {
     }
 
-    /** A loopback port free a moment ago, for a listener a test names before the broker starts. */
-    static int freePort() throws java.io.IOException {
-        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
-            return probe.getLocalPort();
-        }
-    }
-
     static String name(String prefix) {
         return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
     }

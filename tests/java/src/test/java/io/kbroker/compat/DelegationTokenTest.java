@@ -38,13 +38,12 @@ class DelegationTokenTest {
 
     @BeforeAll
     static void start() throws Exception {
-        int port = Clients.freePort();
         broker = KBroker.start(Map.of(
-            "listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:" + port,
+            "listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
             "sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config", PLAIN + " user_alice=\"alice-secret\";",
             "delegation.token.secret.key", "the-brokers-shared-secret"));
-        sasl = "127.0.0.1:" + port;
+        sasl = broker.listener("SASL_PLAINTEXT");
     }
 
     @AfterAll
@@ -90,13 +89,12 @@ class DelegationTokenTest {
 
     @Test
     void aBrokerWithoutTheSecretKeyTellsTheAdminClientTokensAreDisabled() throws Exception {
-        int port = Clients.freePort();
         try (KBroker plain = KBroker.start(Map.of(
-                "listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:" + port,
+                "listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
                 "sasl.enabled.mechanisms", "PLAIN",
                 "listener.name.sasl_plaintext.plain.sasl.jaas.config", PLAIN + " user_alice=\"alice-secret\";"))) {
             Properties p = asAlice();
-            p.put("bootstrap.servers", "127.0.0.1:" + port);
+            p.put("bootstrap.servers", plain.listener("SASL_PLAINTEXT"));
             try (Admin admin = Admin.create(p)) {
                 ExecutionException failed = assertThrows(ExecutionException.class,
                     () -> admin.createDelegationToken().delegationToken().get());

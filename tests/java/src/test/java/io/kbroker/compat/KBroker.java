@@ -39,11 +39,15 @@ public final class KBroker implements AutoCloseable {
     private final Process process;
     private final Path dir;
     private final String bootstrap;
+    private final Map<String, String> listeners;
+    private final int metricsPort;
 
-    private KBroker(Process process, Path dir, String bootstrap) {
+    private KBroker(Process process, Path dir, String bootstrap, Map<String, String> listeners, int metricsPort) {
         this.process = process;
         this.dir = dir;
         this.bootstrap = bootstrap;
+        this.listeners = listeners;
+        this.metricsPort = metricsPort;
     }
 
     public static KBroker start() throws IOException, InterruptedException {
@@ -68,10 +72,18 @@ public final class KBroker implements AutoCloseable {
         BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         String line;
+        Map<String, String> listeners = new LinkedHashMap<>();
+        int metricsPort = -1;
+        // Every port is the broker's own choosing (0) and read from what it prints once bound: a port probed
+        // free beforehand may be taken by another process before the broker binds it.
         while (System.nanoTime() < deadline && (line = out.readLine()) != null) {
-            if (line.startsWith("kbroker listening on")) {
-                String address = line.substring(line.lastIndexOf(' ') + 1);
-                return new KBroker(process, dir, address);
+            String last = line.substring(line.lastIndexOf(' ') + 1);
+            if (line.startsWith("kbroker listener ")) {
+                listeners.put(line.split(" ")[2], last);
+            } else if (line.startsWith("kbroker metrics on port ")) {
+                metricsPort = Integer.parseInt(last);
+            } else if (line.startsWith("kbroker listening on")) {
+                return new KBroker(process, dir, last, listeners, metricsPort);
             }
         }
         process.destroyForcibly();
@@ -80,6 +92,16 @@ public final class KBroker implements AutoCloseable {
 
     public String bootstrap() {
         return bootstrap;
+    }
+
+    /** Where the listener named {@code name} (SASL_PLAINTEXT, ...) listens: host:port. */
+    public String listener(String name) {
+        return listeners.get(name);
+    }
+
+    /** The metrics endpoint's port (-1 without one). */
+    public int metricsPort() {
+        return metricsPort;
     }
 
     public String log() throws IOException {

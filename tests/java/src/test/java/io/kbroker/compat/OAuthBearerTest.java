@@ -34,13 +34,12 @@ class OAuthBearerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        int port = Clients.freePort();
         broker = KBroker.start(Map.of(
-            "listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:" + port,
+            "listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
             "sasl.enabled.mechanisms", "OAUTHBEARER",
             "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config",
             MODULE + " unsecuredValidatorRequiredScope=\"kafka\";"));
-        oauth = "127.0.0.1:" + port;
+        oauth = broker.listener("SASL_PLAINTEXT");
     }
 
     @AfterAll

@@ -54,7 +54,9 @@ def read_one_each(bootstrap: str, names: list[str], partitions: int) -> set[byte
 
 
 def serve_and_restart(tmp_path, limit: int, topics: int, partitions: int) -> None:
-    broker = BrokerProcess(str(tmp_path / "data"), open_files_limit=limit).start()
+    # (a restart loads every log: 50,050 holding a record each took 32.6 s in a test-slow run on this 2-core
+    # machine, past the default 30 s wait; the test is about descriptors, not how fast a restart is)
+    broker = BrokerProcess(str(tmp_path / "data"), open_files_limit=limit).start(timeout=120)
     try:
         names = create_topics(broker.bootstrap, topics, partitions)
         produce_one_each(broker.bootstrap, names, partitions)
@@ -62,7 +64,7 @@ def serve_and_restart(tmp_path, limit: int, topics: int, partitions: int) -> Non
         assert read_one_each(broker.bootstrap, names, partitions) == expected
         assert hostile.open_fds(broker.proc.pid) < limit
         assert broker.stop() == 0
-        broker.start()
+        broker.start(timeout=120)
         assert read_one_each(broker.bootstrap, names, partitions) == expected
         assert hostile.open_fds(broker.proc.pid) < limit
     finally:

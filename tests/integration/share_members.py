@@ -165,7 +165,9 @@ def share_group_epoch(bootstrap: str, group: str) -> tuple[int, list[int]]:
     return described.group_epoch, sorted(m.member_epoch for m in described.members)
 
 
-def share_group_members(bootstrap: str, group: str) -> int:
-    """How many members ShareGroupDescribe lists (single broker: it coordinates every group)."""
+def share_group_members(bootstrap: str, group: str, assigned: bool = False) -> int:
+    """How many members ShareGroupDescribe lists (single broker: it coordinates every group); ``assigned``:
+    only those with partitions (a member is given a partition at a heartbeat after its join, once the
+    partition's share state is initialized, as in Kafka)."""
     answer = ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
-    return len(answer.groups[0].members)
+    return sum(1 for m in answer.groups[0].members if not assigned or m.assignment.topic_partitions)

@@ -31,7 +31,8 @@ def test_members_split_one_partition_and_each_record_is_accepted_once(broker, to
     set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest")
     members = [Member(broker.bootstrap, group, [topic_name], process_s=0.02, name=f"m{i}") for i in range(3)]
     try:
-        wait_for(lambda: share_group_members(broker.bootstrap, group) == 3, 30, "three members", members)
+        wait_for(lambda: share_group_members(broker.bootstrap, group, assigned=True) == 3, 30,
+                 "three members with the partition", members)
         # Batches of ten: a fetch acquires whole batches, so one batch of thousands would go to one member.
         small_batches(broker.bootstrap, topic_name, 2000)
         wait_for(lambda: sum(len(m.accepted()) for m in members) >= 2000, 60, "every record accepted", members)

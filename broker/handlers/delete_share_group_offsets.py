@@ -32,7 +32,8 @@ async def handle(ctx, request):
         meta = broker.metadata.topics.get(topic.topic_name)
         tid = bytes(meta.topic_id) if meta is not None else None
         if tid is None or tid not in known:
-            refused.append(_topic(topic.topic_name, bytes(16), unknown, MESSAGES[unknown] if tid is None else NO_OFFSETS))
+            words = MESSAGES[unknown] if tid is None else NO_OFFSETS
+            refused.append(_topic(topic.topic_name, bytes(16), unknown, words))
             continue
         code = ErrorCode.NONE
         for index in sorted(known[tid][1]):

@@ -136,9 +136,9 @@ class ShareGroupHeartbeat(ShareInitialization):
         previous = member.member_epoch if epoch_after != member.member_epoch else member.previous_member_epoch
         if joined or epoch_after != member.member_epoch or assigned != member.assignment:
             entries.append(share_records.current_record(group.group_id, member_id, epoch_after, previous, assigned))
-        initializing, to_initialize = self._share_initializing(
+        marked, to_initialize, initializing = self._share_initializing(
             group, {t for m in members.values() for t in m.subscribed_topic_names})
-        error = self._store(group.group_id, entries + initializing)
+        error = self._store(group.group_id, entries + marked)
         if error:
             raise HeartbeatError(error)
         if self.groups.get(group.group_id) is not group:
@@ -151,7 +151,7 @@ class ShareGroupHeartbeat(ShareInitialization):
         updated.member_epoch, updated.assignment, updated.previous_member_epoch = epoch_after, assigned, previous
         self._schedule_share_session(group.group_id, member_id)
         if to_initialize:   # (recorded initializing: the broker initializes them, the answer does not wait)
-            self.replay(*initializing[0])
+            group.initializing = initializing
             self.initialize_share_state(group.group_id, epoch_after, to_initialize)
         response = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                     "member_epoch": updated.member_epoch,

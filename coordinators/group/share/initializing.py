@@ -44,13 +44,14 @@ class ShareInitialization:
         for target in group.target.values():
             for topic_id, partitions in target.items():
                 assigned.setdefault(topic_id, set()).update(partitions)
-        names = self.topic_names_by_id()   # (a topic deleted and made again under its name is another topic)
-        return any(name in subscribed and names.get(topic_id) == name and assigned.get(topic_id) != partitions
+        topics = self.topics()   # (looked up by name: a topic deleted and made again under it is another topic)
+        return any(name in subscribed and (meta := topics.get(name)) is not None
+                   and bytes(meta.topic_id) == topic_id and assigned.get(topic_id) != partitions
                    for topic_id, (name, partitions) in group.share_partitions.items())
 
-    def _share_initializing(self, group: ShareGroup, subscribed: set[str]) -> tuple[list, Partitions]:
-        """The record marking the subscribed partitions to initialize now, and those partitions (none: nothing
-        to write)."""
+    def _share_initializing(self, group: ShareGroup, subscribed: set[str]) -> tuple[list, Partitions, dict]:
+        """The record marking the subscribed partitions to initialize now, those partitions and the group's
+        initializing topics once it is written (none: nothing to write)."""
         now, retry = self.now_ms(), self.config.share_initialize_retry_interval_ms
         topics = self.topics()
         todo: dict[bytes, tuple[str, frozenset[int]]] = {}
@@ -66,13 +67,13 @@ class ShareInitialization:
             if len(known) < meta.partitions:
                 todo[topic_id] = (name, frozenset(range(meta.partitions)) - known)
         if not todo:
-            return [], {}
+            return [], {}, group.initializing
         initializing = dict(group.initializing)
         for topic_id, (name, partitions) in todo.items():
             had = initializing.get(topic_id, (name, frozenset(), now))[1]
             initializing[topic_id] = (name, had | partitions, now)
         return ([self._state_partitions_entry(group.group_id, group.share_partitions, initializing)],
-                {topic_id: partitions for topic_id, (_, partitions) in todo.items()})
+                {topic_id: partitions for topic_id, (_, partitions) in todo.items()}, initializing)
 
     def _state_partitions_entry(self, group_id: str, initialized: dict, initializing: dict) -> tuple[bytes, bytes]:
         return records.share_partitions_key(group_id), records.share_partitions_value(initialized, initializing)

@@ -232,8 +232,8 @@ class LogSegment(CachedFile):
     def index_written(self, batches: list[tuple[int, int, int, int]]) -> None:
         """Rebuild both indexes from the segment's batches, (position, size, last offset, max timestamp) each:
         read back by ``recover``, or as their writer knows them (the cleaner's swap, which reads nothing)."""
-        self.offset_index.reset()
-        self.time_index.reset()
+        self.offset_index.rebuild()
+        self.time_index.rebuild()
         self.max_timestamp = -1
         self.bytes_since_index_entry = 0
         for position, size, last_offset, max_timestamp in batches:
@@ -241,6 +241,8 @@ class LogSegment(CachedFile):
         if batches:
             self.first_batch_timestamp = batches[0][3]
         self.seal_time_index()
+        self.offset_index.rebuilt()
+        self.time_index.rebuilt()
         self.indexes_missing = False
 
     @property

@@ -109,6 +109,28 @@ def test_recovery_cuts_at_a_corrupt_batch(tmp_path):
     assert Log(str(d), "t", 0, LogConfig()).log_end_offset == 1
 
 
+def test_recovery_rewrites_a_wrong_index_and_leaves_a_right_one_untouched(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log(str(d), "t", 0, LogConfig(index_interval_bytes=1))
+    for i in range(4):
+        append(log, [bytes([i]) * 10], timestamp_ms=1000 + i)
+    log.close()
+    index, time_index = d / "00000000000000000000.index", d / "00000000000000000000.timeindex"
+    right = (index.read_bytes(), time_index.read_bytes())
+    assert len(right[0]) == 4 * 8 and len(right[1]) == 4 * 12
+    written = (index.stat().st_mtime_ns, time_index.stat().st_mtime_ns, index.stat().st_ctime_ns)
+    Log(str(d), "t", 0, LogConfig(index_interval_bytes=1)).close()   # unclean: the active segment recovered
+    assert (index.read_bytes(), time_index.read_bytes()) == right
+    assert (index.stat().st_mtime_ns, time_index.stat().st_mtime_ns, index.stat().st_ctime_ns) == written
+    index.write_bytes(right[0][:8] + right[0][16:])   # an entry lost, and one past the log's end
+    with open(time_index, "ab") as f:
+        f.write((5000).to_bytes(8, "big") + (9).to_bytes(4, "big"))
+    recovered = Log(str(d), "t", 0, LogConfig(index_interval_bytes=1))
+    assert (index.read_bytes(), time_index.read_bytes()) == right
+    assert [o for o, _ in read_values(recovered, 2)] == [2, 3]
+    assert recovered.offset_for_timestamp(1002)[0] == 2
+
+
 def test_size_retention_deletes_old_segments_and_advances_log_start(tmp_path):
     log = Log(str(tmp_path / "t-0"), "t", 0, LogConfig(segment_bytes=200, retention_bytes=300, file_delete_delay_ms=0))
     for i in range(10):

@@ -38,11 +38,16 @@ class LeaderEpochFileCache:
             count = int(lines[1])
             self.entries = [(int(e), int(o)) for e, o in (lines[2 + i].split() for i in range(count))]
         except (ValueError, IndexError):
-            self.entries = []   # a damaged cache is rebuilt from the batches' epochs by the log
+            # Damaged (or left empty by a crash after a write that was not synced): the log rebuilds it from
+            # the batches' epochs, as it does a missing one.
+            self.entries = []
+            self.exists = False
 
-    def _save(self) -> None:
+    def _save(self, durable: bool = True) -> None:
+        """``durable=False``: no fsync (see ``write_atomically``); for a cache the log can rebuild from its
+        batches, which a crash before the file reaches the disk only makes it do again."""
         lines = ["0", str(len(self.entries))] + [f"{e} {o}" for e, o in self.entries]
-        write_atomically(self.path, ("\n".join(lines) + "\n").encode())
+        write_atomically(self.path, ("\n".join(lines) + "\n").encode(), durable)
         self.exists = True
 
     @property

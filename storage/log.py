@@ -102,13 +102,18 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         After a clean shutdown (everything flushed, indexes trimmed) only
         missing or damaged indexes are rebuilt, as Kafka skips recovery then.
         """
-        for stray in glob.glob(os.path.join(self.directory, "*.tmp")) + \
-                glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX + ".cleaned")):
-            os.unlink(stray)   # a cleaner pass that never reached its swap: the old segments are intact
-        for swap in sorted(glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX + ".swap"))):
-            self._complete_swap(swap)
-        bases = sorted(int(os.path.basename(p)[:-len(LOG_SUFFIX)])
-                       for p in glob.glob(os.path.join(self.directory, "*" + LOG_SUFFIX)))
+        # One listing of the folder (not a glob per kind of file: at 50,000 partitions those were a third of
+        # a restart).
+        names = os.listdir(self.directory)
+        for stray in names:   # a cleaner pass that never reached its swap: the old segments are intact
+            if stray.endswith(".tmp") or stray.endswith(LOG_SUFFIX + ".cleaned"):
+                os.unlink(os.path.join(self.directory, stray))
+        swaps = sorted(name for name in names if name.endswith(LOG_SUFFIX + ".swap"))
+        for swap in swaps:
+            self._complete_swap(os.path.join(self.directory, swap))
+        if swaps:
+            names = os.listdir(self.directory)
+        bases = sorted(int(name[:-len(LOG_SUFFIX)]) for name in names if name.endswith(LOG_SUFFIX))
         now_ms = self._now_ms()   # segment ages run on the log's clock, not the wall clock
         for base in bases:
             self.segments.append(LogSegment(self.directory, base, self.config.index_interval_bytes, now_ms))
@@ -467,6 +472,9 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
             for segment in self.segments:
                 segment.flush()
         self.take_snapshot(durable, unless_current=True)   # the next start-up reads no batch headers for it
+        cache = self.leader_epoch_cache
+        if not cache.exists and cache.entries and self.log_end_offset > self.log_start_offset:
+            cache._save(durable)   # (kept in memory since the partition was made: ReplicaManager.make_leader)
         for segment in self.segments:
             segment.close()
         for _, segment in self._pending_deletes:

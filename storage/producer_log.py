@@ -13,7 +13,6 @@ files beside its log). Invariants:
 from __future__ import annotations
 
 import bisect
-import glob
 import os
 
 import structlog
@@ -34,8 +33,7 @@ class ProducerLogMixin:
         return os.path.join(self.directory, segment_name(offset) + SNAPSHOT_SUFFIX)
 
     def _snapshot_offsets(self) -> list[int]:
-        return sorted(int(os.path.basename(p)[:20])
-                      for p in glob.glob(os.path.join(self.directory, "*" + SNAPSHOT_SUFFIX)))
+        return sorted(int(name[:20]) for name in os.listdir(self.directory) if name.endswith(SNAPSHOT_SUFFIX))
 
     def _load_snapshot(self) -> int | None:
         """Load the newest sound snapshot at or below the log end; its offset, or None if there is none."""

@@ -102,3 +102,26 @@ def test_truncate_fully_starts_an_empty_log_at_the_leaders_start(tmp_path):
     log.truncate_fully_and_start_at(500)
     assert (log.log_start_offset, log.log_end_offset) == (500, 500)
     assert Log(str(tmp_path / "t-0"), "t", 0, LogConfig()).log_end_offset == 500
+
+
+def test_a_missing_or_damaged_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log(str(d), "t", 0, LogConfig())
+    log.leader_epoch_cache.assign(0, 0, save=False)   # as a single broker's new partition keeps it: in memory
+    lead(log, [b"a"], 0)
+    lead(log, [b"b"], 0)
+    checkpoint = d / "leader-epoch-checkpoint"
+    assert not checkpoint.exists()
+    log.close()   # a clean stop writes what it kept in memory
+    assert checkpoint.read_text() == "0\n1\n0 0\n"
+    log = Log(str(d), "t", 0, LogConfig())
+    lead(log, [b"c"], 2)
+    log.close()
+    assert checkpoint.read_text() == "0\n2\n0 0\n2 2\n"
+    for damaged in ("", "0\n2\n0 0\n"):   # left empty, or cut short, by a crash before it reached the disk
+        checkpoint.write_text(damaged)
+        reopened = Log(str(d), "t", 0, LogConfig())
+        assert reopened.leader_epoch_cache.entries == [(0, 0), (2, 2)]
+        assert reopened.leader_epoch_cache.end_offset_for(0, reopened.log_end_offset) == (0, 2)
+        reopened.close()
+        assert checkpoint.read_text() == "0\n2\n0 0\n2 2\n"

@@ -2,6 +2,7 @@
 
 At 5,000 and 50,000 partitions (topics of 100): how long creating them takes, the broker's CPU while they sit
 idle, its resident memory and open descriptors, a full Metadata round trip, and a restart on the same data.
+Then the 50,000 get a record each and the broker restarts twice more: after a clean stop, and after kill -9.
 The broker runs with a descriptor limit of 20,000, as the issue's machine had, so the larger count is served
 with log files opened on demand (``storage/open_files.py``).
 """
@@ -9,12 +10,14 @@ with log files opened on demand (``storage/open_files.py``).
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 
 from bench.loadgen import cpu_seconds
 from tests import hostile
 from tests.brokerproc import BrokerProcess
-from tests.integration.test_open_files import create_topics
+from tests.integration.test_open_files import create_topics, produce_one_each
 
 LIMIT = 20000
 
@@ -41,7 +44,7 @@ def measure(workdir: str) -> list[tuple[int, dict]]:
         broker = BrokerProcess(f"{workdir}/p{partitions}", open_files_limit=LIMIT).start()
         try:
             started = time.monotonic()
-            create_topics(broker.bootstrap, partitions // 100, 100)
+            names = create_topics(broker.bootstrap, partitions // 100, 100)
             created = time.monotonic() - started
             time.sleep(2)
             cpu = cpu_seconds(broker.proc.pid)
@@ -53,11 +56,27 @@ def measure(workdir: str) -> list[tuple[int, dict]]:
             started = time.monotonic()
             broker.start(timeout=600)
             row["restart"] = time.monotonic() - started
+            if partitions == 50000:
+                row.update(_written_restarts(broker, names))
             rows.append((partitions, row))
             print(f"  {partitions:,} partitions: {row}", flush=True)
         finally:
             broker.stop()
     return rows
+
+
+def _written_restarts(broker: BrokerProcess, names: list[str]) -> dict:
+    """A record in every partition, then a restart after a clean stop and one after kill -9."""
+    produce_one_each(broker.bootstrap, names, 100)
+    broker.stop()
+    started = time.monotonic()
+    broker.start(timeout=600)
+    clean = time.monotonic() - started
+    os.kill(broker.proc.pid, signal.SIGKILL)
+    broker.proc.wait()
+    started = time.monotonic()
+    broker.start(timeout=600)
+    return {"written_restart": clean, "written_crash_restart": time.monotonic() - started}
 
 
 def table(rows: list[tuple[int, dict]]) -> str:
@@ -66,4 +85,10 @@ def table(rows: list[tuple[int, dict]]) -> str:
     for partitions, r in rows:
         lines.append(f"| {partitions:,} | {r['create']:.1f} s | {r['idle_cpu']:.1%} | {r['rss'] / 2**20:.0f} MB | "
                      f"{r['fds']:,} | {r['metadata']:.0f} ms | {r['restart']:.1f} s |")
+    written = [(partitions, r) for partitions, r in rows if "written_restart" in r]
+    if written:
+        lines += ["", "| partitions holding a record each | restart after a clean stop | restart after kill -9 |",
+                  "|---|---|---|"]
+        lines += [f"| {partitions:,} | {r['written_restart']:.1f} s | {r['written_crash_restart']:.1f} s |"
+                  for partitions, r in written]
     return "\n".join(lines)

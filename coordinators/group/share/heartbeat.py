@@ -22,7 +22,8 @@ from kbroker.coordinators.group.group import GroupMetadata
 from kbroker.coordinators.group.consumer.model import normalized
 from kbroker.coordinators.group.share import records as share_records
 from kbroker.coordinators.group.share.initializing import ShareInitialization
-from kbroker.coordinators.group.share.model import ShareGroup, ShareMember, share_assign
+from kbroker.coordinators.group.share.assignor import share_assign
+from kbroker.coordinators.group.share.model import ShareGroup, ShareMember
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("coordinators.group")
@@ -127,7 +128,7 @@ class ShareGroupHeartbeat(ShareInitialization):
         # leaving moves only the group's epoch), not at every heartbeat, as Kafka computes it.
         targets, reassigned = group.target, epoch_after > group.assignment_epoch
         if reassigned:
-            targets = share_assign(subscribed, counts, self._assignable(group))
+            targets = share_assign(subscribed, counts, self._assignable(group), group.target)
             entries += [share_records.target_record(group.group_id, m, target) for m, target in targets.items()
                         if group.target.get(m) != target]
             entries.append(share_records.assignment_epoch_record(group.group_id, epoch_after))

@@ -81,21 +81,3 @@ class ShareGroup:
         for topic_id, (name, partitions, _) in self.initializing.items():
             known[topic_id] = (name, known.get(topic_id, (name, frozenset()))[1] | partitions)
         return known
-
-
-def share_assign(members: dict[str, frozenset[bytes]], topics: dict[bytes, int],
-                 assignable: dict[bytes, frozenset[int]]) -> dict[str, Assignment]:
-    """Kafka's simple share assignor, homogeneous or not, over the ``assignable`` partitions of the
-    subscribed topics (those whose state is initialized): each partition to one subscribed member in turn;
-    when a topic has fewer such partitions than subscribers, they go round again so that every subscriber
-    fetches from one."""
-    result: dict[str, dict[bytes, set[int]]] = {m: {} for m in members}
-    for topic_id in sorted(topics):
-        subscribers = sorted(m for m, subscribed in members.items() if topic_id in subscribed)
-        partitions = sorted(p for p in assignable.get(topic_id, ()) if p < topics[topic_id])
-        if not subscribers or not partitions:
-            continue
-        for i in range(max(len(partitions), len(subscribers))):
-            member = subscribers[i % len(subscribers)]
-            result[member].setdefault(topic_id, set()).add(partitions[i % len(partitions)])
-    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in result.items()}

@@ -166,6 +166,46 @@ async def test_a_member_leaving_moves_the_group_epoch_and_the_next_heartbeat_ass
     await same(targets, scenario)
 
 
+async def test_the_share_assignor_is_sticky(targets, topic):
+    """Four partitions, one member, then a second and a third joining: Kafka's simple assignor keeps what each
+    member held and moves only what the balance needs: a member already there gives some up, and is given
+    none of another's (which member gets which, and so how many each keeps, is Kafka's hash order)."""
+    async def scenario(target):
+        await create(target, topic, 4)
+        group = f"s-{topic}"
+        await coordinator_found(target, group)
+        members, epochs = [uuid.uuid4().hex for _ in range(3)], {}
+        await assigned_member(target, group, members[0], topic)
+        epochs[members[0]] = 2
+
+        async def settle() -> dict:
+            """Every member heartbeats at its epoch until all hold their targets at the group's epoch: what
+            each holds, as ShareGroupDescribe tells."""
+            async def round_of_heartbeats():
+                for member in list(epochs):
+                    answer = await call(target, HEARTBEAT, 1, heartbeat(group, member, epochs[member]))
+                    assert answer.error_code == 0, answer
+                    epochs[member] = answer.member_epoch
+                described = await call(target, 77, 1, {"group_ids": [group], "include_authorized_operations": False})
+                return described.groups[0]
+            g = await settled(round_of_heartbeats, lambda g: g.group_epoch == g.assignment_epoch and all(
+                m.member_epoch == g.group_epoch for m in g.members) and sum(
+                len(t.partitions) for m in g.members for t in m.assignment.topic_partitions) == 4)
+            return {m.member_id: {p for t in m.assignment.topic_partitions for p in t.partitions} for m in g.members}
+
+        seen = {"alone": sorted(map(len, (await settle()).values()))}
+        for joining in members[1:]:
+            before = await settle()
+            answer = await call(target, HEARTBEAT, 1, heartbeat(group, joining, 0, [topic]))
+            epochs[joining] = answer.member_epoch
+            after = await settle()
+            seen[f"{len(epochs)} members"] = {"holding": sorted(map(len, after.values())),
+                                              "members before only gave some up": all(
+                                                  after[m] <= before[m] for m in before)}
+        return seen
+    await same(targets, scenario)
+
+
 async def test_a_share_group_grows_with_its_topics_and_subscription(targets, topic):
     """A partition added to the topic a member reads, then a second topic subscribed: each moves the group's
     epoch at the next heartbeat with only the initialized partitions assigned, and once the new partitions'

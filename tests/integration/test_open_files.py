@@ -55,7 +55,8 @@ def read_one_each(bootstrap: str, names: list[str], partitions: int) -> set[byte
 
 def serve_and_restart(tmp_path, limit: int, topics: int, partitions: int) -> None:
     # (a restart loads every log: 50,050 holding a record each took 32.6 s in a test-slow run on this 2-core
-    # machine, past the default 30 s wait; the test is about descriptors, not how fast a restart is)
+    # machine, past the default 30 s wait, and 14.6 s once 4a95b88 stopped fsyncing a checkpoint per log; the
+    # test is about descriptors, not how fast a restart is: `make bench SUITE=partitions` measures that)
     broker = BrokerProcess(str(tmp_path / "data"), open_files_limit=limit).start(timeout=120)
     try:
         names = create_topics(broker.bootstrap, topics, partitions)

@@ -221,8 +221,13 @@ def _struct_decoder(src: _Source, fields, version: int, flexible: bool) -> str:
 
 # ---------------------------------------------------------------------- encoding
 def _encode_length(src: _Source, out: list[str], ind: str, expr: str, compact: bool, wide: bool, buf: str) -> None:
-    if compact:
-        out.append(f"{ind}{buf} += _uvenc({expr} + 1)")
+    if compact:   # (a length under 127 is one byte: no call for the varint, the common case by far)
+        n = src.name("n")
+        out.append(f"{ind}{n} = {expr} + 1")
+        out.append(f"{ind}if {n} < 0x80:")
+        out.append(f"{ind}    {buf}.append({n})")
+        out.append(f"{ind}else:")
+        out.append(f"{ind}    {buf} += _uvenc({n})")
     else:
         s = src.packer("i" if wide else "h")
         out.append(f"{ind}{buf} += {s}.pack({expr})")
@@ -242,7 +247,8 @@ def _encode_value(src: _Source, out: list[str], ind: str, v: str, f, version: in
         out.append(f"{ind}else:")
         _encode_length(src, out, ind + "    ", f"len({v})", flexible, True, buf)
         if not f.is_struct and f.element in _FIXED and f.element != "uuid":
-            out.append(f"{ind}    {buf} += _struct.pack('>%d{_FIXED[f.element]}' % len({v}), *{v})")
+            out.append(f"{ind}    if {v}:")
+            out.append(f"{ind}        {buf} += _struct.pack('>%d{_FIXED[f.element]}' % len({v}), *{v})")
             return
         item = src.name("x")
         out.append(f"{ind}    for {item} in {v}:")

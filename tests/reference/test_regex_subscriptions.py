@@ -24,31 +24,43 @@ async def _names(target) -> dict[bytes, str]:
     return {bytes(t.topic_id): t.name for t in answer.topics}
 
 
+class Member:
+    """A joined member heartbeating at its epoch; ``latest``: the last assignment an answer carried (an answer
+    without one keeps it)."""
+
+    def __init__(self, target, group: str, member: str, joined) -> None:
+        self.target, self.group, self.member = target, group, member
+        self.epoch, self.latest = joined.member_epoch, joined.assignment
+
+    async def heartbeat(self):
+        answer = await call(self.target, HEARTBEAT, 1, beat(self.group, self.member, self.epoch))
+        if answer.error_code == 0:
+            self.epoch = answer.member_epoch
+            self.latest = answer.assignment if answer.assignment is not None else self.latest
+        return answer
+
+
 async def test_a_member_subscribed_by_regex(targets, topic):
     async def scenario(target):
         group, member = f"g-{topic}", uuid.uuid4().hex[:22]
         await create(target, f"rx-{topic}-a", partitions=2)
         await create(target, f"other-{topic}")
         joined = await first_join(target, group, member, None, subscribed_topic_regex=f"rx-{topic}-.*")
-        epoch, latest = joined.member_epoch, [joined.assignment]   # (an answer without one keeps the last)
+        beating = Member(target, group, member, joined)
 
         async def assigned():
-            nonlocal epoch
-            answer = await call(target, HEARTBEAT, 1, beat(group, member, epoch))
-            if answer.error_code == 0:
-                epoch = answer.member_epoch
-                latest[0] = answer.assignment if answer.assignment is not None else latest[0]
-            if latest[0] is None:
+            await beating.heartbeat()
+            if beating.latest is None:
                 return None
             names = await _names(target)
             return sorted((names.get(bytes(t.topic_id), "?").replace(topic, "T"), p)
-                          for t in latest[0].topic_partitions for p in t.partitions)
+                          for t in beating.latest.topic_partitions for p in t.partitions)
         first = await settled(assigned, lambda a: a is not None and len(a) == 2, timeout=30)
         await create(target, f"rx-{topic}-b")
         later = await settled(assigned, lambda a: a is not None and len(a) == 3, timeout=40)
         # a full heartbeat (what a client sends after an error: its timeout, subscription and owned partitions)
         # is answered with the whole assignment, the subscription a regex as much as names
-        full = await call(target, HEARTBEAT, 1, beat(group, member, epoch, rebalance_timeout_ms=30000,
+        full = await call(target, HEARTBEAT, 1, beat(group, member, beating.epoch, rebalance_timeout_ms=30000,
                                                      subscribed_topic_regex=f"rx-{topic}-.*", topic_partitions=[]))
         described = await call(target, DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})
         members = [(m.subscribed_topic_regex.replace(topic, "T"), m.subscribed_topic_names)
@@ -75,21 +87,14 @@ async def test_regexes_kafka_reads_otherwise(targets, topic, regex, matching):
         joined = await first_join(target, group, member, None, subscribed_topic_regex=regex)
         if joined.error_code:
             return joined.error_code
-        epoch, latest = joined.member_epoch, [joined.assignment]
-
-        async def heartbeat():
-            nonlocal epoch
-            answer = await call(target, HEARTBEAT, 1, beat(group, member, epoch))
-            if answer.error_code == 0:
-                epoch = answer.member_epoch
-                latest[0] = answer.assignment if answer.assignment is not None else latest[0]
-            return answer
+        beating = Member(target, group, member, joined)
         if matching is None:   # (nothing to match: waited out, an answer with an assignment, empty, ends it)
-            answer = await settled(heartbeat, lambda a: a.error_code != 0 or a.assignment is not None, timeout=5)
+            answer = await settled(beating.heartbeat, lambda a: a.error_code != 0 or a.assignment is not None,
+                                   timeout=5)
         else:
-            answer = await settled(heartbeat, lambda a: a.error_code != 0 or latest[0] is not None and any(
-                t.partitions for t in latest[0].topic_partitions), timeout=20)
-        assignment = latest[0]
+            answer = await settled(beating.heartbeat, lambda a: a.error_code != 0 or beating.latest is not None
+                                   and any(t.partitions for t in beating.latest.topic_partitions), timeout=20)
+        assignment = beating.latest
         return answer.error_code, sorted(p for t in assignment.topic_partitions for p in t.partitions) \
             if assignment is not None else None
     answered = await same(targets, scenario)

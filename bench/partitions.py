@@ -15,6 +15,7 @@ import signal
 import time
 
 from bench.loadgen import cpu_seconds
+from bench.requests import frame
 from tests import hostile
 from tests.brokerproc import BrokerProcess
 from tests.integration.test_open_files import create_topics, produce_one_each
@@ -26,18 +27,14 @@ async def _metadata_ms(port: int) -> float:
     """A Metadata v12 round trip for all topics, median of 5: the request's frame sent and the whole answer read
     back, not decoded (decoding 50,000 partitions in Python takes the bench's client about 260 ms, more than
     the broker's own part)."""
-    from kbroker.protocol import schema
-    from kbroker.protocol.headers import RequestHeader, encode_request_header
-
-    body, _ = schema.encode(schema.struct_for(3, 12, True), {"topics": None, "allow_auto_topic_creation": False,
-                                                             "include_topic_authorized_operations": False})
-    frame = encode_request_header(RequestHeader(3, 12, 1, "bench"), True) + body.getvalue()
+    request = frame(3, 12, {"topics": None, "allow_auto_topic_creation": False,
+                            "include_topic_authorized_operations": False})
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         times = []
         for _ in range(5):
             started = time.perf_counter()
-            writer.write(len(frame).to_bytes(4, "big") + frame)
+            writer.write(request)
             size = int.from_bytes(await reader.readexactly(4), "big")
             await reader.readexactly(size)
             times.append((time.perf_counter() - started) * 1000)

@@ -66,9 +66,6 @@ class _Index(CachedFile):
         del self.values[count:]
         os.ftruncate(self.fd, count * self.entry.size)
 
-    def reset(self) -> None:
-        self.truncate_entries(0)
-
     def rebuild(self) -> None:
         """Start building the entries again in memory; ``rebuilt`` writes them if they differ from the file's.
 

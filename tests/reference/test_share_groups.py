@@ -193,15 +193,16 @@ async def test_the_share_assignor_is_sticky(targets, topic):
                 len(t.partitions) for m in g.members for t in m.assignment.topic_partitions) == 4)
             return {m.member_id: {p for t in m.assignment.topic_partitions for p in t.partitions} for m in g.members}
 
-        seen = {"alone": sorted(map(len, (await settle()).values()))}
+        before = await settle()
+        seen = {"alone": sorted(map(len, before.values()))}
         for joining in members[1:]:
-            before = await settle()
             answer = await call(target, HEARTBEAT, 1, heartbeat(group, joining, 0, [topic]))
             epochs[joining] = answer.member_epoch
             after = await settle()
             seen[f"{len(epochs)} members"] = {"holding": sorted(map(len, after.values())),
                                               "members before only gave some up": all(
                                                   after[m] <= before[m] for m in before)}
+            before = after
         return seen
     await same(targets, scenario)
 

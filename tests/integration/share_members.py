@@ -165,6 +165,15 @@ def share_group_epoch(bootstrap: str, group: str) -> tuple[int, list[int]]:
     return described.group_epoch, sorted(m.member_epoch for m in described.members)
 
 
+def settled_share_assignment(bootstrap: str, group: str) -> dict[str, set[int]] | None:
+    """Each member's partitions (all topics') once the group is settled, from ShareGroupDescribe: every member
+    at the group's epoch, and the assignment computed at it; None until then."""
+    g = ask(bootstrap, 77, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+    if g.error_code or g.assignment_epoch != g.group_epoch or any(m.member_epoch != g.group_epoch for m in g.members):
+        return None
+    return {m.member_id: {p for t in m.assignment.topic_partitions for p in t.partitions} for m in g.members}
+
+
 def share_group_members(bootstrap: str, group: str, assigned: bool = False) -> int:
     """How many members ShareGroupDescribe lists (single broker: it coordinates every group); ``assigned``:
     only those with partitions (a member is given a partition at a heartbeat after its join, once the

@@ -11,8 +11,8 @@ from confluent_kafka import AcknowledgeType
 
 from tests.integration.groupworkers import fill
 from tests.integration.share_members import (
-    Member, joined_share_member, set_group_configs, share_group_epoch, share_group_members, share_state, topic_id_of,
-    wait_for)
+    Member, joined_share_member, set_group_configs, settled_share_assignment, share_group_epoch, share_group_members,
+    share_state, topic_id_of, wait_for)
 from tests.integration.workload import make_topic
 
 
@@ -44,6 +44,32 @@ def test_members_split_one_partition_and_each_record_is_accepted_once(broker, to
     assert sum(1 for m in members if m.accepted()) >= 2, "one member took every record"
     state = share_state(broker.bootstrap, group, topic_id_of(broker.bootstrap, topic_name), 0)
     assert (state.error_code, state.start_offset, state.state_batches) == (0, 2000, [])
+
+
+def test_share_consumers_joining_take_partitions_only_from_the_balance(broker, topic_name):
+    """Three ShareConsumers join a four-partition topic one by one: each settled assignment covers the four
+    partitions, and a member already there only gives partitions up (Kafka's assignor is sticky)."""
+    make_topic(broker.bootstrap, topic_name, 4)
+    group = f"share-{topic_name}"
+    members, held = [], {}
+    try:
+        for i in range(3):
+            members.append(Member(broker.bootstrap, group, [topic_name], name=f"m{i}"))
+            settled = []
+
+            def all_assigned(count=i + 1):
+                now = settled_share_assignment(broker.bootstrap, group)
+                settled[:] = [now]
+                return now is not None and len(now) == count and all(now.values()) and \
+                    set().union(*now.values()) == {0, 1, 2, 3}
+            wait_for(all_assigned, 30, f"{i + 1} members settled with the four partitions", members)
+            now = settled[0]
+            assert all(now[m] <= held[m] for m in held), (held, now)
+            assert sorted(map(len, now.values())) == [[4], [2, 2], [1, 1, 2]][i]
+            held = now
+    finally:
+        for m in members:
+            m.stop()
 
 
 def test_released_records_come_again_rejected_ones_never_and_the_delivery_limit_archives(broker, topic_name):

@@ -17,7 +17,7 @@ from tests.reference.test_produce_fetch import create
 
 pytestmark = pytest.mark.reference
 
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP = 8, 9, 11
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, DESCRIBE_GROUPS = 8, 9, 11, 15
 COORDINATOR_LOADING, NOT_COORDINATOR = 14, 16
 
 
@@ -109,6 +109,27 @@ async def test_offset_fetch(targets, topic, case):
     await same(targets, scenario)
 
 
+async def _commits_through_a_rebalance(target, group, topics, member, generation) -> dict:
+    """A second member's join moves the group to PreparingRebalance, where the member's commit at its
+    generation is taken; once the member rejoins too the group waits for SyncGroup (CompletingRebalance) at
+    the next generation: a commit at that generation is refused with REBALANCE_IN_PROGRESS, one at the old
+    generation with ILLEGAL_GENERATION. (Nothing waits out a rebalance timeout.)"""
+    join = join_request(group)
+    named = await call(target, JOIN_GROUP, 5, join)   # (MEMBER_ID_REQUIRED, with the id to join with)
+    second = asyncio.ensure_future(call(target, JOIN_GROUP, 5, {**join, "member_id": named.member_id}))
+    state = await settled(lambda: call(target, DESCRIBE_GROUPS, 5, {"groups": [group],
+                                                                     "include_authorized_operations": False}),
+                          lambda a: a.groups[0].group_state == "PreparingRebalance")
+    seen = {"state": state.groups[0].group_state,
+            "preparing": await _commit(target, group, topics, generation, member)}
+    rejoined = await call(target, JOIN_GROUP, 5, {**join, "member_id": member})
+    await second
+    seen["completing"] = [await _commit(target, group, topics, at, member)
+                          for at in (rejoined.generation_id, generation)]
+    seen["next generation"] = rejoined.generation_id - generation
+    return seen
+
+
 MEMBER_CASES = ["another generation", "generation -1 in a group with members", "a stranger",
                 "the member itself", "an empty member id", "while the group rebalances",
                 "a stranger, beside partitions that do not exist"]
@@ -120,16 +141,8 @@ async def test_a_classic_members_commit(targets, topic, case):
         group = await _ready(target, topic)
         member, generation = await member_of(target, group)
         topics = [{"name": topic, "partitions": [_partition(0)]}]
-        if case == "while the group rebalances":   # a second member's join (answered at the rebalance's end)
-            join = {**join_request(group), "rebalance_timeout_ms": 3000}
-            named = await call(target, JOIN_GROUP, 5, join)   # (MEMBER_ID_REQUIRED, with the id to join with)
-            joining = asyncio.ensure_future(call(target, JOIN_GROUP, 5, {**join, "member_id": named.member_id}))
-
-            async def refused():
-                return await _commit(target, group, topics, generation, member)
-            during = await settled(refused, lambda a: a[0][1][0][1] != 0)
-            joining.cancel()
-            return during
+        if case == "while the group rebalances":
+            return await _commits_through_a_rebalance(target, group, topics, member, generation)
         if case == "a stranger, beside partitions that do not exist":   # (refused before the group is asked)
             topics = [{"name": topic, "partitions": [_partition(0), _partition(9)]},
                       {"name": topic + "-none", "partitions": [_partition(0)]}]
@@ -142,4 +155,7 @@ async def test_a_classic_members_commit(targets, topic, case):
                               "the member itself": (generation, member),
                               "an empty member id": (generation, "")}[case]
         return await _commit(target, group, topics, generation, member)
-    await same(targets, scenario)
+    seen = await same(targets, scenario)
+    if case == "while the group rebalances":   # (taken, then REBALANCE_IN_PROGRESS and ILLEGAL_GENERATION)
+        assert [[p for _, p in answer] for answer in (seen["preparing"], *seen["completing"])] == [
+            [[(0, 0)]], [[(0, 27)]], [[(0, 22)]]], seen

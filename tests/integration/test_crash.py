@@ -1,5 +1,7 @@
 """kill -9 mid-stream: every acknowledged record survives, in order, with no gap."""
 
+import asyncio
+import os
 import random
 import threading
 import time
@@ -8,6 +10,7 @@ import pytest
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kbroker.client.connection import KafkaConnection
 from tests.integration.workload import make_topic
 
 PARTITIONS = 3
@@ -101,38 +104,61 @@ def verify(broker, topic, acked) -> None:
         assert values == sorted(values), f"partition {p} out of order"
 
 
-def test_where_epoch_0_ends_is_known_written_or_empty_across_kill_9(fresh_broker):
-    """A single broker's partitions start leader epoch 0 when it takes them, as Kafka's leader does: a
-    consumer validating its position (OffsetForLeaderEpoch) learns where the epoch ends on an empty
-    partition as on a written one, and so it does after kill -9 (the written log's epochs come back from its
-    batches, the empty one's from leading it again); ListOffsets names the epoch of the earliest record."""
-    import asyncio
+async def epoch_ends(port: int) -> list[tuple]:
+    """OffsetForLeaderEpoch of epoch 0 on partitions 0 and 1 of ``epochs``, as a consumer validating its
+    position asks it: (error, epoch, end offset) each, and the epoch ListOffsets names for partition 0's
+    earliest record."""
+    conn = await KafkaConnection.open("127.0.0.1", port)
+    try:
+        epochs = await conn.request(23, 4, {"replica_id": -1, "topics": [{"topic": "epochs", "partitions": [
+            {"partition": p, "current_leader_epoch": -1, "leader_epoch": 0} for p in (0, 1)]}]})
+        earliest = await conn.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{
+            "name": "epochs", "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                              "timestamp": -2}]}]})
+        return [(p.error_code, p.leader_epoch, p.end_offset) for p in epochs.topics[0].partitions] + \
+            [earliest.topics[0].partitions[0].leader_epoch]
+    finally:
+        await conn.close()
 
-    from kbroker.client.connection import KafkaConnection
 
-    async def ends(port: int) -> list[tuple]:
-        conn = await KafkaConnection.open("127.0.0.1", port)
-        try:
-            epochs = await conn.request(23, 4, {"replica_id": -1, "topics": [{"topic": "epochs", "partitions": [
-                {"partition": p, "current_leader_epoch": -1, "leader_epoch": 0} for p in (0, 1)]}]})
-            earliest = await conn.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{
-                "name": "epochs", "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
-                                                  "timestamp": -2}]}]})
-            return [(p.error_code, p.leader_epoch, p.end_offset) for p in epochs.topics[0].partitions] + \
-                [earliest.topics[0].partitions[0].leader_epoch]
-        finally:
-            await conn.close()
-
-    broker = fresh_broker.start()
+def written_epochs(broker) -> list[tuple]:
+    """``epochs`` made with two partitions and ten records written to partition 0: what epoch_ends finds."""
     make_topic(broker.bootstrap, "epochs", 2)
-    assert asyncio.run(ends(broker.port))[:2] == [(0, 0, 0), (0, 0, 0)]
+    assert asyncio.run(epoch_ends(broker.port))[:2] == [(0, 0, 0), (0, 0, 0)]
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for i in range(10):
         producer.produce("epochs", value=b"%d" % i, partition=0)
     assert producer.flush(10) == 0
     written = [(0, 0, 10), (0, 0, 0), 0]
-    assert asyncio.run(ends(broker.port)) == written
+    assert asyncio.run(epoch_ends(broker.port)) == written
+    return written
+
+
+def test_where_epoch_0_ends_is_known_written_or_empty_across_kill_9(fresh_broker):
+    """A single broker's partitions start leader epoch 0 when it takes them, as Kafka's leader does: a
+    consumer validating its position (OffsetForLeaderEpoch) learns where the epoch ends on an empty
+    partition as on a written one, and so it does after kill -9 (the written log's epochs come back from its
+    batches, the empty one's from leading it again); ListOffsets names the epoch of the earliest record."""
+    written = written_epochs(fresh_broker.start())
     fresh_broker.kill()
     broker = fresh_broker.start()
-    assert asyncio.run(ends(broker.port)) == written
+    assert asyncio.run(epoch_ends(broker.port)) == written
     assert broker.stop() == 0
+
+
+@pytest.mark.parametrize("damage", ["", "0\n1\n"], ids=["emptied", "cut short"])
+def test_a_damaged_epoch_checkpoint_is_rebuilt_from_the_batches(fresh_broker, damage):
+    """A restart rebuilds a leader-epoch-checkpoint without an fsync, so a crash can leave one empty or cut
+    short: the next start reads it as missing and rebuilds it from the batches, and a consumer validating its
+    position still learns where epoch 0 ends (read as "no epochs", the log answered that it did not know)."""
+    broker = fresh_broker.start()
+    written = written_epochs(broker)
+    assert broker.stop() == 0
+    checkpoint = os.path.join(fresh_broker.data_dir, "epochs-0", "leader-epoch-checkpoint")
+    assert open(checkpoint).read() == "0\n1\n0 0\n"   # (the clean stop wrote it)
+    with open(checkpoint, "w") as f:
+        f.write(damage)
+    broker = fresh_broker.start()
+    assert asyncio.run(epoch_ends(broker.port)) == written
+    assert broker.stop() == 0
+    assert open(checkpoint).read() == "0\n1\n0 0\n"

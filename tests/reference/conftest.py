@@ -14,11 +14,14 @@ from tests.reference.secured import secured_pair  # noqa: E402
 
 # Set on both brokers alike, beside SINGLE_NODE: retention is checked, and timed-out transactions
 # aborted, every second rather than every five minutes and ten seconds, so those scenarios wait seconds.
-# A share group may set an acquisition lock as short as 1 s (Kafka's floor is 15 s by default). A new
-# streams group assigns at once (its 3 s initial delay is tested where a group sets its own).
+# A share group may set an acquisition lock as short as 1 s (Kafka's floor is 15 s by default), and a
+# consumer or share group a heartbeat interval as short as 1 s (5 s by default): the scenarios where real
+# clients wait for an assignment set their group's own, where a member would otherwise wait a heartbeat or two
+# of 5 s. A new streams group assigns at once (its 3 s initial delay is tested where a group sets its own).
 COMMON = {**SINGLE_NODE, "log.retention.check.interval.ms": "1000", "num.partitions": "1",
           "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
-          "group.share.min.record.lock.duration.ms": "1000", "group.streams.initial.rebalance.delay.ms": "0"}
+          "group.share.min.record.lock.duration.ms": "1000", "group.streams.initial.rebalance.delay.ms": "0",
+          "group.consumer.min.heartbeat.interval.ms": "1000", "group.share.min.heartbeat.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="session")

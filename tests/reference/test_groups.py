@@ -59,6 +59,8 @@ def group_scenario(protocol: str):
         group = f"g-{topic}"
         config = {"bootstrap.servers": target.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "group.protocol": protocol}
+        if protocol == "consumer":   # (the group's own interval, which the members are told and keep)
+            assert set_group_config(target, group, consumer_heartbeat_interval_ms=1000) == 0
         if protocol == "classic":
             config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
                            "partition.assignment.strategy": "cooperative-sticky"})
@@ -180,7 +182,8 @@ def share_scenario(mode: str):
         asyncio.run(create(target, topic))
         fill(target, topic, 1, per_partition=6)
         group = f"s-{topic}"
-        assert set_group_config(target, group, share_auto_offset_reset="earliest") == 0
+        assert set_group_config(target, group, share_auto_offset_reset="earliest",
+                                share_heartbeat_interval_ms=1000) == 0
         c = ShareConsumer({"bootstrap.servers": target.bootstrap, "group.id": group,
                            "share.acknowledgement.mode": mode})
         c.subscribe([topic])
@@ -218,7 +221,7 @@ async def test_a_share_groups_acquisition_lock_times_out_and_the_record_is_redel
         fill(target, topic, 1, per_partition=3)
         group = f"s-{topic}"
         assert set_group_config(target, group, share_auto_offset_reset="earliest",
-                                share_record_lock_duration_ms=2000) == 0
+                                share_record_lock_duration_ms=2000, share_heartbeat_interval_ms=1000) == 0
         config = {"bootstrap.servers": target.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
         quiet, other = ShareConsumer(dict(config)), ShareConsumer(dict(config))
         try:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from construct import StreamError
 
-from kbroker.protocol.types import FileRegion
+from kbroker.protocol.types import FileRegion, Rows
 from kbroker.protocol.types import encode_uvarint as _uvenc
 
 _FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
@@ -70,8 +70,9 @@ class _Source:
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {"_uv": _uv, "_uvenc": _uvenc, "StreamError": StreamError,
                                        "_MISSING": _MISSING, "_Z16": _Z16, "_FileRegion": FileRegion,
-                                       "_struct": _struct, "_short": _short, "_EMPTY": {}}
+                                       "_struct": _struct, "_short": _short, "_EMPTY": {}, "_Rows": Rows}
         self.count = 0
+        self.encoders: dict[tuple[int, bool], str] = {}
 
     def name(self, prefix: str) -> str:
         self.count += 1
@@ -251,6 +252,13 @@ def _encode_value(src: _Source, out: list[str], ind: str, v: str, f, version: in
             out.append(f"{ind}        {buf} += _struct.pack('>%d{_FIXED[f.element]}' % len({v}), *{v})")
             return
         item = src.name("x")
+        if f.is_struct:   # (given as Rows: each element a tuple of the fields, see protocol.types.Rows)
+            positional = _struct_encoder(src, f.fields, version, flexible, positional=True)
+            out.append(f"{ind}    if type({v}) is _Rows:")
+            out.append(f"{ind}        for {item} in {v}:")
+            out.append(f"{ind}            {positional}({item}, {buf}, regions)")
+            out.append(f"{ind}    else:")
+            ind += "    "
         out.append(f"{ind}    for {item} in {v}:")
         _encode_value(src, out, ind + "        ", item, f, version, flexible, buf, element=True)
         return
@@ -303,9 +311,15 @@ def _encode_value(src: _Source, out: list[str], ind: str, v: str, f, version: in
     raise ValueError(f"unknown type {type_}")
 
 
-def _struct_encoder(src: _Source, fields, version: int, flexible: bool) -> str:
-    fn = src.name("_e")
-    out = [f"def {fn}(obj, buf, regions):", "    get = obj.get"]
+def _struct_encoder(src: _Source, fields, version: int, flexible: bool, positional: bool = False) -> str:
+    """A function writing one struct: from a dict, or with ``positional`` from a tuple of all the declared
+    fields in order (``protocol.types.Rows``)."""
+    key = (id(fields), positional)   # (one function per struct and form, however many places use it)
+    if key in src.encoders:
+        return src.encoders[key]
+    fn = src.encoders[key] = src.name("_e")
+    out = [f"def {fn}(obj, buf, regions):"] + ([] if positional else ["    get = obj.get"])
+    position = {id(f): i for i, f in enumerate(fields)}
     regular = [f for f in fields if version in f.versions and f.tag is None]
     tagged = sorted((f for f in fields if version in f.versions and f.tag is not None and flexible),
                     key=lambda f: f.tag)
@@ -315,6 +329,12 @@ def _struct_encoder(src: _Source, fields, version: int, flexible: bool) -> str:
         v = src.name("v")
         nullable = f.nullable is not None and version in f.nullable
         default = src.const(f.default, "_D") if isinstance(f.default, (list, dict)) else repr(f.default)
+        if positional:
+            out.append(f"    {v} = obj[{position[id(f)]}]")
+            if not nullable:
+                out.append(f"    if {v} is None:")
+                out.append(f"        {v} = {default}")
+            return v
         out.append(f"    {v} = get({f.name!r}, _MISSING)")
         test = f"{v} is _MISSING" if nullable else f"{v} is _MISSING or {v} is None"
         out.append(f"    if {test}:")
@@ -347,7 +367,8 @@ def _struct_encoder(src: _Source, fields, version: int, flexible: bool) -> str:
             for f in tagged:
                 v = src.name("t")
                 default = src.const(f.default, "_D")
-                out.append(f"    {v} = get({f.name!r}, _MISSING)")
+                got = f"obj[{position[id(f)]}]" if positional else f"get({f.name!r}, _MISSING)"
+                out.append(f"    {v} = {got}")
                 out.append(f"    if not ({v} is _MISSING or {v} is None or {v} == {default}):")
                 out.append("        sub = bytearray()")
                 _encode_value(src, out, "        ", v, f, version, flexible, "sub")

@@ -70,6 +70,16 @@ class BufferReader:
         return self._end - self._pos
 
 
+class Rows(list):
+    """An array of structs given as tuples instead of dicts: each tuple holds the struct's fields in the order
+    they are declared, the fields of every version included (one tuple serves any version; a field the
+    version lacks is skipped, a None is written as the field's default unless it is nullable). For arrays of
+    many small structs (a Metadata answer's partitions), which the generated encoder then writes without a
+    dict and a lookup per field. Only the generated encoder (``protocol.codegen``) takes it."""
+
+    __slots__ = ()
+
+
 class FileRegion:
     """Bytes of a log file to be sent as they are: ``length`` bytes of ``file`` at ``position``.
 

@@ -6,8 +6,12 @@ from kbroker.broker.metadata import TopicNotCreated, topic_name_invalid
 from kbroker.protocol import acls
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.messages.metadata import METADATA as API  # noqa: F401  (the registry reads API)
+from kbroker.protocol.types import Rows
 
 NO_OPERATIONS = -2147483648
+# MetadataResponsePartition's fields in their declared order: a partition's row (protocol.types.Rows)
+PARTITION_FIELDS = ("error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes",
+                    "offline_replicas")
 _NO_ID = bytes(16)
 # How long a Metadata request waits for a just-started broker's first UpdateMetadata before it is answered
 # with what the broker knows (no brokers, no controller), which clients treat as "ask again".
@@ -33,7 +37,11 @@ def brokers(ctx) -> list[dict]:
             for b, host, port, rack in ctx.broker.live_brokers(ctx.listener)]
 
 
-def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:
+def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE, rows: bool = False) -> dict:
+    """The topic's entry in a Metadata answer; with ``rows`` its partitions as ``Rows`` (tuples in the
+    declared order of MetadataResponsePartition), which only the encoder reads: a Metadata answer for all
+    topics holds every partition of the broker, and a dict each (built, then read field by field) was a
+    quarter of its round trip at 50,000 partitions."""
     broker = ctx.broker
     meta = broker.metadata.topics.get(name)
     if meta is None or meta.partitions == 0:
@@ -42,19 +50,15 @@ def describe_topic(ctx, name: str, error: ErrorCode = ErrorCode.NONE) -> dict:
         # tell a client the topic is empty for good.)
         return {"error_code": error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name,
                 "partitions": [], "topic_authorized_operations": NO_OPERATIONS}
-    partitions = []
+    partitions = Rows() if rows else []
     for index in range(meta.partitions):
         found = broker.partition_info(name, index)
         if found is None or found[0] < 0:
-            partitions.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": index,
-                               "leader_id": -1, "leader_epoch": found[1] if found else -1,
-                               "replica_nodes": found[2] if found else [], "isr_nodes": found[3] if found else [],
-                               "offline_replicas": found[4] if found else []})
-            continue
-        leader, epoch, replicas, isr, offline = found
-        partitions.append({"error_code": 0, "partition_index": index, "leader_id": leader,
-                           "leader_epoch": epoch, "replica_nodes": replicas, "isr_nodes": isr,
-                           "offline_replicas": offline})
+            row = (ErrorCode.LEADER_NOT_AVAILABLE, index, -1, found[1] if found else -1, found[2] if found else [],
+                   found[3] if found else [], found[4] if found else [])
+        else:
+            row = (0, index, *found)
+        partitions.append(row if rows else dict(zip(PARTITION_FIELDS, row)))
     return {"error_code": 0, "name": name, "topic_id": meta.topic_id, "is_internal": meta.is_internal,
             "partitions": partitions, "topic_authorized_operations": NO_OPERATIONS}
 
@@ -90,7 +94,7 @@ def answer(ctx, request):
         names = sorted(broker.metadata.topics)
         if broker.authorizer is not None:   # the topics it may not describe are not there, for this principal
             names = [n for n in names if ctx.authorized(acls.DESCRIBE, acls.TOPIC, n, log_denied=False)]
-        topics = [describe_topic(ctx, n) for n in names]
+        topics = [describe_topic(ctx, n, rows=True) for n in names]
     else:
         by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
         allow_create = broker.config["auto.create.topics.enable"] and request.allow_auto_topic_creation
@@ -140,9 +144,9 @@ def answer(ctx, request):
                 # In a cluster the topic is known here once the controller's UpdateMetadata arrives: until
                 # then it is being created, LEADER_NOT_AVAILABLE as Kafka answers (the error every client
                 # retries; kafkajs gives up on UNKNOWN_TOPIC_OR_PARTITION).
-                topics.append(describe_topic(ctx, name, ErrorCode.LEADER_NOT_AVAILABLE))
+                topics.append(describe_topic(ctx, name, ErrorCode.LEADER_NOT_AVAILABLE, rows=True))
                 continue
-            topics.append(describe_topic(ctx, name))
+            topics.append(describe_topic(ctx, name, rows=True))
     if request.include_topic_authorized_operations:
         for t in topics:
             if t["error_code"] == 0:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbroker.protocol import schema
-from kbroker.protocol.types import BufferReader, FileRegion
+from kbroker.protocol.types import BufferReader, FileRegion, Rows
 from tests.unit.protocol.test_roundtrip import CASES, struct_strategy
 
 HANDLED = (ConstructError, UnicodeDecodeError, ValueError, IndexError)   # what Connection._dispatch catches
@@ -69,6 +69,7 @@ def _check_declaration(struct, fields, version, flexible):
     @given(struct_strategy(fields, version, flexible), st.data())
     def check(message, data):
         encoded = check_same(struct, message)
+        assert schema.encode(struct, as_rows(fields, message))[0].getvalue() == encoded
         # Cut short, or with a byte changed: both fail with an error the connection handles, or both decode
         # (a changed byte inside a number, say) to the same values.
         if encoded:
@@ -80,6 +81,22 @@ def _check_declaration(struct, fields, version, flexible):
             assert_same_outcome(struct, bytes(corrupted))
 
     check()
+
+
+def as_rows(fields, message: dict) -> dict:
+    """``message`` with every array of structs in it (at any depth) given as ``Rows``: each element a tuple of
+    the struct's declared fields in order, a field the message leaves out as its default."""
+    out = dict(message)
+    for f in fields:
+        value = message.get(f.name)
+        if not f.is_struct or value is None:
+            continue
+        if f.is_array:
+            elements = (as_rows(f.fields, element or {}) for element in value)
+            out[f.name] = Rows(tuple(e.get(g.name, g.default) for g in f.fields) for e in elements)
+        else:
+            out[f.name] = as_rows(f.fields, value)
+    return out
 
 
 def assert_same_outcome(struct, frame: bytes) -> None:

@@ -1,6 +1,7 @@
 """Metadata: brokers, topics and partition leaders; auto-creates requested topics when allowed."""
 
 import asyncio
+import gc
 
 from kbroker.broker.metadata import TopicNotCreated, topic_name_invalid
 from kbroker.protocol import acls
@@ -88,6 +89,20 @@ async def _when_known(ctx, request, ready: asyncio.Event):
 
 
 def answer(ctx, request):
+    """The answer, built with the cyclic collector paused. An answer for all topics holds a tuple and lists per
+    partition, freed by reference counting once it is encoded; a collection those allocations set off walks the
+    whole heap for nothing (unfrozen: topics created since start-up), about 80 ms of a 340 ms round trip at
+    50,000 partitions just created."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _answer(ctx, request)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _answer(ctx, request):
     broker = ctx.broker
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):

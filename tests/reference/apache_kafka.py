@@ -14,6 +14,7 @@ The heap is set in one place, ``HEAP``; ``SHIPPED_HEAP`` is what ``kafka-server-
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -110,7 +111,7 @@ def kafka_path(version: str = VERSION) -> str:
     os.makedirs(os.path.join(home, "bin"), exist_ok=True)
     for script, main in SCRIPTS.items():
         path = os.path.join(home, "bin", script)
-        text = (f'#!/bin/sh\nexec java -Xmx512m {" ".join(TOOL_JVM)} -XX:SharedArchiveFile={tools_archive(libs)} '
+        text = (f'#!/bin/sh\nexec java -Xmx512m {shlex.join(TOOL_JVM)} -XX:SharedArchiveFile={tools_archive(libs)} '
                 f'-Dlog4j2.configurationFile={TOOLS_LOG_CONFIG} -cp "{os.path.join(libs, "*")}" {main} "$@"\n')
         if not os.path.exists(path) or open(path).read() != text:
             with open(path + ".tmp", "w") as f:

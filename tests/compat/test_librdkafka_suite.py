@@ -21,7 +21,7 @@ def test_librdkafka_tests_that_call_kafkas_tools_pass(tmp_path):
     finally:
         assert broker.stop() == 0
     not_passed = {t: results[t] for t in TOOL_TESTS if results[t] != "PASSED"}
-    assert not not_passed, f"{not_passed}\n{results['log'][-4000:]}"
+    assert not not_passed, f"{not_passed}\n" + "\n".join(own_lines(results["log"], t) for t in not_passed)
 
 
 def test_librdkafka_whole_suite_passes_on_brokers_configured_as_its_own():

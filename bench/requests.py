@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 
+from bench import share_parked
 from bench.brokers import KBroker
 from bench.loadgen import cpu_seconds
 from kbroker.client.connection import KafkaConnection
@@ -41,9 +42,9 @@ def frame(api_key: int, version: int, body: dict, correlation_id: int = 1) -> by
     return struct.pack(">i", len(data)) + data
 
 
-def _produce(acks: int, batch: bytes) -> bytes:
+def _produce(acks: int, batch: bytes, topic: str = TOPIC) -> bytes:
     return frame(0, 9, {"transactional_id": None, "acks": acks, "timeout_ms": 30000, "topic_data": [
-        {"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
 
 
 async def _prepare(port: int) -> dict[str, list[bytes]]:
@@ -246,6 +247,8 @@ def measure(seconds: float = SECONDS) -> list[tuple[str, int, float, str]]:
                 rows.append((name, round(rate), cpu_us, profile))
                 print(f"  {name:30} {rate:9.0f} req/s  {cpu_us:7.1f} µs broker CPU/req  {profile}", flush=True)
             rows += fetch_session_rows(broker, seconds)
+            rows.append(share_parked.row(broker, _produce(1, build_batch([(None, b"x" * 100, [])]),
+                                                          share_parked.TOPIC), seconds))
             rows.append(echo_floor(scenarios["Heartbeat"], seconds))
         finally:
             broker.stop()

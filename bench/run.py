@@ -345,7 +345,9 @@ REQUESTS_NOTE = """
 One kbroker; one connection sends a request, reads the answer, sends the next, for 5 s per row
 (`bench/requests.py`: frames encoded once, so the client costs a socket write and read). Requests/s is
 bounded by the round trip through both processes on two cores; broker CPU per request is the broker's own
-cost. The profile names the broker functions with the most samples, callers included."""
+cost. The profile names the broker functions with the most samples, callers included. The share row
+(`bench/share_parked.py`) produces while one share member holds the partition's 2,000 records in flight and
+another member's ShareFetch waits for records it may acquire, woken by each write."""
 
 
 CONNECTIONS_NOTE = """

@@ -157,3 +157,51 @@ def test_a_fetch_reads_from_the_first_available_record_within_the_in_flight_limi
     assert sp.fetch_offset(10) == 1 and sp.fetch_offset(1) is None
     sp.acknowledge("a", [(0, 0, [ACCEPT])])
     assert sp.start == 1 and sp.fetch_offset(10) == 1
+
+
+def _first_available(sp: SharePartition) -> int:
+    """The next offset to fetch, searched from the start offset every time (what the kept bound saves)."""
+    return next((o for o in range(sp.start, sp.end) if o not in sp.records or sp.records[o].state == AVAILABLE),
+                sp.end)
+
+
+def test_the_next_offset_to_fetch_is_found_from_the_kept_bound_as_from_the_start():
+    """The search for an available record starts where the last one ended (a member waiting at the in-flight
+    limit is asked again at every write): through acquisitions, acknowledgements of every type, expired locks,
+    members leaving, the log's start moving and the delivery limit, it finds what a search from the start
+    finds."""
+    import random
+
+    for seed in range(200):
+        rng = random.Random(seed)
+        sp, now, log_end, locks = SharePartition(0, delivery_limit=3, max_in_flight=12), 0, 0, []
+        for _ in range(60):
+            step = rng.randrange(7)
+            if step == 0:
+                log_end += rng.randint(1, 6)
+            elif step == 1 and (offset := sp.fetch_offset(log_end)) is not None:
+                batches, base = [], offset
+                while base < log_end:
+                    last = min(log_end - 1, base + rng.randint(0, 3))
+                    batches.append((base, last, rng.random() < 0.1))
+                    base = last + 1
+                member = rng.choice("ab")
+                lock, _ = sp.acquire(member, batches, rng.randint(1, 10), now, 100,
+                                     rng.choice([0, RECORD_LIMIT]))
+                locks.append(lock)
+            elif step == 2:
+                held = sorted(o for o, r in sp.records.items() if r.state == ACQUIRED)
+                if held:
+                    first = rng.choice(held)
+                    last = min(first + rng.randint(0, 3), sp.end - 1)
+                    member = sp.records[first].member
+                    sp.acknowledge(member, [(first, last, [rng.choice([ACCEPT, RELEASE, REJECT, RENEW])])], now, 100)
+            elif step == 3 and locks:
+                now += rng.randint(0, 150)
+                sp.expire(rng.choice(locks), now)
+            elif step == 4:
+                sp.release_member(rng.choice("ab"))
+            elif step == 5 and rng.random() < 0.3:
+                sp.move_start(min(log_end, sp.start + rng.randint(0, 4)))
+            assert sp.next_fetch_offset() == _first_available(sp), seed
+            assert sp.can_acquire() == (sp.end - sp.start < sp.max_in_flight or _first_available(sp) < sp.end)

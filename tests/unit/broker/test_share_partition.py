@@ -165,11 +165,11 @@ def _first_available(sp: SharePartition) -> int:
                 sp.end)
 
 
-def test_the_next_offset_to_fetch_is_found_from_the_kept_bound_as_from_the_start():
+def test_the_next_offset_to_fetch_and_a_locks_records_are_found_as_by_a_walk_of_every_record():
     """The search for an available record starts where the last one ended (a member waiting at the in-flight
-    limit is asked again at every write): through acquisitions, acknowledgements of every type, expired locks,
-    members leaving, the log's start moving and the delivery limit, it finds what a search from the start
-    finds."""
+    limit is asked again at every write), and a lock's timer looks only at the ranges its acquisition took:
+    through acquisitions, acknowledgements of every type (renewals too), expired locks, members leaving, the
+    log's start moving and the delivery limit, both find what a walk of every record in flight finds."""
     import random
 
     for seed in range(200):
@@ -198,10 +198,18 @@ def test_the_next_offset_to_fetch_is_found_from_the_kept_bound_as_from_the_start
                     sp.acknowledge(member, [(first, last, [rng.choice([ACCEPT, RELEASE, REJECT, RENEW])])], now, 100)
             elif step == 3 and locks:
                 now += rng.randint(0, 150)
-                sp.expire(rng.choice(locks), now)
+                lock = rng.choice(locks)
+                under = [r for r in sp.records.values() if r.state == ACQUIRED and r.lock == lock]
+                assert sp.expire(lock, now) == sum(1 for r in under if r.deadline_ms <= now), seed
+                kept = [r.deadline_ms for r in under if r.deadline_ms > now]
+                assert sp.next_deadline(lock) == (max(kept) if kept else None), seed
             elif step == 4:
                 sp.release_member(rng.choice("ab"))
             elif step == 5 and rng.random() < 0.3:
                 sp.move_start(min(log_end, sp.start + rng.randint(0, 4)))
             assert sp.next_fetch_offset() == _first_available(sp), seed
             assert sp.can_acquire() == (sp.end - sp.start < sp.max_in_flight or _first_available(sp) < sp.end)
+        for lock in locks:   # every lock's timer runs out: nothing is left acquired, and no lock is remembered
+            sp.expire(lock, now + 1000)
+            assert sp.next_deadline(lock) is None
+        assert not any(r.state == ACQUIRED for r in sp.records.values()) and not sp._held, seed

@@ -111,7 +111,6 @@ def _answer(ctx, request):
             names = [n for n in names if ctx.authorized(acls.DESCRIBE, acls.TOPIC, n, log_denied=False)]
         topics = [describe_topic(ctx, n, rows=True) for n in names]
     else:
-        by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
         allow_create = broker.config["auto.create.topics.enable"] and request.allow_auto_topic_creation
         topics, asked = [], set()
         # A request naming any topic id is answered by its ids alone (v10+), as Kafka's: the names beside them,
@@ -126,7 +125,7 @@ def _answer(ctx, request):
                 continue   # (a topic asked for twice is answered once, as Kafka's)
             asked.add(key)
             if name is None:
-                name = by_id.get(item.topic_id)
+                name = broker.topic_ids.name_of(item.topic_id)
                 if name is None:
                     topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None,
                                    "topic_id": item.topic_id, "partitions": []})

@@ -1,7 +1,7 @@
 """Cluster metadata of a single broker: topics, their ids, partition counts and config overrides.
 
-``LocalMetadataStore`` persists it as JSON in the first log dir (written
-atomically); the cluster id it holds is the one ``meta.properties`` names
+``LocalMetadataStore`` persists it in the first log dir: a JSON snapshot (written atomically) and a journal
+of the changes since (storage/journal.py); the cluster id it holds is the one ``meta.properties`` names
 (storage/meta_properties.py). A ZooKeeper-backed store for clusters sits
 behind the same interface (broker/cluster/zk_store.py). ``MetadataCache``
 answers Metadata, DescribeCluster and the admin handlers from it.
@@ -18,11 +18,18 @@ from dataclasses import dataclass, field
 from kbroker.protocol.acls import AclBinding, binding_from_json, binding_to_json
 from kbroker.protocol.types import uuid_to_str
 from kbroker.storage.checkpoint import write_atomically
+from kbroker.storage.journal import Journal
 
 MAX_TOPIC_NAME = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 STORE_FILE = "kbroker-metadata.json"
+JOURNAL_FILE = "kbroker-metadata.journal"
+# A snapshot folds the journal in once it holds this many changes, or as many as the last snapshot held topics:
+# a change costs a line, and a snapshot's cost, which grows with the topics, is shared among as many changes.
+SNAPSHOT_AFTER = 1000
+# The keyed sections a change replaces one entry of (the journal names them)
+_SECTIONS = ("users", "quotas", "broker_configs", "group_configs", "client_metrics", "tokens")
 
 
 def _topic_name_fault(name: str | None) -> str | None:
@@ -75,8 +82,10 @@ class TopicMetadata:
 
 
 class LocalMetadataStore:
-    """Topics, SCRAM credentials, ACLs, quotas and dynamic broker configs persisted in one JSON file; every
-    change rewrites it atomically."""
+    """Topics, SCRAM credentials, ACLs, quotas and dynamic broker configs: a JSON snapshot and a journal of the
+    changes since. Every change is on disk before it returns, as one journal line; loading replays the journal
+    over the snapshot (each entry sets one thing whole, so replaying one the snapshot already holds changes
+    nothing). A clean stop folds the journal into the snapshot (``close``)."""
 
     def __init__(self, directory: str, broker_id: int, cluster_id: str | None = None) -> None:
         self.directory = directory
@@ -94,6 +103,7 @@ class LocalMetadataStore:
         self.cluster_id = cluster_id or ""
         self.broker_id = broker_id
         os.makedirs(directory, exist_ok=True)
+        self._journal = Journal(os.path.join(directory, JOURNAL_FILE))
         self._load()
 
     def _load(self) -> None:
@@ -110,6 +120,48 @@ class LocalMetadataStore:
             self.features = data.get("features", {})
             self.features_epoch = data.get("features_epoch", 0)
             self.tokens = data.get("delegation_tokens", {})
+        for entry in self._journal.read():
+            self._apply(entry)
+        self._folded = len(self.topics)   # (the topics a snapshot would hold: what the next one waits for)
+
+    def _apply(self, entry: dict) -> None:
+        """One journal entry's change (as ``_record`` wrote it)."""
+        if "topic" in entry:
+            name, value = entry["topic"], entry["value"]
+            if value is None:
+                self.topics.pop(name, None)
+            else:
+                self.topics[name] = TopicMetadata.from_json(name, value)
+        elif entry.get("section") in _SECTIONS:
+            mapping = getattr(self, entry["section"])
+            key = tuple(entry["key"]) if entry["section"] == "quotas" else entry["key"]
+            if entry["value"] is None:
+                mapping.pop(key, None)
+            else:
+                mapping[key] = entry["value"]
+        elif "acls" in entry:
+            self.acls = [binding_from_json(a) for a in entry["acls"]]
+        elif "features" in entry:
+            self.features, self.features_epoch = entry["features"], entry["epoch"]
+
+    def _record(self, entry: dict) -> None:
+        """Persist a change already made in memory: a journal line, or a snapshot when the journal is due one."""
+        journal = self._journal
+        if journal.broken or journal.entries >= max(SNAPSHOT_AFTER, self._folded):
+            self.snapshot()
+        else:
+            journal.append(entry)
+
+    def snapshot(self) -> None:
+        """The whole state written as the snapshot, then the journal emptied (a crash between the two replays
+        entries the snapshot holds already, which changes nothing)."""
+        self.save()
+        self._journal.reset()
+        self._folded = len(self.topics)
+
+    def close(self) -> None:
+        if self._journal.entries or self._journal.broken:
+            self.snapshot()
 
     def save(self) -> None:
         data = {"topics": {name: t.to_json() for name, t in sorted(self.topics.items())}, "users": self.users,
@@ -124,60 +176,63 @@ class LocalMetadataStore:
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> TopicMetadata:
         topic = TopicMetadata(name, uuid.uuid4().bytes, partitions, replication_factor, dict(configs))
         self.topics[name] = topic
-        self.save()
+        self._record_topic(name)
         return topic
 
     def delete_topic(self, name: str) -> None:
         self.topics.pop(name, None)
-        self.save()
+        self._record_topic(name)
 
     def set_partitions(self, name: str, count: int) -> None:
         self.topics[name].partitions = count
-        self.save()
+        self._record_topic(name)
 
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
-        self.save()
+        self._record_topic(name)
 
-    def _replace(self, mapping: dict, key, values: dict) -> None:
-        """``mapping[key]`` becomes ``values``; an empty set removes the key. Persisted before returning."""
-        if values:
-            mapping[key] = dict(values)
+    def _record_topic(self, name: str) -> None:
+        topic = self.topics.get(name)
+        self._record({"topic": name, "value": topic.to_json() if topic is not None else None})
+
+    def _replace(self, section: str, key, value) -> None:
+        """The section's entry ``key`` becomes ``value``; an empty one removes the key. Persisted before
+        returning."""
+        mapping = getattr(self, section)
+        if value:
+            mapping[key] = dict(value) if isinstance(value, dict) else value
         else:
             mapping.pop(key, None)
-        self.save()
+        self._record({"section": section, "key": list(key) if isinstance(key, tuple) else key,
+                      "value": mapping.get(key)})
 
     def set_user_credentials(self, user: str, credentials: dict[str, str]) -> None:
-        self._replace(self.users, user, credentials)
+        self._replace("users", user, credentials)
 
     def set_token(self, token_id: str, text: str | None) -> None:
         """A delegation token's JSON (None: the token is gone). Persisted before returning."""
-        if text is None:
-            self.tokens.pop(token_id, None)
-        else:
-            self.tokens[token_id] = text
-        self.save()
+        self._replace("tokens", token_id, text)
 
     def set_quotas(self, entity: tuple, values: dict[str, float]) -> None:
-        self._replace(self.quotas, entity, values)
+        self._replace("quotas", entity, values)
 
     def set_broker_configs(self, entity: str, texts: dict[str, str]) -> None:
-        self._replace(self.broker_configs, entity, texts)
+        self._replace("broker_configs", entity, texts)
 
     def set_group_configs(self, group: str, texts: dict[str, str]) -> None:
-        self._replace(self.group_configs, group, texts)
+        self._replace("group_configs", group, texts)
 
     def set_client_metrics(self, name: str, texts: dict[str, str]) -> None:
-        self._replace(self.client_metrics, name, texts)
+        self._replace("client_metrics", name, texts)
 
     def set_features(self, levels: dict[str, int]) -> None:
         self.features, self.features_epoch = dict(levels), self.features_epoch + 1
-        self.save()
+        self._record({"features": self.features, "epoch": self.features_epoch})
 
     def set_acls(self, acls) -> None:
         self.acls = sorted(acls, key=lambda a: (a.resource_type, a.pattern_type, a.name, a.principal, a.host,
                                                 a.operation, a.permission))
-        self.save()
+        self._record({"acls": [binding_to_json(a) for a in self.acls]})
 
 
 def new_cluster_id() -> str:

@@ -387,6 +387,11 @@ class Broker:
         if self.metrics_server is not None:
             await self.metrics_server.stop()
         self.log_manager.shutdown()
+        if self.cluster is None:
+            try:
+                self.metadata.close()   # (the journal folded into the snapshot: the next start replays nothing)
+            except OSError as exc:      # (a full disk: the journal stays, and the next start replays it)
+                log.warning("metadata_snapshot_failed", error=str(exc))
         log.info("broker_stopped", broker_id=self.broker_id)
         self._stopped.set()
 

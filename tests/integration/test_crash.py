@@ -10,10 +10,12 @@ import pytest
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kbroker.broker.metadata import JOURNAL_FILE, STORE_FILE
 from kbroker.client.connection import KafkaConnection
 from tests.integration.workload import make_topic
 
 PARTITIONS = 3
+STORE_FILES = (STORE_FILE, JOURNAL_FILE)
 
 
 def read_partition(bootstrap, topic, partition):
@@ -162,3 +164,38 @@ def test_a_damaged_epoch_checkpoint_is_rebuilt_from_the_batches(fresh_broker, da
     assert asyncio.run(epoch_ends(broker.port)) == written
     assert broker.stop() == 0
     assert open(checkpoint).read() == "0\n1\n0 0\n"
+
+
+def test_admin_changes_survive_kill_9_whether_journaled_or_folded_into_the_snapshot(fresh_broker):
+    """Topics (made, grown, configured, deleted), a group's and a client's configs, kept as journal lines and,
+    past a thousand changes, folded into the metadata snapshot: all there after kill -9, as librdkafka's admin
+    client describes them."""
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                       NewTopic, ResourceType)
+
+    broker = fresh_broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for first in range(0, 1100, 275):   # (a snapshot folds the journal in at 1,000 changes; the rest stay lines)
+        for future in admin.create_topics([NewTopic(f"many-{i}", 1, 1) for i in range(first, first + 275)]).values():
+            future.result(60)
+    admin.create_partitions([NewPartitions("many-7", 3)])["many-7"].result(30)
+    admin.delete_topics(["many-8"])["many-8"].result(30)
+    resources = [ConfigResource(ResourceType.TOPIC, "many-1099", incremental_configs=[
+                     ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)]),
+                 ConfigResource(ResourceType.GROUP, "g", incremental_configs=[
+                     ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])]
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result(30)
+    snapshot, journal = (os.path.join(broker.data_dir, name) for name in STORE_FILES)
+    assert os.path.getsize(snapshot) > 0 and os.path.getsize(journal) > 0   # (both ways are read back)
+    broker.kill()
+
+    broker.start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topics = admin.list_topics(timeout=30).topics
+    assert {f"many-{i}" for i in range(1100)} - topics.keys() == {"many-8"}
+    assert len(topics["many-7"].partitions) == 3 and len(topics["many-1099"].partitions) == 1
+    described = {r.name: configs.result(30) for r, configs in admin.describe_configs(resources).items()}
+    assert described["many-1099"]["retention.ms"].value == "123456"
+    assert described["g"]["share.auto.offset.reset"].value == "earliest"
+    assert broker.stop() == 0

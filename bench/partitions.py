@@ -3,6 +3,8 @@
 At 5,000 and 50,000 partitions (topics of 100): how long creating them takes, the broker's CPU while they sit
 idle, its resident memory and open descriptors, a full Metadata round trip, and a restart on the same data.
 Then the 50,000 get a record each and the broker restarts twice more: after a clean stop, and after kill -9.
+Last, 10,000 topics of one partition each: how long creating them takes, a one-topic Metadata's CPU (what every
+client asks) and a restart.
 The broker runs with a descriptor limit of 20,000, as the issue's machine had, so the larger count is served
 with log files opened on demand (``storage/open_files.py``).
 """
@@ -67,7 +69,44 @@ def measure(workdir: str) -> list[tuple[int, dict]]:
             print(f"  {partitions:,} partitions: {row}", flush=True)
         finally:
             broker.stop()
+    rows.append((0, many_topics(workdir)))
     return rows
+
+
+def _one_topic_metadata_us(port: int, pid: int, requests: int = 500) -> float:
+    """The broker's CPU per Metadata v12 naming one topic, asked ``requests`` times on one connection."""
+    request = frame(3, 12, {"topics": [{"topic_id": bytes(16), "name": "orders_7"}],
+                            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+
+    async def ask() -> float:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            cpu = cpu_seconds(pid)
+            for _ in range(requests):
+                writer.write(request)
+                await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
+            return (cpu_seconds(pid) - cpu) / requests * 1e6
+        finally:
+            writer.close()
+    return asyncio.run(ask())
+
+
+def many_topics(workdir: str, topics: int = 10000) -> dict:
+    """``topics`` topics of one partition (names with '_', which Kafka's collision check looks at)."""
+    broker = BrokerProcess(f"{workdir}/topics", open_files_limit=LIMIT).start()
+    try:
+        started = time.monotonic()
+        create_topics(broker.bootstrap, topics, 1, prefix="orders_")
+        row = {"topics": topics, "create": time.monotonic() - started,
+               "metadata_us": _one_topic_metadata_us(broker.port, broker.proc.pid)}
+        broker.stop()
+        started = time.monotonic()
+        broker.start(timeout=600)
+        row["restart"] = time.monotonic() - started
+        print(f"  {topics:,} topics: {row}", flush=True)
+        return row
+    finally:
+        broker.stop()
 
 
 def _written_restarts(broker: BrokerProcess, names: list[str]) -> dict:
@@ -88,6 +127,8 @@ def table(rows: list[tuple[int, dict]]) -> str:
     lines = ["| partitions | created in | idle CPU | resident | descriptors | Metadata (all) | restart |",
              "|---|---|---|---|---|---|---|"]
     for partitions, r in rows:
+        if not partitions:
+            continue
         lines.append(f"| {partitions:,} | {r['create']:.1f} s | {r['idle_cpu']:.1%} | {r['rss'] / 2**20:.0f} MB | "
                      f"{r['fds']:,} | {r['metadata']:.0f} ms | {r['restart']:.1f} s |")
     written = [(partitions, r) for partitions, r in rows if "written_restart" in r]
@@ -96,4 +137,8 @@ def table(rows: list[tuple[int, dict]]) -> str:
                   "|---|---|---|"]
         lines += [f"| {partitions:,} | {r['written_restart']:.1f} s | {r['written_crash_restart']:.1f} s |"
                   for partitions, r in written]
+    for r in (r for partitions, r in rows if not partitions):
+        lines += ["", "| topics of one partition | created in | Metadata (one topic), broker CPU | restart |",
+                  "|---|---|---|---|",
+                  f"| {r['topics']:,} | {r['create']:.1f} s | {r['metadata_us']:.0f} µs | {r['restart']:.1f} s |"]
     return "\n".join(lines)

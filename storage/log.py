@@ -65,6 +65,19 @@ def partition_dir_name(topic: str, partition: int) -> str:
 
 
 class Log(ProducerLogMixin, ReplicaLogMixin):
+    # Assignments of any log's config, process-wide: what the log manager's cached lists of the logs a periodic
+    # pass looks at (compacted, flushed by time) are keyed on, beside the logs' own changes
+    config_changes = 0
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        self._config = config
+        Log.config_changes += 1
+
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
                  clean_shutdown: bool = False, clock=time.time) -> None:

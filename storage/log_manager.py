@@ -34,6 +34,7 @@ from kbroker.storage import cleaner
 from kbroker.storage.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.storage.log import Log, partition_dir_name
 from kbroker.storage.log_config import LONG_MAX, LogConfig
+from kbroker.storage.logs import Logs
 from kbroker.storage.open_files import DESCRIPTOR_ERRORS, OPEN_FILES
 
 log = structlog.get_logger("storage.log_manager")
@@ -50,7 +51,7 @@ class LogManager:
     def __init__(self, log_dirs: list[str], clock=time.time) -> None:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.clock = clock
-        self.logs: dict[tuple[str, int], Log] = {}
+        self.logs = Logs()
         # Where a replica not hosted yet is to be created (AlterReplicaLogDirs before its LeaderAndIsr)
         self.preferred_dirs: dict[tuple[str, int], str] = {}
         self._retired: list[tuple[float, Log]] = []   # replaced by their future logs, deleted when due
@@ -355,7 +356,8 @@ class LogManager:
         cleaned = 0
         try:
             # (the compacted logs first: a pass over a dir without any, every log.cleaner.backoff.ms, reads nothing)
-            compacted = [(tp, lg) for tp, lg in self.logs.items() if lg.config.compact and lg.parent_dir == d]
+            compacted = [(tp, lg) for tp, lg in self.logs.where("compacted", lambda lg: lg.config.compact)
+                         if lg.parent_dir == d]
             if not compacted:
                 return 0
             path = os.path.join(d, CLEANER)
@@ -390,7 +392,8 @@ class LogManager:
     def flush_by_time(self) -> None:
         # Only logs with something unflushed and a finite flush.ms (Kafka's default is none) are looked at: the
         # pass runs every second over every log, and an idle broker's logs would cost it a call each.
-        due = [lg for lg in self.logs.values() if lg.unflushed_messages and lg.config.flush_ms < LONG_MAX]
+        due = [lg for _, lg in self.logs.where("flushed by time", lambda lg: lg.config.flush_ms < LONG_MAX)
+               if lg.unflushed_messages]
         if due:
             self._each_log(lambda lg: lg.maybe_flush_by_time(), due)
         try:

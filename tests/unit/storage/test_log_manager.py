@@ -103,3 +103,34 @@ def test_a_failed_dir_takes_its_logs_offline_and_nothing_else(tmp_path):
     lm.checkpoint()
     lm.shutdown()
     assert failed == [(lm.log_dirs[1], [("t", 1)])]
+
+
+def test_the_passes_lists_follow_logs_coming_going_and_changing_config(tmp_path):
+    """The compacted logs and those flushed by time, which the periodic passes walk instead of every log: a
+    log made, a config assigned, a log deleted, a dir failed, a log moved to another dir, each shows at once."""
+    from dataclasses import replace
+
+    manager = _manager(tmp_path)
+    compacted = lambda: sorted(tp for tp, _ in manager.logs.where("compacted", lambda lg: lg.config.compact))  # noqa
+    timed = lambda: sorted(tp for tp, _ in manager.logs.where("timed", lambda lg: lg.config.flush_ms < 1000))  # noqa
+    for p in range(4):
+        manager.preferred_dirs[("t", p)] = manager.log_dirs[p % 2]
+        manager.get_or_create("t", p, replace(CONFIG, cleanup_policy="compact" if p == 0 else "delete"))
+    assert compacted() == [("t", 0)] and timed() == []
+    manager.get("t", 1).config = replace(CONFIG, cleanup_policy="compact", flush_ms=10)
+    assert compacted() == [("t", 0), ("t", 1)] and timed() == [("t", 1)]
+    lead(manager.get("t", 1), [b"x"], 0)
+    assert manager.get("t", 1).unflushed_messages
+    manager.get("t", 1).last_flush_ms = 0   # (its flush.ms long past)
+    manager.flush_by_time()
+    assert not manager.get("t", 1).unflushed_messages   # (found by the pass through the list)
+    manager.delete("t", 0)
+    assert compacted() == [("t", 1)]
+    manager.get_or_create("t", 5, replace(CONFIG, cleanup_policy="compact"))
+    assert compacted() == [("t", 1), ("t", 5)]
+    manager.fail_dir(manager.get("t", 1).parent_dir)
+    assert compacted() == [("t", 5)] and timed() == []
+    future = manager.create_future(("t", 5), [d for d in manager.online_dirs if d != manager.get("t", 5).parent_dir][0]
+                                   if len(manager.online_dirs) > 1 else manager.online_dirs[0])
+    moved = manager.promote_future(("t", 5), future)
+    assert manager.logs.where("compacted", lambda lg: lg.config.compact) == [(("t", 5), moved)]

@@ -28,6 +28,7 @@ from kbroker.protocol.types import FileRegion
 from kbroker.storage.log import AppendInfo, OffsetOutOfRange
 from kbroker.storage.log_config import LogConfig
 from kbroker.storage.log_manager import KafkaStorageError, LogManager
+from kbroker.storage.logs import ByPartition
 
 log = structlog.get_logger("broker.replica_manager")
 
@@ -88,7 +89,7 @@ class ReplicaManager:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.clock = clock
-        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.partitions: dict[tuple[str, int], Partition] = ByPartition()   # (a topic's without a walk of all)
         self.fetch_purgatory = Purgatory("fetch")
         self.isr_shrinks = self.isr_expands = 0   # on partitions led here (metrics)
         self.replication_bytes_in = 0             # appended as a follower (metrics)
@@ -207,15 +208,14 @@ class ReplicaManager:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def remove_topic(self, topic: str) -> None:
-        for tp in [tp for tp in self.partitions if tp[0] == topic]:
+        for tp in self.partitions.of_topic(topic):
             self.partitions.pop(tp)
             self.log_manager.delete(*tp)
             self.fetch_purgatory.check_and_complete(tp)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
-        for (t, _), partition in self.partitions.items():
-            if t == topic:
-                partition.log.config = config
+        for tp in self.partitions.of_topic(topic):
+            self.partitions[tp].log.config = config
 
     # ------------------------------------------------------------------ produce
     def append_records(self, topic: str, index: int, records, required_acks: int, *,

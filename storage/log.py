@@ -84,7 +84,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
         self.directory = directory
         self.topic = topic
         self.partition = partition
-        self.config = config
+        self._config = config   # (not a change: a new log is tested as it joins the log manager's logs)
         self.clock = clock
         self.producer_state = ProducerStateManager()
         self.segments: list[LogSegment] = []

@@ -19,6 +19,7 @@ from kbroker.protocol.acls import AclBinding, binding_from_json, binding_to_json
 from kbroker.protocol.types import uuid_to_str
 from kbroker.storage.checkpoint import write_atomically
 from kbroker.storage.journal import Journal
+from kbroker.storage.logs import WatchedDict
 
 MAX_TOPIC_NAME = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -81,6 +82,34 @@ class TopicMetadata:
                    dict(data.get("configs", {})))
 
 
+class Topics(WatchedDict):
+    """Topic name -> TopicMetadata, with the names Kafka's collision rule compares indexed ('.' read as '_'), so
+    that checking a new topic's name needs no walk of every topic."""
+
+    def __init__(self, topics=()) -> None:
+        super().__init__()
+        self._normalized: dict[str, dict[str, None]] = {}   # (names in the order they came, as the dict's)
+        self.update(topics)
+
+    def colliding(self, name: str) -> str | None:
+        """The first topic whose name differs from ``name`` only in '.' versus '_' (Kafka forbids them: metric
+        names would clash), ``name`` itself if it is there, or None."""
+        if "." not in name and "_" not in name:
+            return None
+        return next(iter(self._normalized.get(name.replace(".", "_"), ())), None)
+
+    def _added(self, key, value) -> None:
+        if "." in key or "_" in key:
+            self._normalized.setdefault(key.replace(".", "_"), {})[key] = None
+
+    def _removed(self, key) -> None:
+        names = self._normalized.get(key.replace(".", "_"))
+        if names is not None:
+            names.pop(key, None)
+            if not names:
+                del self._normalized[key.replace(".", "_")]
+
+
 class LocalMetadataStore:
     """Topics, SCRAM credentials, ACLs, quotas and dynamic broker configs: a JSON snapshot and a journal of the
     changes since. Every change is on disk before it returns, as one journal line; loading replays the journal
@@ -90,7 +119,7 @@ class LocalMetadataStore:
     def __init__(self, directory: str, broker_id: int, cluster_id: str | None = None) -> None:
         self.directory = directory
         self.path = os.path.join(directory, STORE_FILE)
-        self.topics: dict[str, TopicMetadata] = {}
+        self.topics: dict[str, TopicMetadata] = Topics()
         self.users: dict[str, dict[str, str]] = {}   # SCRAM credentials: user -> mechanism -> Kafka's text
         self.acls: list[AclBinding] = []
         self.quotas: dict[tuple, dict[str, float]] = {}   # (user, client id, IP) -> quota key -> bound
@@ -110,7 +139,8 @@ class LocalMetadataStore:
         if os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
                 data = json.load(f)
-            self.topics = {name: TopicMetadata.from_json(name, t) for name, t in data.get("topics", {}).items()}
+            self.topics = Topics((name, TopicMetadata.from_json(name, t))
+                                 for name, t in data.get("topics", {}).items())
             self.users = data.get("users", {})
             self.acls = [binding_from_json(a) for a in data.get("acls", [])]
             self.quotas = {(q["user"], q["client_id"], q.get("ip")): q["quotas"] for q in data.get("quotas", [])}

@@ -24,7 +24,7 @@ import structlog
 from kbroker.broker.cluster.assignment import assign_replicas
 from kbroker.broker.cluster.zk_client import KafkaZkClient, TopicAssignment
 from kbroker.broker.configuration.dynamic_config import DEFAULT_ENTITY
-from kbroker.broker.metadata import TopicMetadata
+from kbroker.broker.metadata import TopicMetadata, Topics
 from kbroker.broker.configuration.quotas import QUOTA_KEYS
 from kbroker.broker.security.delegation_tokens import TokenInfo
 
@@ -36,7 +36,7 @@ class ZkTopicStore:
 
     def __init__(self, member) -> None:
         self.member = member
-        self.topics: dict[str, TopicMetadata] = {}
+        self.topics: dict[str, TopicMetadata] = Topics()
         self.group_configs: dict[str, dict[str, str]] = {}   # group id -> its configs, from /config/groups
         self.client_metrics: dict[str, dict[str, str]] = {}  # subscription -> configs, /config/client-metrics
         self.features: dict[str, int] = {}                     # feature -> level, from /feature

@@ -18,17 +18,6 @@ from kbroker.storage.java_order import hash_order, table_size
 CLUSTER_METADATA = "__cluster_metadata"   # (Kafka's KRaft log: never a topic a client may make)
 
 
-def _collides(name: str, existing) -> str | None:
-    """Kafka forbids topics whose names differ only in '.' versus '_' (metric names would clash)."""
-    if "." not in name and "_" not in name:
-        return None
-    normalized = name.replace(".", "_")
-    for other in existing:
-        if other.replace(".", "_") == normalized and ("." in other or "_" in other):
-            return other
-    return None
-
-
 def _assignments_problem(assignments, live: set[int]) -> str | None:
     """Why manual replica assignments cannot make a topic, in Kafka's controller's order, or None: each
     partition once and its replicas sound, then the partitions numbered 0 up without a gap."""
@@ -54,7 +43,7 @@ def _name_problem(broker, name: str) -> tuple[ErrorCode, str] | None:
     invalid = topic_name_invalid(name)
     if invalid:
         problem = ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
-    other = _collides(name, broker.metadata.topics)
+    other = broker.metadata.topics.colliding(name)
     if other:
         problem = ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}"
     if name in broker.metadata.topics:

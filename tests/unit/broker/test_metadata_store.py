@@ -80,3 +80,36 @@ def test_a_change_is_a_line_and_the_snapshot_is_rewritten_once_per_many(tmp_path
     # (a snapshot once the journal holds 10 changes, then once it holds as many as the last snapshot had topics)
     assert snapshots == [11, 23]
     assert sorted(LocalMetadataStore(directory, 0).topics) == sorted(f"t{i}" for i in range(40))
+
+
+def _colliding_by_walk(name: str, existing) -> str | None:
+    """Kafka's collision rule by a walk of every topic (what the index saves)."""
+    if "." not in name and "_" not in name:
+        return None
+    return next((other for other in existing if other.replace(".", "_") == name.replace(".", "_")
+                 and ("." in other or "_" in other)), None)
+
+
+def test_a_colliding_name_is_found_by_the_index_as_by_a_walk_of_every_topic():
+    import random
+
+    rng = random.Random(3)
+    topics = metadata.Topics([("a_b", 0), ("plain", 0)])
+    for _ in range(3000):
+        name = "".join(rng.choice("ab._") for _ in range(rng.randint(1, 4)))
+        step = rng.randrange(4)
+        if step == 0:
+            topics[name] = 0
+        elif step == 1:
+            topics.pop(name, None)
+        elif step == 2:
+            topics.setdefault(name, 0)
+        assert topics.colliding(name) == _colliding_by_walk(name, topics), name
+
+
+def test_a_loaded_store_indexes_the_topics_it_read(tmp_path):
+    store = LocalMetadataStore(str(tmp_path), 0)
+    store.create_topic("x.y", 1, 1, {})
+    assert LocalMetadataStore(str(tmp_path), 0).topics.colliding("x_y") == "x.y"   # (from the journal)
+    store.close()
+    assert LocalMetadataStore(str(tmp_path), 0).topics.colliding("x_y") == "x.y"   # (from the snapshot)

@@ -65,8 +65,8 @@ def partition_dir_name(topic: str, partition: int) -> str:
 
 
 class Log(ProducerLogMixin, ReplicaLogMixin):
-    # Assignments of any log's config, process-wide: what the log manager's cached lists of the logs a periodic
-    # pass looks at (compacted, flushed by time) are keyed on, beside the logs' own changes
+    # Assignments of any log's config, process-wide: a change here has the log manager's lists of the logs its
+    # periodic passes walk (compacted, flushed by time) made anew (storage/logs.py)
     config_changes = 0
 
     @property

@@ -24,8 +24,6 @@ def handle(ctx, request):
         current = [(tp, lm.logs[tp], False) for tp in wanted if tp in lm.logs]
         moving = [(tp, futures[tp], True) for tp in wanted if tp in futures]
     for (topic, index), log, is_future in sorted(current + moving, key=lambda e: (e[0], e[2])):
-        if wanted is not None and (topic, index) not in wanted:
-            continue
         if is_future:   # a replica on its way here: how far it is behind the current one
             lag = broker.alter_log_dirs.lag((topic, index))
         else:

@@ -15,8 +15,7 @@ from kbroker.storage.log import Log
 
 class WatchedDict(dict):
     """A dict that tells its subclass of every key put (``_added``) and taken out (``_removed``), through every
-    way of changing it, and counts its changes (``version``). Reads are a plain dict's."""
-    version = 0
+    way of changing it. Reads are a plain dict's."""
 
     def _added(self, key, value) -> None:
         pass
@@ -25,17 +24,14 @@ class WatchedDict(dict):
         pass
 
     def __setitem__(self, key, value) -> None:
-        self.version += 1
         super().__setitem__(key, value)
         self._added(key, value)
 
     def __delitem__(self, key) -> None:
-        self.version += 1
         super().__delitem__(key)
         self._removed(key)
 
     def pop(self, key, *default):
-        self.version += 1
         if key in self:
             value = super().pop(key)
             self._removed(key)
@@ -43,7 +39,6 @@ class WatchedDict(dict):
         return super().pop(key, *default)
 
     def popitem(self):
-        self.version += 1
         key, value = super().popitem()
         self._removed(key)
         return key, value

@@ -4,7 +4,7 @@ At 5,000 and 50,000 partitions (topics of 100): how long creating them takes, th
 idle, its resident memory and open descriptors, a full Metadata round trip, and a restart on the same data.
 Then the 50,000 get a record each and the broker restarts twice more: after a clean stop, and after kill -9.
 Last, 10,000 topics of one partition each: how long creating them takes, a one-topic Metadata's CPU (what every
-client asks) and a restart.
+client asks; the small-request table's drive) and a restart.
 The broker runs with a descriptor limit of 20,000, as the issue's machine had, so the larger count is served
 with log files opened on demand (``storage/open_files.py``).
 """
@@ -17,7 +17,7 @@ import signal
 import time
 
 from bench.loadgen import cpu_seconds
-from bench.requests import frame
+from bench.requests import _timed_drive, frame
 from tests import hostile
 from tests.brokerproc import BrokerProcess
 from tests.integration.test_open_files import create_topics, produce_one_each
@@ -73,32 +73,16 @@ def measure(workdir: str) -> list[tuple[int, dict]]:
     return rows
 
 
-def _one_topic_metadata_us(port: int, pid: int, requests: int = 500) -> float:
-    """The broker's CPU per Metadata v12 naming one topic, asked ``requests`` times on one connection."""
-    request = frame(3, 12, {"topics": [{"topic_id": bytes(16), "name": "orders_7"}],
-                            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
-
-    async def ask() -> float:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            cpu = cpu_seconds(pid)
-            for _ in range(requests):
-                writer.write(request)
-                await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
-            return (cpu_seconds(pid) - cpu) / requests * 1e6
-        finally:
-            writer.close()
-    return asyncio.run(ask())
-
-
 def many_topics(workdir: str, topics: int = 10000) -> dict:
     """``topics`` topics of one partition (names with '_', which Kafka's collision check looks at)."""
     broker = BrokerProcess(f"{workdir}/topics", open_files_limit=LIMIT).start()
     try:
         started = time.monotonic()
         create_topics(broker.bootstrap, topics, 1, prefix="orders_")
+        metadata = frame(3, 12, {"topics": [{"topic_id": bytes(16), "name": "orders_7"}],
+                                 "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
         row = {"topics": topics, "create": time.monotonic() - started,
-               "metadata_us": _one_topic_metadata_us(broker.port, broker.proc.pid)}
+               "metadata_us": _timed_drive(broker.proc.pid, broker.port, [metadata], 3)[1]}
         broker.stop()
         started = time.monotonic()
         broker.start(timeout=600)

@@ -85,15 +85,11 @@ async def _measure(port: int, pid: int, seconds: float, produce_frame: bytes) ->
                 epoch += 1
         waiting = asyncio.create_task(keep_waiting())
         await asyncio.sleep(0.2)   # (its first fetch parked)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        sent, cpu0, began = 0, cpu_seconds(pid), time.monotonic()
-        while time.monotonic() - began < seconds:
-            writer.write(produce_frame)
-            size = int.from_bytes(await reader.readexactly(4), "big")
-            await reader.readexactly(size)
-            sent += 1
+        from bench.requests import _drive   # (here: bench.requests imports this module)
+
+        cpu0, began = cpu_seconds(pid), time.monotonic()
+        sent = await _drive(port, [produce_frame], seconds)
         wall, cpu = time.monotonic() - began, cpu_seconds(pid) - cpu0
-        writer.close()
         stop.set()
         await waiting
         return sent / wall, cpu / sent * 1e6

@@ -132,3 +132,23 @@ def test_more_partitions_than_one_request_may_ask_through_confluent_are_refused(
     except KafkaException as exc:
         assert exc.args[0].code() == KafkaError.POLICY_VIOLATION, exc
     assert topic_name not in admin.list_topics(timeout=10).topics
+
+
+def test_a_name_colliding_with_a_topics_through_confluent_is_refused(broker, topic_name):
+    """Kafka forbids topics whose names differ only in '.' versus '_': confluent-kafka's admin asking for
+    "<t>.x" after "<t>_x" gets INVALID_TOPIC_EXCEPTION naming the topic it collides with (the broker's index of
+    such names), and a name without either is made."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(f"{topic_name}_x", 1, 1)])[f"{topic_name}_x"].result(15)
+    future = admin.create_topics([NewTopic(f"{topic_name}.x", 1, 1)])[f"{topic_name}.x"]
+    try:
+        future.result(15)
+        raise AssertionError("created")
+    except KafkaException as exc:
+        assert exc.args[0].code() == KafkaError.TOPIC_EXCEPTION, exc
+        assert f"collides with existing topic: {topic_name}_x" in exc.args[0].str(), exc
+    admin.create_topics([NewTopic(f"{topic_name}x", 1, 1)])[f"{topic_name}x"].result(15)
+    assert f"{topic_name}.x" not in admin.list_topics(timeout=10).topics

@@ -50,6 +50,28 @@ def test_compacted_topic_keeps_the_latest_value_per_key(broker, topic_name):
     assert offsets == sorted(offsets) and offsets[-1] == 599   # offsets never change; the last one stays
 
 
+def test_a_topic_switched_to_compact_by_an_admin_client_is_compacted(broker, topic_name):
+    """The cleaner walks a list of the compacted logs, kept as logs come and go; a topic made with
+    cleanup.policy=delete joins it when librdkafka's admin client switches the policy."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    make_topic(broker.bootstrap, topic_name, 1, {"internal.segment.bytes": "2048",
+                                                 "min.cleanable.dirty.ratio": "0.01"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(400):
+        producer.produce(topic_name, key=f"key-{i % 10}".encode(), value=f"value-{i}".encode())
+        producer.flush(10)
+    assert len(read_all(broker.bootstrap, topic_name)) == 400   # (not compacted while the policy is delete)
+    resource = ConfigResource(ResourceType.TOPIC, topic_name, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})   # (kept alive until the result arrives)
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    wait_until(lambda: len(read_all(broker.bootstrap, topic_name)) < 100, 30, "the cleaner to compact")
+    got = read_all(broker.bootstrap, topic_name)
+    latest = {key: value for _, key, value in got}
+    assert latest == {f"key-{k}".encode(): f"value-{390 + k}".encode() for k in range(10)}
+
+
 def test_keyless_records_are_refused_on_a_compacted_topic(broker, topic_name):
     make_topic(broker.bootstrap, topic_name, 1, {"cleanup.policy": "compact"})
     producer = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})

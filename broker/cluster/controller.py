@@ -62,6 +62,7 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
         # forgotten when the broker restarts, as Kafka's controller does.
         self.offline_replicas: dict[int, set[tuple[str, int]]] = {}
         self._new_replicas: set[tuple[str, int]] = set()
+        self._topic_watches: dict[str, object] = {}
 
     # ------------------------------------------------------------------ event plumbing
     async def _zk(self, fn, *args):
@@ -72,6 +73,16 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
         def fire(_watched_event):
             self.loop.call_soon_threadsafe(self.enqueue, event)
         return fire
+
+    def _topic_watch(self, name: str):
+        """The watch on a topic's assignment: queues ``partition_modifications`` for that topic alone (one
+        function per topic, as kazoo keeps a set of them per path)."""
+        watch = self._topic_watches.get(name)
+        if watch is None:
+            def watch(_watched_event):
+                self.loop.call_soon_threadsafe(self.enqueue, "partition_modifications", name)
+            self._topic_watches[name] = watch
+        return watch
 
     def enqueue(self, event: str, *args) -> asyncio.Future:
         done = self.loop.create_future()
@@ -141,13 +152,14 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
 
     async def _load_topic(self, name: str) -> list[tuple[str, int]]:
         """Read a topic's assignment and partition states; create the state of new partitions."""
-        assignment = await self._zk(self.zk.topic_assignment, name, self._watch("topic_change"))
+        assignment = await self._zk(self.zk.topic_assignment, name, self._topic_watch(name))
         if assignment is None:
             return []
         self.assignments[name] = assignment
         fresh = []
+        states = await self._zk(self.zk.partition_states, name, list(assignment.partitions))
         for p, replicas in assignment.partitions.items():
-            state = await self._zk(self.zk.partition_state, name, p)
+            state = states[p]
             if state is None:
                 live = [r for r in replicas if r in self.live]
                 state = LeaderIsr(live[0] if live else NO_LEADER, 0, live, self.epoch, -1)
@@ -191,16 +203,16 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
     async def _write_pending(self) -> None:
         """Write every changed partition state to ZooKeeper (create or conditional update)."""
         dirty, self._dirty = set(self._dirty), set()
-        for tp in dirty:
-            state = self.states.get(tp)
-            if state is None:
+        writes = [(tp[0], tp[1], self.states[tp]) for tp in sorted(dirty) if tp in self.states]
+        creations = [state.zk_version < 0 for _, _, state in writes]
+        made = await self._zk(self.zk.write_partition_states, writes)
+        for (topic, p, _), creation, ok in zip(writes, creations, made):
+            if ok:
                 continue
-            if state.zk_version < 0:
-                created = await self._zk(self.zk.create_partition_state, tp[0], tp[1], state)
-                if not created:   # another controller created it: read it back
-                    self.states[tp] = await self._zk(self.zk.partition_state, tp[0], tp[1])
-            elif not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
-                await self._resign(f"conditional write of {tp} failed: a newer controller owns the state")
+            if creation:   # another controller created it: read it back
+                self.states[(topic, p)] = (await self._zk(self.zk.partition_states, topic, [p]))[p]
+            else:
+                await self._resign(f"conditional write of {(topic, p)} failed: a newer controller owns the state")
                 raise RuntimeError("controller moved")
 
     # ------------------------------------------------------------------ events
@@ -231,7 +243,9 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
         if bounced:   # where a bounced broker was the only ISR member, it is the one leader that loses nothing
             changed |= self._elect_offline(set(self.states))
         self._drop_from_isrs(failed, changed)
-        await self._publish(changed, everything_to=born)   # (a started broker learns all it hosts)
+        # (a started broker learns all it hosts; the others, every partition whose offline replicas changed)
+        await self._publish(changed, everything_to=born,
+                            described={tp for tp in self.states if any(self._hosts(b, tp) for b in failed)})
 
     def _drop_from_isrs(self, failed, changed: set) -> None:
         """The ``failed`` brokers leave every ISR a live leader keeps (Kafka's OfflineReplica transition), so
@@ -248,16 +262,29 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
                 changed.add(tp)
 
     async def _on_topic_change(self) -> None:
+        """Topics created: only those not known are read (a topic's own changes come to
+        ``_on_partition_modifications``; reading every topic's assignment at each creation made creating n topics
+        cost O(n²) reads)."""
         if not self.active:
             return
         names = await self._zk(self.zk.topic_names, self._watch("topic_change"))
         fresh = []
         for name in names:
-            known = self.assignments.get(name)
-            assignment = await self._zk(self.zk.topic_assignment, name)
-            if assignment is None or (known is not None and known.partitions == assignment.partitions):
-                continue
-            fresh += await self._load_topic(name)
+            if name not in self.assignments:
+                fresh += await self._load_topic(name)
+        await self._partitions_created(fresh)
+
+    async def _on_partition_modifications(self, name: str) -> None:
+        """A known topic's assignment changed in ZooKeeper (CreatePartitions): its new partitions are created."""
+        if not self.active or name not in self.assignments:
+            return
+        assignment = await self._zk(self.zk.topic_assignment, name)
+        known = self.assignments.get(name)
+        if assignment is None or known is None or known.partitions == assignment.partitions:
+            return
+        await self._partitions_created(await self._load_topic(name))
+
+    async def _partitions_created(self, fresh: list) -> None:
         if fresh:
             log.info("controller_partitions_created", partitions=len(fresh))
             self._new_replicas = set(fresh)   # is_new: created empty even where a log dir is offline
@@ -274,6 +301,7 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
             return
         for name in names:
             assignment = self.assignments.pop(name, None)
+            self._topic_watches.pop(name, None)
             if assignment is not None:
                 by_broker: dict[int, list[int]] = {}
                 for p, replicas in assignment.partitions.items():
@@ -284,7 +312,7 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
                     self.send_delete_replicas(b, name, ps)
             await self._zk(self.zk.delete_topic_znodes, name)
             log.info("controller_topic_deleted", topic=name)
-        self._send_update_metadata(set(self.live), deleted=names)
+        self._send_update_metadata(set(self.live), deleted=names, partitions=())
 
     async def _on_alter_partition(self, request, version: int = 1) -> dict:
         """A leader's ISR change: decided as Kafka's controller does (``isr_changes``), written conditionally."""
@@ -295,8 +323,7 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
             log.info("alter_partition_stale_broker_epoch", broker_id=request.broker_id,
                      broker_epoch=request.broker_epoch, current=self._epoch_of(request.broker_id))
             return {"throttle_time_ms": 0, "error_code": ErrorCode.STALE_BROKER_EPOCH, "topics": []}
-        topics = []
-        changed = set()
+        topics, changed, answered = [], set(), []
         for topic, name in isr_changes.resolve_topics(request, version, self._names_by_id() if version >= 2 else {}):
             results = []
             topics.append({"topic_name": topic.topic_name, "topic_id": topic.topic_id, "partitions": results})
@@ -306,8 +333,9 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
                 new_isr = list(p.new_isr) if p.new_isr else [b.broker_id for b in (p.new_isr_with_epochs or [])]
                 outcome = ErrorCode.UNKNOWN_TOPIC_ID if name is None else isr_changes.decide(
                     state, request.broker_id, p, new_isr, version, lambda b: self._usable(b, tp))
-                if outcome is isr_changes.WRITE and any(b not in self._replicas(tp) for b in new_isr):
-                    outcome = ErrorCode.INVALID_REQUEST
+                unassigned = any(b not in self._replicas(tp) for b in new_isr) if state is not None else False
+                if outcome is isr_changes.WRITE and (unassigned or tp in changed):
+                    outcome = ErrorCode.INVALID_REQUEST   # (a replica not assigned, or the partition named twice)
                 if isinstance(outcome, ErrorCode):
                     results.append({"partition_index": p.partition_index, "error_code": outcome, "leader_id": -1,
                                     "leader_epoch": -1, "isr": [], "partition_epoch": -1})
@@ -315,17 +343,22 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
                 if outcome is isr_changes.WRITE:
                     state.isr = new_isr
                     state.controller_epoch = self.epoch
-                    if not await self._zk(self.zk.update_partition_state, tp[0], tp[1], state):
-                        await self._resign(f"conditional write of {tp} failed")
-                        return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
                     changed.add(tp)
-                    log.info("isr_changed", topic=tp[0], partition=tp[1], isr=new_isr,
-                             leader_epoch=state.leader_epoch)
-                results.append({"partition_index": p.partition_index, "error_code": 0, "leader_id": state.leader,
-                                "leader_epoch": state.leader_epoch, "isr": list(state.isr),
-                                "partition_epoch": state.zk_version})
+                answered.append((results, p.partition_index, state))
+        # (the writes pipelined; each answer carries the version its write made)
+        writes = [(tp[0], tp[1], self.states[tp]) for tp in sorted(changed)]
+        if not all(await self._zk(self.zk.write_partition_states, writes)):
+            await self._resign(f"a conditional write of {len(writes)} ISR changes failed")
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.NOT_CONTROLLER, "topics": []}
+        for tp in sorted(changed):
+            log.info("isr_changed", topic=tp[0], partition=tp[1], isr=self.states[tp].isr,
+                     leader_epoch=self.states[tp].leader_epoch)
+        for results, index, state in answered:
+            results.append({"partition_index": index, "error_code": 0, "leader_id": state.leader,
+                            "leader_epoch": state.leader_epoch, "isr": list(state.isr),
+                            "partition_epoch": state.zk_version})
         if changed:
-            self._send_update_metadata(set(self.live))
+            self._send_update_metadata(set(self.live), partitions=changed)
             await self.reassignments.maybe_complete(changed)   # a target replica may have just caught up
         return {"throttle_time_ms": 0, "error_code": 0, "topics": topics}
 
@@ -350,7 +383,7 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
         self._leave_isrs(broker_id, partitions, changed)
         log.warning("controller_replicas_offline", broker_id=broker_id, partitions=len(partitions),
                     changed=len(changed))
-        await self._publish(changed)
+        await self._publish(changed, described=partitions)
 
     async def _on_alter_reassignments(self, request) -> dict:
         return await self.reassignments.alter(request)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_FULL_STATES, UPDATE_TYPE_INCREMENTAL
+from kbroker.broker.cluster.metadata_cache import UPDATE_TYPE_STATES, UPDATE_TYPE_INCREMENTAL
 from kbroker.protocol.errors import ErrorCode
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
@@ -83,17 +83,21 @@ class ControllerRequestsMixin:
             "topic_states": [{"topic_name": topic, "partition_states": [
                 {"partition_index": p, "leader_epoch": -2, "delete_partition": True} for p in partitions]}]})
 
-    def _send_update_metadata(self, brokers, deleted: list[str] = (), partitions: bool = True) -> None:
-        """Every live broker and (``partitions``) every partition's state, to ``brokers``; an UpdateMetadata
-        of live brokers alone changes no partition where it lands (they are updated, never replaced)."""
+    def _send_update_metadata(self, brokers, deleted: list[str] = (), partitions=None) -> None:
+        """Every live broker and the states of ``partitions`` (None: every partition) to ``brokers``. A broker
+        applies the states named and keeps the others (Kafka's ZooKeeper-mode metadata cache does the same), so
+        that a change is sent as what changed: a full state per change made n changes cost O(n²) (a follower
+        that came back rejoining the ISRs of 2,000 partitions took 150 s). ``partitions=()`` with no
+        ``deleted`` is the live brokers alone, sent ahead of a started broker's LeaderAndIsr."""
         topics: dict[str, list] = {}
-        for tp in sorted(self.states) if partitions else ():
+        for tp in sorted(self.states if partitions is None else (tp for tp in partitions if tp in self.states)):
             topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=False))
         for name in deleted:
             topics[name] = [{"partition_index": 0, "controller_epoch": self.epoch, "leader": LEADER_DURING_DELETE,
                              "leader_epoch": 0, "isr": [], "zk_version": 0, "replicas": [], "offline_replicas": []}]
+        brokers_alone = partitions is not None and not topics and not deleted
         body = {"controller_id": self.broker_id, "controller_epoch": self.epoch,
-                "type": UPDATE_TYPE_FULL_STATES if partitions else UPDATE_TYPE_INCREMENTAL,
+                "type": UPDATE_TYPE_INCREMENTAL if brokers_alone else UPDATE_TYPE_STATES,
                 "topic_states": [{"topic_name": t, "topic_id": self.assignments[t].topic_id
                                   if t in self.assignments else bytes(16), "partition_states": ps}
                                  for t, ps in topics.items()],
@@ -104,24 +108,27 @@ class ControllerRequestsMixin:
         for broker_id in brokers:
             self.channel.send(broker_id, UPDATE_METADATA, 8, {**body, "broker_epoch": self._epoch_of(broker_id)})
 
-    async def _publish(self, changed: set, everything_to=frozenset()) -> None:
+    async def _publish(self, changed: set, everything_to=frozenset(), described=frozenset()) -> None:
         """Write changed states, then LeaderAndIsr to their replicas and UpdateMetadata to every broker;
         ``everything_to`` (brokers just started, or every broker under a new controller) are told every
-        partition they host instead.
+        partition they host instead, and every partition's state. The other brokers' UpdateMetadata names the
+        partitions changed, those ``everything_to`` host and ``described`` (those whose offline replicas moved),
+        as Kafka's controller names them.
 
         A partition's new leader answers its LeaderAndIsr before any broker is told who leads (up to
         ``LEADERS_FIRST_S``): a client that learnt of the new leader from another broker's metadata first would
         send it writes it refuses as a follower, then writes it takes as leader; an idempotent producer whose
         first batch was refused and second taken there counts the first delivered (librdkafka does), and a
         leader with no state for the producer takes the second at any sequence (KIP-360)."""
+        hosted = {b: [tp for tp in self.states if self._hosts(b, tp)] for b in everything_to}
         if everything_to:
             # Kafka's order for a broker that started and for a new controller: every broker learns who is alive
             # before any LeaderAndIsr. A Kafka broker looks its leaders' endpoints up there (without it, a Kafka
             # 3.9 broker joining a kbroker cluster found "the new leader 1 is unavailable" and followed nothing).
-            self._send_update_metadata(set(self.live), partitions=False)
+            self._send_update_metadata(set(self.live), partitions=())
         if changed or everything_to:
             await self._write_pending()
-            by_broker = {b: [tp for tp in self.states if self._hosts(b, tp)] for b in everything_to}
+            by_broker = {b: list(tps) for b, tps in hosted.items()}
             for tp in changed:
                 for r in self._replicas(tp):
                     if r not in everything_to:
@@ -133,4 +140,7 @@ class ControllerRequestsMixin:
                     leaders_told.append(done)
             if leaders_told:
                 await asyncio.wait(leaders_told, timeout=LEADERS_FIRST_S)
-        self._send_update_metadata(set(self.live))
+        told_all = set(self.live) & set(everything_to)
+        self._send_update_metadata(told_all)
+        self._send_update_metadata(set(self.live) - told_all,
+                                   partitions=set(changed).union(described, *hosted.values()))

@@ -22,6 +22,7 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpir
 from kazoo.protocol.states import KazooState
 
 from kbroker.broker.cluster.controller import KafkaController
+from kbroker.broker.cluster.isr_proposals import IsrProposals
 from kbroker.broker.cluster.metadata_cache import MetadataCache
 from kbroker.broker.cluster.zk_acls import ClusterAcls
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
@@ -34,7 +35,7 @@ from kbroker.client.tasks import cancel_and_wait, sleep_to_beat
 from kbroker.protocol.errors import ErrorCode
 
 log = structlog.get_logger("broker.cluster.member")
-ALTER_PARTITION, CONTROLLED_SHUTDOWN = 56, 7
+CONTROLLED_SHUTDOWN = 7
 ZK_AWAY = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 
 
@@ -54,7 +55,6 @@ class ClusterMember:
         self.controller_epoch_seen = 0
         self.loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task] = set()
-        self._alter_in_flight: set[tuple[str, int]] = set()
         self._controller_conn: KafkaConnection | None = None
         self._last_tick = time.monotonic()
         self._pause_limit = self.config["zookeeper.session.timeout.ms"] / 1000
@@ -67,6 +67,7 @@ class ClusterMember:
         self.registered = False   # /brokers/ids/<id> written by this session or an earlier one
         self.broker_epoch = -1    # that znode's czxid: requests for an earlier run of this broker carry a lower one
         self._leadership_applied = asyncio.Event()   # set after each LeaderAndIsr is applied
+        self.isr_proposals = IsrProposals(self)
         broker.replica_manager.on_follower_caught_up = self._expand_isr
         broker.replica_manager.partition_exists = lambda topic, index: self.cache.partition(topic, index) is not None
 
@@ -231,9 +232,9 @@ class ClusterMember:
         for name, topic_configs in configs.items():   # (entries go in whole, after the awaits)
             store.setdefault(name, TopicMetadata(name, self.cache.topic_ids.get(name, bytes(16)), 0, 1,
                                                  topic_configs))
-        for name, parts in self.cache.partitions.items():
-            meta = store.get(name)
-            if meta is not None:
+        for name in {topic.topic_name for topic in request.topic_states}:   # (the topics this update named)
+            meta, parts = store.get(name), self.cache.partitions.get(name)
+            if meta is not None and parts is not None:
                 meta.partitions = len(parts)
                 meta.topic_id = self.cache.topic_ids.get(name, meta.topic_id)
                 meta.replication_factor = len(parts[0].replicas) if 0 in parts else 1
@@ -310,7 +311,7 @@ class ClusterMember:
 
     # ------------------------------------------------------------------ ISR changes
     def _expand_isr(self, partition, replica_id: int) -> None:
-        self._propose_isr(partition, partition.isr + [replica_id])
+        self.isr_proposals.propose(partition, partition.isr + [replica_id])
 
     async def _shrink_isr_periodically(self) -> None:
         max_lag = self.config["replica.lag.time.max.ms"]
@@ -324,17 +325,9 @@ class ClusterMember:
                     if lagging:
                         log.info("isr_shrinking", topic=partition.topic, partition=partition.index,
                                  out_of_sync=lagging)
-                        self._propose_isr(partition, [r for r in partition.isr if r not in lagging])
+                        self.isr_proposals.propose(partition, [r for r in partition.isr if r not in lagging])
 
-    def _propose_isr(self, partition, new_isr: list[int]) -> None:
-        tp = (partition.topic, partition.index)
-        if tp in self._alter_in_flight:
-            return
-        self._alter_in_flight.add(tp)
-        partition.pending_isr = new_isr
-        self.spawn(self._alter_partition(partition, new_isr, partition.leader_epoch, partition.partition_epoch))
-
-    async def _controller_request(self, api_key: int, version: int, body: dict):
+    async def controller_request(self, api_key: int, version: int, body: dict):
         address = self.cache.endpoint(self.cache.controller_id, self.config.inter_broker_listener)
         if address is None:
             raise ConnectionClosed("no controller known")
@@ -346,40 +339,6 @@ class ClusterMember:
             conn = self._controller_conn = await KafkaConnection.open(
                 *address, client_id=f"broker-{self.broker_id}", negotiate=True, **self.broker.inter_broker_connect)
         return await conn.request(api_key, conn.usable(api_key, version), body, timeout=30)
-
-    async def _alter_partition(self, partition, new_isr, leader_epoch: int, partition_epoch: int) -> None:
-        tp = (partition.topic, partition.index)
-        rm = self.broker.replica_manager
-        try:
-            body = {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch, "topics": [{
-                "topic_name": tp[0], "topic_id": partition.topic_id, "partitions": [{
-                    "partition_index": tp[1], "leader_epoch": leader_epoch, "new_isr": new_isr,
-                    "leader_recovery_state": 0, "partition_epoch": partition_epoch}]}]}
-            try:
-                response = await self._controller_request(ALTER_PARTITION, 1, body)
-            except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
-                log.info("alter_partition_failed", topic=tp[0], partition=tp[1], error=str(exc))
-                await asyncio.sleep(0.5)
-                return
-            error = ErrorCode(response.error_code)
-            result = response.topics[0].partitions[0] if not error and response.topics else None
-            if result is not None:
-                error = ErrorCode(result.error_code)
-            current = rm.get(*tp)
-            if current is not partition or partition.leader_epoch != leader_epoch:
-                return
-            if error == ErrorCode.NONE:
-                rm.count_isr_change(partition.isr, result.isr)
-                partition.isr = list(result.isr)
-                partition.partition_epoch = result.partition_epoch
-                partition.maybe_increment_high_watermark()
-                rm.high_watermark_moved(tp)   # a shrink may let the HW move, or fail parked acks=all produces
-            else:
-                log.info("alter_partition_rejected", topic=tp[0], partition=tp[1], error=error.name)
-                await asyncio.sleep(0.2)
-        finally:
-            partition.pending_isr = None
-            self._alter_in_flight.discard(tp)
 
     # ------------------------------------------------------------------ shutdown
     async def controlled_shutdown(self) -> None:
@@ -395,7 +354,7 @@ class ClusterMember:
                     error, remaining = await self.controller.enqueue("controlled_shutdown", self.broker_id,
                                                                      self.broker_epoch)
                 else:
-                    response = await self._controller_request(CONTROLLED_SHUTDOWN, 3, {
+                    response = await self.controller_request(CONTROLLED_SHUTDOWN, 3, {
                         "broker_id": self.broker_id, "broker_epoch": self.broker_epoch})
                     error, remaining = ErrorCode(response.error_code), response.remaining_partitions
                 if error == ErrorCode.NONE:

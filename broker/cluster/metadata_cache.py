@@ -14,8 +14,9 @@ LEADER_DURING_DELETE = -2
 # UpdateMetadata v8's Type (KIP-866), which a Kafka broker ignores unless a KRaft controller sends it: kbroker's
 # controller marks INCREMENTAL the UpdateMetadata of live brokers alone that it sends ahead of a started broker's
 # LeaderAndIsr (Kafka's order), so that the broker does not answer clients from it before its partitions come;
-# the others carry every partition's state and go as Kafka's ZooKeeper controller sends its own (0).
-UPDATE_TYPE_FULL_STATES, UPDATE_TYPE_INCREMENTAL = 0, 1
+# the others carry partition states (every partition's to a broker that started and under a new controller, the
+# changed ones otherwise, applied over what is held) and go as Kafka's ZooKeeper controller sends its own (0).
+UPDATE_TYPE_STATES, UPDATE_TYPE_INCREMENTAL = 0, 1
 
 
 @dataclass

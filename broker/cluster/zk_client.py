@@ -331,30 +331,43 @@ class KafkaZkClient(ZkConfigs):
         return self.path(f"/brokers/topics/{topic}/partitions/{partition}/state")
 
     def partition_state(self, topic: str, partition: int) -> LeaderIsr | None:
-        try:
-            data, stat = self.zk.get(self._state_path(topic, partition))
-        except NoNodeError:
-            return None
-        raw = parse_json(data)
-        return LeaderIsr(raw["leader"], raw["leader_epoch"], list(raw["isr"]), raw["controller_epoch"],
-                         stat.version)
+        return self.partition_states(topic, [partition])[partition]
 
-    def create_partition_state(self, topic: str, partition: int, state: LeaderIsr) -> bool:
-        try:
-            self.zk.create(self._state_path(topic, partition), state.to_json(), makepath=True)
-            state.zk_version = 0
-            return True
-        except NodeExistsError:
-            return False
+    def partition_states(self, topic: str, partitions) -> dict[int, LeaderIsr | None]:
+        """Each of ``partitions``' state (None where it has none), the reads pipelined on the session (one
+        round trip's wait for them all, where a call each waited a round trip and a thread hop apiece)."""
+        pending = {p: self.zk.get_async(self._state_path(topic, p)) for p in partitions}
+        out = {}
+        for p, result in pending.items():
+            try:
+                data, stat = result.get()
+            except NoNodeError:
+                out[p] = None
+                continue
+            raw = parse_json(data)
+            out[p] = LeaderIsr(raw["leader"], raw["leader_epoch"], list(raw["isr"]), raw["controller_epoch"],
+                               stat.version)
+        return out
 
-    def update_partition_state(self, topic: str, partition: int, state: LeaderIsr) -> bool:
-        """Conditional on ``state.zk_version``; on success the new version is stored in ``state``."""
-        try:
-            stat = self.zk.set(self._state_path(topic, partition), state.to_json(), version=state.zk_version)
-        except (BadVersionError, NoNodeError):
-            return False
-        state.zk_version = stat.version
-        return True
+    def write_partition_states(self, writes) -> list[bool]:
+        """Each ``(topic, partition, state)`` created where ``state.zk_version`` < 0, else written conditionally
+        on it (the new version is stored in ``state``), the writes pipelined: whether each was made (a creation
+        that found the znode there, or a conditional write that found another version, was not)."""
+        pending = []
+        for topic, partition, state in writes:
+            path, data = self._state_path(topic, partition), state.to_json()
+            pending.append((state, self.zk.create_async(path, data, makepath=True) if state.zk_version < 0
+                            else self.zk.set_async(path, data, version=state.zk_version)))
+        made = []
+        for state, result in pending:
+            try:
+                stat = result.get()
+            except (NodeExistsError, BadVersionError, NoNodeError):
+                made.append(False)
+                continue
+            state.zk_version = 0 if state.zk_version < 0 else stat.version
+            made.append(True)
+        return made
 
     # ------------------------------------------------------------------ producer ids
     def allocate_producer_id_block(self, broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> tuple[int, int]:

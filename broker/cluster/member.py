@@ -24,6 +24,7 @@ from kazoo.protocol.states import KazooState
 from kbroker.broker.cluster.controller import KafkaController
 from kbroker.broker.cluster.isr_proposals import IsrProposals
 from kbroker.broker.cluster.metadata_cache import MetadataCache
+from kbroker.broker.cluster.process_clock import ProcessClock
 from kbroker.broker.cluster.zk_acls import ClusterAcls
 from kbroker.broker.cluster.zk_client import BrokerInfo, KafkaZkClient, TopicAssignment, TopicExists
 from kbroker.broker.cluster.zk_store import ZkTopicStore
@@ -58,6 +59,7 @@ class ClusterMember:
         self._controller_conn: KafkaConnection | None = None
         self._last_tick = time.monotonic()
         self._pause_limit = self.config["zookeeper.session.timeout.ms"] / 1000
+        self._clock: ProcessClock | None = None
         self.stopping = False
         # Set as the broker starts to stop, before its controlled shutdown (Kafka's isShuttingDown): from then on
         # a partition it is told to follow gets no fetcher. A fetcher started then would catch up with the new
@@ -124,6 +126,7 @@ class ClusterMember:
         await self._register()
         self.controller = KafkaController(self.broker, self.zk)
         self.controller.start()
+        self._clock = ProcessClock(self._pause_limit)
         self.spawn(self._watch_pauses())
         self.spawn(self._shrink_isr_periodically())
         await self.topics.watch_config_changes()
@@ -174,7 +177,8 @@ class ClusterMember:
                 await asyncio.sleep(1)
 
     async def _watch_pauses(self) -> None:
-        """A process paused past its session timeout (SIGSTOP) must not go on as leader. This timer notices
+        """A process paused past its session timeout (SIGSTOP) must not go on as leader (``ProcessClock`` tells
+        such a pause from a loop that was only busy). This timer notices
         a pause even when nothing arrives; ``check_paused`` on every request notices it first when a request
         is what wakes the process (the event loop may run the socket's callback before any timer). A tick of a
         tenth of the limit (at most a second: an idle broker wakes for little else) keeps a busy loop's normal
@@ -186,8 +190,12 @@ class ClusterMember:
 
     def check_paused(self) -> None:
         now = time.monotonic()
-        if now - self._last_tick > self._pause_limit:
-            self.fence_leaderships(f"process paused for {now - self._last_tick:.1f}s")
+        gap = now - self._last_tick
+        if gap > self._pause_limit:
+            if self._clock is None or self._clock.stopped_since(self._last_tick, now):
+                self.fence_leaderships(f"process paused for {gap:.1f}s")
+            else:   # (a callback held the event loop; kazoo's thread kept the session, and we our leaderships)
+                log.warning("event_loop_blocked", seconds=round(gap, 1))
         self._last_tick = now
 
     def fence_leaderships(self, reason: str) -> None:
@@ -385,6 +393,8 @@ class ClusterMember:
 
     async def stop(self) -> None:
         self.stopping = True
+        if self._clock is not None:
+            self._clock.close()
         for task in list(self._tasks):
             await cancel_and_wait(task, timeout=2)
         await self.fetchers.shutdown()

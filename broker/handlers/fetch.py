@@ -171,6 +171,7 @@ def handle(ctx, request):
     op = DelayedFetch(rm, requests, replica_id=request.replica_id, isolation_level=request.isolation_level,
                       max_bytes=max_bytes, min_bytes=max(request.min_bytes, 1), timeout_ms=request.max_wait_ms,
                       from_follower=from_follower, initial=found, quiet=quiet,
+                      quiet_index=session.rest.partitions if quiet else None,
                       respond=lambda found: _metered(ctx, request, found + denied, shape, session, incremental))
     keys = [(r.topic, r.partition) for r in requests]   # (those at rest: the session's listener wakes the fetch)
     if quiet:
@@ -185,14 +186,15 @@ def handle(ctx, request):
 def _positions(session) -> list[FetchPartitionRequest]:
     """A request for every partition of the session at its position, each made once per position (an idle
     session's rounds then make none)."""
-    requests = []
-    for (t, p), c in session.partitions.items():
-        req = c.request
-        if req is None:
-            req = c.request = FetchPartitionRequest(t, p, c.fetch_offset, c.max_bytes, c.current_leader_epoch,
-                                                    c.last_fetched_epoch)
-        requests.append(req)
-    return requests
+    return [_position(tp, c) for tp, c in session.partitions.items()]
+
+
+def _position(tp, c) -> FetchPartitionRequest:
+    req = c.request
+    if req is None:
+        req = c.request = FetchPartitionRequest(tp[0], tp[1], c.fetch_offset, c.max_bytes, c.current_leader_epoch,
+                                                c.last_fetched_epoch)
+    return req
 
 
 def _split_at_rest(ctx, request, session) -> tuple[list, list]:
@@ -214,7 +216,19 @@ def _split_at_rest(ctx, request, session) -> tuple[list, list]:
     else:
         read, quiet = [], []
         named = {(t.topic, p.partition) for t in request.topics for p in t.partitions}
-        for req in _positions(session):
+        outside = () if len(rest.partitions) == len(cached) else [tp for tp in cached if tp not in rest.partitions]
+        looked = named.union(rest.marked, outside)
+        if len(looked) * 4 < len(cached):
+            # Few to look at (a produce to one partition of many at rest marks that one): the others stand at
+            # rest unlooked, their followers' fetches noted, in one pass over the rest's entries.
+            positions = [_position(tp, cached[tp]) for tp in sorted(looked) if tp in cached]
+            for req, c, state in (entry for tp, entry in rest.partitions.items() if tp not in looked):
+                quiet.append((req, c))
+                if state is not None:
+                    state.last_caught_up_ms = state.last_fetch_ms = now_ms
+        else:
+            positions = _positions(session)
+        for req in positions:
             tp = (req.topic, req.partition)
             c = cached[tp]
             if tp not in named and rest.keep(tp, now_ms):

@@ -131,7 +131,7 @@ def _open(conn) -> bool:
 
 class HeldFetch:
     """One idle fetch on its wait's timer. While held it is its session's ``rest.parked``, so that an event on a
-    partition of the session hands it over (``try_complete``, as the session's listener calls it)."""
+    partition of the session hands it over (``try_complete_on``, as the session's listener calls it)."""
 
     __slots__ = ("fetches", "frame", "body_at", "session", "epoch", "deadline", "timer", "read_at", "completed")
 
@@ -148,6 +148,10 @@ class HeldFetch:
     def try_complete(self) -> bool:
         self.hand_over()
         return True
+
+    def try_complete_on(self, _key) -> bool:
+        """(The session's listener tells which partition moved; any move hands the fetch over.)"""
+        return self.try_complete()
 
     def hand_over(self) -> None:
         """The frame goes to the request path, its wait cut by what it has waited here."""

@@ -80,7 +80,7 @@ class DelayedFetch(DelayedOperation):
                  isolation_level: int, max_bytes: int, min_bytes: int, timeout_ms: int,
                  respond: Callable[[list[FetchPartitionResult]], dict], from_follower: bool = False,
                  initial: list[FetchPartitionResult] | None = None,
-                 quiet: list[tuple[FetchPartitionRequest, object]] = ()) -> None:
+                 quiet: list[tuple[FetchPartitionRequest, object]] = (), quiet_index: dict | None = None) -> None:
         super().__init__(timeout_ms)
         self.respond = respond
         self.initial = initial
@@ -93,37 +93,83 @@ class DelayedFetch(DelayedOperation):
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.woken = False   # an event on a watched partition came (an append, a high watermark moved...)
+        # ``quiet_index``: the quiet partitions by key, each entry's first two items the request and what the
+        # session told (the session's own index, kept from round to round: none is made per fetch)
+        self.quiet_index = quiet_index
+        self._by_key: dict | None = None   # each read partition's request, made at the first event on one
+        self._woken_on: set = set()   # the partitions whose events were looked at alone
+        self._looked_all = False   # a walk over every partition came after the fetch parked
 
     def try_complete(self) -> bool:
         self.woken = True
+        self._looked_all = self._looked_all or self._timer is not None   # (the timer is set once it parks)
         accumulated = 0
         for req in itertools.chain(self.requests, (q for q, _ in self.quiet)):
-            partition = self.manager.get(req.topic, req.partition)
-            if partition is None or not (partition.is_leader or (self.from_follower and partition.leader_id >= 0)):
-                return self.force_complete()  # the topic went away or moved: answer with the error now
-            if self.manager.leader_throttled(partition, self.replica_id):
-                continue   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
-            plog = partition.log
-            bound = partition.fetch_bound(self.replica_id, self.isolation_level)
-            if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
+            found = self._found(req)
+            if found is None:
                 return self.force_complete()
-            if req.fetch_offset < bound:
-                if self.min_bytes <= 1:
-                    return self.force_complete()   # a record below the bound is a byte: no need to read it twice
-                found = plog.read(req.fetch_offset, req.max_bytes, bound, True)
-                accumulated += found.length if found is not None else 0
+            accumulated += found
             if accumulated >= self.min_bytes:
                 return self.force_complete()
         return False
+
+    def try_complete_on(self, key) -> bool:
+        """An event on partition ``key``. A wait for one byte is looked at there alone: each other partition was
+        found with nothing to send when the fetch parked or at its own last event, and whatever changes that
+        comes as an event on it. A walk over all the fetch's partitions at each event made a produce to one
+        partition cost a parked follower fetch of a 5,000-partition session a walk to it. A wait for more bytes
+        adds up every partition's, and so does a follower's fetch under a replication throttle (a throttle
+        that lifts announces nothing)."""
+        quota = self.manager.leader_quota
+        if self.min_bytes > 1 or (self.replica_id >= 0 and quota is not None and quota.limited) or \
+                (self.quiet and self.quiet_index is None):
+            return self.try_complete()
+        if self._by_key is None:
+            self._by_key = {(r.topic, r.partition): r for r in self.requests}
+        req = self._by_key.get(key)
+        if req is None:
+            entry = self.quiet_index.get(key) if self.quiet_index is not None else None
+            if entry is None:
+                return self.try_complete()
+            req = entry[0]
+            self._woken_on.add(key)
+        self.woken = True
+        return self.force_complete() if self._found(req) != 0 else False
+
+    def _found(self, req) -> int | None:
+        """The bytes ``req``'s partition adds to the wait, or None when the fetch is to be answered now (the
+        partition moved or went, its offset is out of range, or a record is there and one byte is enough)."""
+        partition = self.manager.get(req.topic, req.partition)
+        if partition is None or not (partition.is_leader or (self.from_follower and partition.leader_id >= 0)):
+            return None   # the topic went away or moved: answer with the error now
+        if self.manager.leader_throttled(partition, self.replica_id):
+            return 0   # its bytes would not be sent: they do not complete the wait (Kafka's rule)
+        plog = partition.log
+        bound = partition.fetch_bound(self.replica_id, self.isolation_level)
+        if req.fetch_offset > plog.log_end_offset or req.fetch_offset < plog.log_start_offset:
+            return None
+        if req.fetch_offset < bound:
+            if self.min_bytes <= 1:
+                return None   # a record below the bound is a byte: no need to read it twice
+            found = plog.read(req.fetch_offset, req.max_bytes, bound, True)
+            return found.length if found is not None else 0
+        return 0
 
     def on_complete(self):
         results = self._read(self.requests) if self.initial is None else self._again(self.requests, self.initial)
         # Unwoken, no quiet partition moved (each move wakes the fetch its session parked); one that moved unseen
         # (a change that wakes nothing) is still unlike what its session was told, and is read once the session
         # looks at it again (at the latest session_rest.REVALIDATE_MS later).
-        moved = [req for req, told in self.quiet
+        # Woken by events looked at alone, only their partitions can have moved.
+        if not self.woken:
+            looked = ()
+        elif self._looked_all or self.quiet_index is None:
+            looked = self.quiet
+        else:
+            looked = [self.quiet_index[key][:2] for key in self._woken_on if key in self.quiet_index]
+        moved = [req for req, told in looked
                  if not _unmoved(self.manager.get(req.topic, req.partition), req, self.replica_id,
-                                 self.isolation_level, told)] if self.woken else []
+                                 self.isolation_level, told)]
         if moved:
             results = results + self._read(moved, _size(results))
         return self.respond(results)

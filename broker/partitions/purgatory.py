@@ -32,6 +32,11 @@ class DelayedOperation:
         """Complete if the condition holds (call ``force_complete``); return whether it did."""
         raise NotImplementedError
 
+    def try_complete_on(self, key: Hashable) -> bool:
+        """``try_complete`` after an event on ``key``: an operation that can tell what that event may have
+        changed looks there alone."""
+        return self.try_complete()
+
     def on_complete(self) -> Any:
         """The response, computed at completion time."""
         raise NotImplementedError
@@ -119,7 +124,7 @@ class Purgatory:
         ops = self.watchers.get(key)
         if not ops:
             return 0
-        return sum(1 for op in list(ops) if not op.completed and op.try_complete())
+        return sum(1 for op in list(ops) if not op.completed and op.try_complete_on(key))
 
     def watched(self) -> int:
         """Entries watching a key, listeners counted (Kafka's PurgatorySize: there an idle fetch session's

@@ -78,7 +78,7 @@ class SessionRest:
         self.marked.add(tp)
         parked = self.parked
         if parked is not None and not parked.completed:
-            parked.try_complete()
+            parked.try_complete_on(tp)
 
     def close(self) -> None:
         for tp in list(self.partitions):

@@ -73,7 +73,8 @@ class ReplicationQuota:
     def holds_back(self, partition, replica_id: int, now: float) -> bool:
         """Leave ``replica_id``'s copy of ``partition`` out of this round: throttled, out of the ISR, over
         the rate."""
-        return (replica_id not in partition.isr and self.is_throttled(partition) and self.is_exceeded(now))
+        return (self.limited and replica_id not in partition.isr and self.is_throttled(partition)
+                and self.is_exceeded(now))   # (limited first: with no rate set, as is usual, nothing else is read)
 
     def record(self, partition, size: int, now: float) -> None:
         if size and self.is_throttled(partition):

@@ -98,3 +98,37 @@ async def test_a_listener_hears_every_event_on_its_key_before_the_operations_unt
     assert purgatory.check_and_complete("other") == 0 and len(heard) == 3 and "other" not in purgatory.listeners
     purgatory.shutdown()
     assert purgatory.listeners == {} and purgatory.watched() == 0
+
+
+class PerKey(DelayedOperation):
+    """Completes when any of its keys holds a value: an event is looked at on its own key."""
+
+    def __init__(self, state, keys):
+        super().__init__(10_000)
+        self.state, self.keys, self.looked = state, keys, []
+
+    def try_complete(self):
+        self.looked.append(None)
+        return any(self.state.get(k) for k in self.keys) and self.force_complete()
+
+    def try_complete_on(self, key):
+        self.looked.append(key)
+        return bool(self.state.get(key)) and self.force_complete()
+
+    def on_complete(self):
+        return "done"
+
+
+async def test_an_event_is_tried_on_its_own_key():
+    """Each watching operation is told which key fired (a fetch parked on thousands of partitions then looks at
+    the one an append moved, not at all of them)."""
+    purgatory = Purgatory("test")
+    state = {}
+    op = PerKey(state, ["a", "b", "c"])
+    assert not purgatory.try_complete_else_watch(op, op.keys)
+    assert op.looked == [None, None]   # (the two full tries around watching)
+    assert purgatory.check_and_complete("b") == 0
+    state["c"] = 1
+    assert purgatory.check_and_complete("c") == 1
+    assert op.looked[2:] == ["b", "c"]
+    assert await op.future == "done"

@@ -17,8 +17,8 @@ import sys
 import tempfile
 import time
 
-from bench import (brokers, connections, durability, groups, idle_cluster, kafka_tools, latency, loadgen, partitions,
-                   replication, requests, security, spark, transactions, txn_floor)
+from bench import (brokers, cluster_partitions, connections, durability, groups, idle_cluster, kafka_tools, latency,
+                   loadgen, partitions, replication, requests, security, spark, transactions, txn_floor)
 from tests.brokerproc import ROOT
 from tests.reference.apache_kafka import HEAP
 
@@ -212,7 +212,7 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/BENCHMARKS.md")
     parser.add_argument("--suite", choices=["all", "throughput", "groups", "transactions", "replication", "spark",
                                             "security", "requests", "latency", "connections", "partitions",
-                                            "peers", "tools"],
+                                            "cluster-partitions", "peers", "tools"],
                         default="all",
                         help="which scenarios to run (default: all)")
     parser.add_argument("--cluster-dir", help="parent folder of the replication clusters' data (default: a tmpfs, "
@@ -307,6 +307,10 @@ def main() -> int:
         print(f"kbroker, many partitions (descriptor limit {partitions.LIMIT:,}):", flush=True)
         with tempfile.TemporaryDirectory(prefix="kbroker-bench-") as tmp:
             result += "\n\n## Partitions\n\n" + partitions.table(partitions.measure(tmp)) + PARTITIONS_NOTE
+    if args.suite in ("all", "cluster-partitions") and (not args.only or "kbroker" in args.only):
+        print("kbroker cluster, many idle replicated partitions:", flush=True)
+        result += "\n\n## Cluster partitions\n\n" + cluster_partitions.table(cluster_partitions.measure()) + \
+            CLUSTER_PARTITIONS_NOTE
     print(result)
     if not args.no_write:
         if args.suite == "replication":
@@ -323,6 +327,8 @@ def main() -> int:
             splice(result, "Connections", "connections")
         elif args.suite == "partitions":
             splice(result, "Partitions", "partitions")
+        elif args.suite == "cluster-partitions":
+            splice(result, "Cluster partitions", "cluster-partitions")
         elif args.suite in ("throughput", "groups", "transactions", "peers", "tools"):
             merge_rows(rows, args.suite)
         else:
@@ -357,6 +363,14 @@ One kbroker with its default settings (`bench/connections.py`, the attacks of `t
 connection and kept 784 MB after 3,000 closed, and 300 connections announcing 100 MB frames took it past
 24 GB (OOM-killed); 30 of them, measured here, took +690 MB resident and a probe 6.5 s."""
 
+
+CLUSTER_PARTITIONS_NOTE = """
+
+ZooKeeper and three brokers on the cluster tests' settings, data on tmpfs (`bench/cluster_partitions.py`): topics
+of 100 partitions at RF=3 created 10 at a time, then a follower killed with kill -9 once the leaders moved and
+its ISRs shrank started again, timed until every ISR is whole (Metadata of every partition every 0.5 s); then
+acks=all writes of 100 B to a partition of their own, one at a time (librdkafka, `linger.ms` 0), their rate
+and the three brokers' utime + stime per write, every other partition idle."""
 
 PARTITIONS_NOTE = """
 

@@ -344,7 +344,9 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
                     state.isr = new_isr
                     state.controller_epoch = self.epoch
                     changed.add(tp)
-                answered.append((results, p.partition_index, state))
+                answer = {"partition_index": p.partition_index, "error_code": 0}   # (filled once written)
+                results.append(answer)
+                answered.append((answer, state))
         # (the writes pipelined; each answer carries the version its write made)
         writes = [(tp[0], tp[1], self.states[tp]) for tp in sorted(changed)]
         if not all(await self._zk(self.zk.write_partition_states, writes)):
@@ -353,10 +355,9 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
         for tp in sorted(changed):
             log.info("isr_changed", topic=tp[0], partition=tp[1], isr=self.states[tp].isr,
                      leader_epoch=self.states[tp].leader_epoch)
-        for results, index, state in answered:
-            results.append({"partition_index": index, "error_code": 0, "leader_id": state.leader,
-                            "leader_epoch": state.leader_epoch, "isr": list(state.isr),
-                            "partition_epoch": state.zk_version})
+        for answer, state in answered:
+            answer.update(leader_id=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
+                          partition_epoch=state.zk_version)
         if changed:
             self._send_update_metadata(set(self.live), partitions=changed)
             await self.reassignments.maybe_complete(changed)   # a target replica may have just caught up

@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from bench.loadgen import cpu_seconds
-from tests.cluster import Cluster, controller_of
+from tests.cluster import Cluster, controller_of, wait_until
 
 SIZES = (0, 20)   # topics of 100 partitions
 WRITES = 1500
@@ -24,15 +24,6 @@ def _admin(bootstrap: str):
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap})
-
-
-def _until(predicate, timeout: float) -> float:
-    began = time.monotonic()
-    while not predicate():
-        if time.monotonic() - began > timeout:
-            raise TimeoutError("the cluster did not settle")
-        time.sleep(POLL_S)
-    return time.monotonic() - began
 
 
 def _whole(bootstrap: str, partitions: int) -> bool:
@@ -55,13 +46,15 @@ def measure_one(root: str, topics: int) -> dict:
         for future in admin.create_topics([NewTopic("hot", 1, 3)], operation_timeout=60).values():
             future.result()
         partitions = topics * 100 + 1
-        _until(lambda: _whole(cluster.bootstrap, partitions), 120)
+        wait_until(lambda: _whole(cluster.bootstrap, partitions), 120, POLL_S, "every replica in sync")
         controller = controller_of(cluster)
         victim = next(b for i, b in cluster.brokers.items() if i != controller)
         victim.kill()
-        _until(lambda: not _whole(cluster.bootstrap, partitions), 120)
+        wait_until(lambda: not _whole(cluster.bootstrap, partitions), 120, POLL_S, "the killed follower out of an ISR")
         victim.start(timeout=300)
-        rejoin = _until(lambda: _whole(cluster.bootstrap, partitions), 600)
+        began = time.monotonic()
+        wait_until(lambda: _whole(cluster.bootstrap, partitions), 600, POLL_S, "the follower back in every ISR")
+        rejoin = time.monotonic() - began
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0,
                              "max.in.flight": 1})
         for _ in range(200):   # (warm-up: connections, metadata, the followers' sessions)

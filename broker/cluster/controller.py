@@ -210,7 +210,7 @@ class KafkaController(LeaderElectionMixin, ControllerRequestsMixin):
             if ok:
                 continue
             if creation:   # another controller created it: read it back
-                self.states[(topic, p)] = (await self._zk(self.zk.partition_states, topic, [p]))[p]
+                self.states[(topic, p)] = await self._zk(self.zk.partition_state, topic, p)
             else:
                 await self._resign(f"conditional write of {(topic, p)} failed: a newer controller owns the state")
                 raise RuntimeError("controller moved")

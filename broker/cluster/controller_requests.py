@@ -89,6 +89,8 @@ class ControllerRequestsMixin:
         that a change is sent as what changed: a full state per change made n changes cost O(n²) (a follower
         that came back rejoining the ISRs of 2,000 partitions took 150 s). ``partitions=()`` with no
         ``deleted`` is the live brokers alone, sent ahead of a started broker's LeaderAndIsr."""
+        if not brokers:   # (a new controller tells every broker everything: none is left for the changes alone)
+            return
         topics: dict[str, list] = {}
         for tp in sorted(self.states if partitions is None else (tp for tp in partitions if tp in self.states)):
             topics.setdefault(tp[0], []).append(self._partition_state(tp, for_leader_and_isr=False))

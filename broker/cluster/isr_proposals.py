@@ -54,7 +54,7 @@ class IsrProposals:
             await self._send(batch)
 
     async def _send(self, batch: dict) -> None:
-        settled = set()
+        settled = False
         try:
             topics: dict[str, dict] = {}
             for (name, index), (partition, new_isr, leader_epoch, partition_epoch) in batch.items():
@@ -69,7 +69,7 @@ class IsrProposals:
             except (ConnectionClosed, ConnectionError, OSError, asyncio.TimeoutError) as exc:
                 log.info("alter_partition_failed", partitions=len(batch), error=str(exc))
                 self._release_later(batch, UNREACHABLE_BACKOFF_S)
-                settled = set(batch)
+                settled = True
                 return
             error = ErrorCode(response.error_code)
             results = {} if error else {(t.topic_name, p.partition_index): p for t in response.topics
@@ -85,12 +85,11 @@ class IsrProposals:
                 else:
                     log.info("alter_partition_rejected", topic=tp[0], partition=tp[1], error=outcome.name)
                     refused[tp] = proposal
-            settled = set(batch)
+            settled = True
             self._release_later(refused, REFUSED_BACKOFF_S)
         finally:
-            for tp, proposal in batch.items():   # (cancelled mid-request: nothing left blocked)
-                if tp not in settled:
-                    self._release(tp, proposal[0])
+            if not settled:   # (cancelled mid-request, or an answer that could not be read: nothing left blocked)
+                self._release_all(batch)
 
     def _apply(self, tp, proposal, result) -> None:
         partition, _, leader_epoch, _ = proposal

@@ -220,12 +220,9 @@ def _split_at_rest(ctx, request, session) -> tuple[list, list]:
         looked = named.union(rest.marked, outside)
         if len(looked) * 4 < len(cached):
             # Few to look at (a produce to one partition of many at rest marks that one): the others stand at
-            # rest unlooked, their followers' fetches noted, in one pass over the rest's entries.
+            # rest unlooked.
             positions = [_position(tp, cached[tp]) for tp in sorted(looked) if tp in cached]
-            for req, c, state in (entry for tp, entry in rest.partitions.items() if tp not in looked):
-                quiet.append((req, c))
-                if state is not None:
-                    state.last_caught_up_ms = state.last_fetch_ms = now_ms
+            quiet = rest.quiet_except(looked, now_ms)
         else:
             positions = _positions(session)
         for req in positions:

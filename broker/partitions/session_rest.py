@@ -54,6 +54,17 @@ class SessionRest:
             state.last_caught_up_ms = state.last_fetch_ms = now_ms
         return self._quiet
 
+    def quiet_except(self, looked: set, now_ms: int) -> list:
+        """The (request, cached) of every partition at rest but those in ``looked`` (which the round looks at
+        itself), their followers' fetches noted as caught up now: a round with a few marked partitions among
+        many at rest takes the others in one pass."""
+        quiet = []
+        for tp, (req, cached, state) in self.partitions.items():
+            if tp not in looked:
+                quiet.append((req, cached))
+                _note(state, now_ms)
+        return quiet
+
     def keep(self, tp: tuple[str, int], now_ms: int) -> bool:
         """Whether ``tp`` is at rest and unmarked (taken as at rest without a look), a follower's fetch of it
         then noted as caught up now."""

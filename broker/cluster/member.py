@@ -326,9 +326,9 @@ class ClusterMember:
         rm = self.broker.replica_manager
         while True:
             await sleep_to_beat(max_lag / 2000)
-            now = rm.now_ms()
+            now, me = rm.now_ms(), self.broker_id
             for partition in list(rm.partitions.values()):
-                if partition.is_leader and len(partition.isr) > 1:
+                if partition.leader_id == me and len(partition.isr) > 1:
                     lagging = partition.out_of_sync(now, max_lag)
                     if lagging:
                         log.info("isr_shrinking", topic=partition.topic, partition=partition.index,

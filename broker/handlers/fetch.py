@@ -222,13 +222,13 @@ def _split_at_rest(ctx, request, session) -> tuple[list, list]:
             # Few to look at (a produce to one partition of many at rest marks that one): the others stand at
             # rest unlooked.
             positions = [_position(tp, cached[tp]) for tp in sorted(looked) if tp in cached]
-            quiet = rest.quiet_except(looked, now_ms)
+            quiet = rest.quiet_except(looked)
         else:
             positions = _positions(session)
         for req in positions:
             tp = (req.topic, req.partition)
             c = cached[tp]
-            if tp not in named and rest.keep(tp, now_ms):
+            if tp not in named and rest.keep(tp):
                 quiet.append((req, c))
             elif tp in named or (c.topic_id is not None and ids.id_of(req.topic) != c.topic_id) or \
                     not at_rest(rm, req, replica_id, isolation, now_ms, c):
@@ -238,6 +238,7 @@ def _split_at_rest(ctx, request, session) -> tuple[list, list]:
                 quiet.append((req, c))
                 rest.enter(tp, req, c, rm.partitions[tp].followers.get(replica_id) if replica_id >= 0 else None)
         rest.marked.clear()
+        rest.rested(now_ms)
     return read, quiet
 
 

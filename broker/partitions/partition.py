@@ -21,13 +21,25 @@ from kbroker.storage.log import Log
 READ_COMMITTED = 1
 
 
-@dataclass
+@dataclass(eq=False)
 class ReplicaState:
-    """The leader's view of one follower, from that follower's fetches."""
+    """The leader's view of one follower, from that follower's fetches.
+
+    ``rest``: the follower's fetch session while it holds this partition at rest (broker/partitions/session_rest.py).
+    Each of that session's rounds is then a fetch at the leader's end, caught up, noted once for the session
+    (its ``round_ms``) rather than on each of its partitions: the times here are the later of their own and
+    the session's last round (``fold`` writes them here)."""
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1
     last_fetch_ms: int = 0
+    rest: object = None
+
+    def fold(self) -> None:
+        """Write the session's rounds at rest into the times here."""
+        rest = self.rest
+        if rest is not None and rest.round_ms > self.last_fetch_ms:
+            self.last_caught_up_ms = self.last_fetch_ms = rest.round_ms
 
 
 @dataclass
@@ -93,6 +105,8 @@ class Partition:
         state = self.followers.get(replica_id)
         if state is None:
             state = self.followers[replica_id] = ReplicaState()
+        if state.rest is not None:
+            state.fold()
         moved = state.log_end_offset != fetch_offset
         leader_leo = self.log.log_end_offset
         if fetch_offset >= leader_leo:
@@ -111,8 +125,16 @@ class Partition:
         self.pending_isr = None
 
     def out_of_sync(self, now_ms: int, max_lag_ms: int) -> list[int]:
-        return [r for r in self.isr if r != self.broker_id
-                and now_ms - self.followers.get(r, ReplicaState()).last_caught_up_ms > max_lag_ms]
+        """The ISR followers not caught up within ``max_lag_ms`` (one whose fetches of the partition are at rest
+        in a session is caught up at that session's last round)."""
+        since, me, followers = now_ms - max_lag_ms, self.broker_id, self.followers
+        lagging = None
+        for r in self.isr:
+            if r != me:
+                state = followers.get(r, _UNKNOWN)
+                if state.last_caught_up_ms < since and (state.rest is None or state.rest.round_ms < since):
+                    lagging = [r] if lagging is None else lagging + [r]
+        return lagging or []
 
     def can_join_isr(self, replica_id: int) -> bool:
         """A follower rejoins once it has everything up to the HW and this leader epoch's first offset."""
@@ -121,3 +143,6 @@ class Partition:
             return False
         epoch_start = next((o for e, o in self.log.leader_epoch_cache.entries if e == self.leader_epoch), 0)
         return state.log_end_offset >= max(self.log.high_watermark, epoch_start)
+
+
+_UNKNOWN = ReplicaState()   # (a follower this leader has no state of: never caught up)

@@ -10,11 +10,14 @@ leadership or ISR change, a topic deleted or a log dir lost (the replica
 manager's events). So the session listens on the fetch purgatory for the
 partitions at rest, once, not at every round, and a round looks again only
 at those an event has marked since, the others being taken as at rest
-without a look (a follower's fetch of them still noted as caught up, as
-``at_rest`` notes it).
+without a look. A follower's fetch of them is still caught up, as ``at_rest``
+notes it, but noted once per round for them all (``round_ms``), each of their
+``ReplicaState``s reading it through its ``rest`` while it is here.
 
 Invariants: a partition is in ``partitions`` only while the session listens
-on it; a marked one is looked at in full by the next round; every
+on it, and its follower's ``ReplicaState`` (if a follower's) points here
+exactly as long; ``round_ms`` is the last round that took the partitions
+here as at rest; a marked one is looked at in full by the next round; every
 ``REVALIDATE_MS`` a round looks at all of them again whatever it heard (a
 change that no event announces is then seen within that bound, as before
 this cache it was seen the next round); a closed session listens on nothing.
@@ -32,9 +35,9 @@ class SessionRest:
         self.partitions: dict[tuple[str, int], tuple] = {}
         self.marked: set[tuple[str, int]] = set()
         self.validated_ms = 0
+        self.round_ms = 0   # the last round that took the partitions here as at rest: each follower caught up then
         self.parked = None   # the session's fetch parked now, woken by an event on a partition at rest
         self._quiet: list | None = None   # (request, cached) of every partition at rest, made once per change
-        self._followers: list | None = None   # the follower's ReplicaState of each (None: a consumer's), likewise
 
     def begin_round(self, now_ms: int) -> None:
         """Mark every partition when the last full look is ``REVALIDATE_MS`` old."""
@@ -49,40 +52,42 @@ class SessionRest:
             return None
         if self._quiet is None:
             self._quiet = [(req, cached) for req, cached, _ in self.partitions.values()]
-            self._followers = [state for _, _, state in self.partitions.values() if state is not None]
-        for state in self._followers:   # (as _note, inline: an idle round's one pass over the partitions)
-            state.last_caught_up_ms = state.last_fetch_ms = now_ms
+        self.round_ms = now_ms
         return self._quiet
 
-    def quiet_except(self, looked: set, now_ms: int) -> list:
+    def quiet_except(self, looked: set) -> list:
         """The (request, cached) of every partition at rest but those in ``looked`` (which the round looks at
-        itself), their followers' fetches noted as caught up now: a round with a few marked partitions among
-        many at rest takes the others in one pass."""
-        quiet = []
-        for tp, (req, cached, state) in self.partitions.items():
-            if tp not in looked:
-                quiet.append((req, cached))
-                _note(state, now_ms)
-        return quiet
+        itself): a round with a few marked partitions among many at rest takes the others in one pass."""
+        return [(req, cached) for tp, (req, cached, _) in self.partitions.items() if tp not in looked]
 
-    def keep(self, tp: tuple[str, int], now_ms: int) -> bool:
-        """Whether ``tp`` is at rest and unmarked (taken as at rest without a look), a follower's fetch of it
-        then noted as caught up now."""
-        entry = self.partitions.get(tp)
-        if entry is None or tp in self.marked:
-            return False
-        _note(entry[2], now_ms)
-        return True
+    def keep(self, tp: tuple[str, int]) -> bool:
+        """Whether ``tp`` is at rest and unmarked (taken as at rest without a look)."""
+        return tp in self.partitions and tp not in self.marked
+
+    def rested(self, now_ms: int) -> None:
+        """The round ends: the partitions here were at rest at ``now_ms`` (each follower's fetch caught up)."""
+        self.round_ms = now_ms
 
     def enter(self, tp: tuple[str, int], req, cached, state) -> None:
-        if tp not in self.partitions:
+        entry = self.partitions.get(tp)
+        if entry is None:
             self.purgatory.listen(tp, self.on_event)
+        elif entry[0] is req and entry[1] is cached and entry[2] is state and (state is None or state.rest is self):
+            return   # (a full look finding it at rest again, as it was: nothing to make anew)
+        elif entry[2] is not state:   # (a new leadership's follower state: the old one is let go)
+            _let_go(entry[2], self)
         self.partitions[tp] = (req, cached, state)
+        if state is not None:
+            if state.rest is not None and state.rest is not self:
+                state.fold()   # (another session of the same follower held it: its rounds so far count)
+            state.rest = self
         self._quiet = None
 
     def leave(self, tp: tuple[str, int]) -> None:
-        if self.partitions.pop(tp, _ABSENT) is not _ABSENT:
+        entry = self.partitions.pop(tp, None)
+        if entry is not None:
             self.purgatory.unlisten(tp, self.on_event)
+            _let_go(entry[2], self)
             self._quiet = None
 
     def on_event(self, tp: tuple[str, int]) -> None:
@@ -98,10 +103,8 @@ class SessionRest:
         self.parked = None
 
 
-def _note(state, now_ms: int) -> None:
-    """What ``at_rest`` notes of a follower's fetch at the leader's end: caught up now (None: a consumer)."""
-    if state is not None:
-        state.last_caught_up_ms = state.last_fetch_ms = now_ms
-
-
-_ABSENT = object()
+def _let_go(state, rest: SessionRest) -> None:
+    """A follower's state leaves ``rest`` with its rounds written in (None: a consumer's)."""
+    if state is not None and state.rest is rest:
+        state.fold()
+        state.rest = None

@@ -263,3 +263,65 @@ async def test_a_held_idle_fetch_gives_way_to_a_request_behind_it_an_append_and_
     finally:
         await conn.close()
         await other.close()
+
+
+def test_a_follower_whose_rounds_stop_leaves_the_isr_of_its_partitions_at_rest(tmp_path, topic_name):
+    """A follower's rounds over partitions at rest count it caught up on each once per round, for the session
+    (broker/partitions/session_rest.py), not partition by partition: when its rounds stop, the leader's lag
+    check must still see each of those partitions' follower fall behind and shrink the ISR after
+    replica.lag.time.max.ms, while the follower's ZooKeeper session (and so the controller's view of it) lives
+    on. The follower is paused (SIGSTOP) once every partition is at rest in its session, then resumed, and it
+    rejoins every ISR."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    lag_ms = 2000
+    cluster = Cluster(str(tmp_path / "cluster"), size=2, overrides={
+        "replica.lag.time.max.ms": str(lag_ms), "replica.fetch.wait.max.ms": "500",
+        "zookeeper.session.timeout.ms": "40000", "metrics.port": "0"}).start()
+    zk = KazooClient(hosts=cluster.zookeeper.connect)
+    zk.start()
+    try:
+        wait_until(lambda: controller_of(cluster) > 0, message="a controller")
+        leader_id = controller_of(cluster)   # (the controller leads: the ISR change needs no paused broker)
+        follower_id = 3 - leader_id
+        leader, follower = cluster.brokers[leader_id], cluster.brokers[follower_id]
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{leader.port}")
+        admin.create_topics([NewTopic(topic_name, replica_assignments={
+            p: [leader_id, follower_id] for p in range(20)})])
+        admin.close()
+        wait_until(lambda: isrs(leader.port, topic_name) == {(1, 2)}, message="both replicas in sync")
+        held = _count(leader, "kbroker_fetch_idleroundsheld_total")
+        wait_until(lambda: _count(leader, "kbroker_fetch_idleroundsheld_total") >= held + 3, 30, 0.2,
+                   "the follower's rounds over the partitions at rest, held by the leader")
+        follower.pause()
+        paused = time.monotonic()
+        try:
+            wait_until(lambda: isrs(leader.port, topic_name) == {(leader_id,)}, 30, 0.2,
+                       "the paused follower out of every ISR")
+            shrunk = time.monotonic() - paused
+            assert zk.exists(f"/kbroker/brokers/ids/{follower_id}"), "the follower's ZooKeeper session ended"
+        finally:
+            follower.resume()
+        # (caught up at its last round, at most a fetch wait before the pause: never out before the lag less that)
+        assert shrunk >= (lag_ms - 500) / 1000, f"shrunk {shrunk:.1f} s after the pause"
+        wait_until(lambda: isrs(leader.port, topic_name) == {(1, 2)}, 60, 0.2, "the follower back in every ISR")
+    finally:
+        zk.stop()
+        for broker in cluster.brokers.values():
+            broker.resume()
+        assert all(code == 0 for code in cluster.stop().values())
+
+
+def isrs(port: int, topic: str) -> set[tuple[int, ...]]:
+    """The ISRs of the topic's partitions as the broker on ``port`` knows them (asked of it alone: a client
+    given a cluster's bootstrap may turn to a paused broker and wait out its request timeout there)."""
+    async def ask():
+        conn = await KafkaConnection.open("127.0.0.1", port)
+        try:
+            answer = await conn.request(3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                "include_topic_authorized_operations": False})
+        finally:
+            await conn.close()
+        return {tuple(sorted(p.isr_nodes)) for t in answer.topics for p in t.partitions}
+    return asyncio.run(ask())

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from construct import StreamError
 
-from kbroker.protocol.types import FileRegion, Rows
+from kbroker.protocol.types import Encoded, FileRegion, Rows
 from kbroker.protocol.types import encode_uvarint as _uvenc
 
 _FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
@@ -70,7 +70,8 @@ class _Source:
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {"_uv": _uv, "_uvenc": _uvenc, "StreamError": StreamError,
                                        "_MISSING": _MISSING, "_Z16": _Z16, "_FileRegion": FileRegion,
-                                       "_struct": _struct, "_short": _short, "_EMPTY": {}, "_Rows": Rows}
+                                       "_struct": _struct, "_short": _short, "_EMPTY": {}, "_Rows": Rows,
+                                       "_Encoded": Encoded}
         self.count = 0
         self.encoders: dict[tuple[int, bool], str] = {}
 
@@ -260,6 +261,10 @@ def _encode_value(src: _Source, out: list[str], ind: str, v: str, f, version: in
             out.append(f"{ind}    else:")
             ind += "    "
         out.append(f"{ind}    for {item} in {v}:")
+        if f.is_struct:   # (or already encoded: see protocol.types.Encoded)
+            out.append(f"{ind}        if type({item}) is _Encoded:")
+            out.append(f"{ind}            {buf} += {item}")
+            out.append(f"{ind}            continue")
         _encode_value(src, out, ind + "        ", item, f, version, flexible, buf, element=True)
         return
     if f.is_struct:
@@ -381,6 +386,25 @@ def _struct_encoder(src: _Source, fields, version: int, flexible: bool, position
     src.lines.extend(out)
     src.lines.append("")
     return fn
+
+
+# ---------------------------------------------------------------------- entry points
+def build_element(fields, version: int, flexible: bool) -> Callable[[dict], Encoded]:
+    """encode(obj) -> Encoded: one struct of ``fields`` (an array's element) at one version, on its own."""
+    src = _Source()
+    enc = _struct_encoder(src, fields, version, flexible)
+    src.lines += [
+        "def encode(obj):",
+        "    buf = bytearray()",
+        "    regions = []",
+        f"    {enc}(obj, buf, regions)",
+        "    if regions:",
+        "        raise StreamError('a file region in an element encoded on its own')",
+        "    return _Encoded(buf)",
+    ]
+    namespace = dict(src.consts)
+    exec(compile("\n".join(src.lines), f"<codegen element v{version}>", "exec"), namespace)  # noqa: S102
+    return namespace["encode"]
 
 
 # ---------------------------------------------------------------------- entry points

@@ -350,6 +350,19 @@ def struct_for(api_key: int, version: int, is_request: bool) -> KStruct:
                         declared.is_flexible(version))
 
 
+@functools.lru_cache(maxsize=None)
+def element_encoder(api_key: int, version: int, field_name: str):
+    """encode(obj) -> types.Encoded: one element of the response's top-level array of structs ``field_name``
+    at ``version``, on its own, to be given to the response's encoder in place of the element's dict."""
+    declared = REGISTRY[api_key]
+    if version not in declared.versions:
+        raise ValueError(f"{declared.name} v{version} is not supported")
+    from kbroker.protocol import codegen
+
+    (f,) = [f for f in declared.response if f.name == field_name and f.is_struct]
+    return codegen.build_element(f.fields, version, declared.is_flexible(version))
+
+
 def _with_codecs(struct: "KStruct", fields: list[Field], version: int, flexible: bool) -> "KStruct":
     """Attach the generated decoder and encoder (protocol.codegen), which ``decode``/``encode`` then use."""
     from kbroker.protocol import codegen

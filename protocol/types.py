@@ -80,6 +80,15 @@ class Rows(list):
     __slots__ = ()
 
 
+class Encoded(bytes):
+    """One struct of an array of structs, already encoded for the message and version it goes into
+    (``protocol.schema.element_encoder``): the generated encoder writes it as it is. For an answer whose
+    elements change far less often than they are asked for (a Metadata answer's topics, each encoded once
+    per change). Only the generated encoder (``protocol.codegen``) takes it."""
+
+    __slots__ = ()
+
+
 class FileRegion:
     """Bytes of a log file to be sent as they are: ``length`` bytes of ``file`` at ``position``.
 

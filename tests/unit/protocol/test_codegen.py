@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kbroker.protocol import schema
-from kbroker.protocol.types import BufferReader, FileRegion, Rows
+from kbroker.protocol.types import BufferReader, Encoded, FileRegion, Rows
 from tests.unit.protocol.test_roundtrip import CASES, struct_strategy
 
 HANDLED = (ConstructError, UnicodeDecodeError, ValueError, IndexError)   # what Connection._dispatch catches
@@ -64,12 +64,14 @@ def assert_attributes_read_as_items(value) -> None:
             assert_attributes_read_as_items(item)
 
 
-def _check_declaration(struct, fields, version, flexible):
+def _check_declaration(struct, fields, version, flexible, response_of: int | None = None):
     @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(struct_strategy(fields, version, flexible), st.data())
     def check(message, data):
         encoded = check_same(struct, message)
         assert schema.encode(struct, as_rows(fields, message))[0].getvalue() == encoded
+        if response_of is not None:   # (a response: its top-level arrays of structs, each element encoded alone)
+            assert schema.encode(struct, as_encoded(response_of, version, fields, message))[0].getvalue() == encoded
         # Cut short, or with a byte changed: both fail with an error the connection handles, or both decode
         # (a changed byte inside a number, say) to the same values.
         if encoded:
@@ -99,6 +101,18 @@ def as_rows(fields, message: dict) -> dict:
     return out
 
 
+def as_encoded(api_key: int, version: int, fields, message: dict) -> dict:
+    """``message`` with each element of its top-level arrays of structs encoded on its own (``types.Encoded``)."""
+    out = dict(message)
+    for f in fields:
+        value = message.get(f.name)
+        if f.is_struct and f.is_array and value is not None and version in f.versions:
+            encode = schema.element_encoder(api_key, version, f.name)
+            out[f.name] = [encode(element or {}) for element in value]
+            assert all(type(e) is Encoded for e in out[f.name])
+    return out
+
+
 def assert_same_outcome(struct, frame: bytes) -> None:
     outcomes = []
     for decode in (schema.decode, schema.decode_construct):
@@ -116,7 +130,7 @@ def test_generated_codecs_match_construct(api_key, version, is_request):
     declared = schema.REGISTRY[api_key]
     fields = declared.request if is_request else declared.response
     _check_declaration(schema.struct_for(api_key, version, is_request), fields, version,
-                       declared.is_flexible(version))
+                       declared.is_flexible(version), None if is_request else api_key)
 
 
 DATA_CASES = [(d.name, v) for d in schema.DATA.values() for v in range(d.versions.low, d.versions.high + 1)]

@@ -37,6 +37,7 @@ from kbroker.broker.partitions.log_dir_failure import handle_log_dir_failure
 from kbroker.broker.replication.alter_log_dirs import ReplicaAlterLogDirs
 from kbroker.broker.replication.quota import leader_quota
 from kbroker.broker.admin.operations import AdminOperations
+from kbroker.broker.handlers.metadata_topics import TopicAnswers
 from kbroker.client.tasks import sleep_to_beat
 from kbroker.broker.coordination.hosting import CoordinatorHosting
 from kbroker.broker.coordination.shards import OFFSETS_TOPIC, SHARE_STATE_TOPIC, TXN_TOPIC
@@ -95,6 +96,7 @@ class Broker:
         self.client_telemetry = ClientTelemetry(self)
         self.topic_ids = TopicIds(self)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"])
+        self.topic_answers = TopicAnswers()   # Metadata answers' topic entries, kept encoded
         self.metrics_server = None   # a MetricsServer once started with metrics.port
         self.quotas = QuotaManager(config["quota.window.num"], config["quota.window.size.seconds"],
                                    config["controller.quota.window.num"] * config["controller.quota.window.size.seconds"])

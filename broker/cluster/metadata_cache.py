@@ -2,7 +2,8 @@
 
 Every broker answers Metadata, FindCoordinator and DescribeCluster for the
 whole cluster from here. It changes only on UpdateMetadata from a controller
-whose epoch is at least the newest one seen.
+whose epoch is at least the newest one seen. A topic's dict of partitions is
+replaced, not changed, by each UpdateMetadata that names it.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ class MetadataCache:
                 continue
             if name not in self.partitions:
                 added.add(name)
-            parts = self.partitions.setdefault(name, {})
+            # (a new dict for each topic named: what a client was answered of it is kept encoded while its dict
+            # is the same one, broker/handlers/metadata_topics.py)
+            parts = self.partitions[name] = dict(self.partitions.get(name, ()))
             self.topic_ids[name] = topic.topic_id
             for p in topic.partition_states:
                 parts[p.partition_index] = PartitionInfo(p.leader, p.leader_epoch, list(p.isr), list(p.replicas),

@@ -102,6 +102,9 @@ class ReplicaManager:
         self.on_hosted = None   # called with (topic, partition) when this broker starts serving a replica
         # Set by the broker: called with (log dir, partitions lost) when a log dir fails
         self.on_log_dir_failure = None
+        # Moves at every change of a partition hosted here or of who leads it (one broker's Metadata answers,
+        # kept encoded per topic, read it: broker/handlers/metadata_topics.py)
+        self.generation = 0
         log_manager.on_dir_failure = self._log_dir_failed
 
     def now_ms(self) -> int:
@@ -114,6 +117,7 @@ class ReplicaManager:
         existing = self.partitions.get(tp)
         if existing is not None:
             return existing
+        self.generation += 1
         try:
             partition_log = self.log_manager.get_or_create(topic, index, config, is_new)
         except KafkaStorageError as exc:
@@ -140,6 +144,7 @@ class ReplicaManager:
                                   config: LogConfig) -> ErrorCode:
         """Apply one partition of a LeaderAndIsr; an older leader epoch than ours changes nothing."""
         tp = (topic, index)
+        self.generation += 1
         partition = self.partitions.get(tp)
         if partition is None:
             try:   # a replica in a failed log dir answers KAFKA_STORAGE_ERROR: the controller moves on
@@ -175,6 +180,7 @@ class ReplicaManager:
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
         """Stop serving a replica; with ``delete`` its log goes too (topic deletion)."""
         tp = (topic, index)
+        self.generation += 1
         partition = self.partitions.get(tp)
         if partition is None:
             if delete:
@@ -208,6 +214,7 @@ class ReplicaManager:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def remove_topic(self, topic: str) -> None:
+        self.generation += 1
         for tp in self.partitions.of_topic(topic):
             self.partitions.pop(tp)
             self.log_manager.delete(*tp)
@@ -432,6 +439,7 @@ class ReplicaManager:
         """A log dir failed with the logs of ``lost``: those partitions stop (produce and fetch answer
         KAFKA_STORAGE_ERROR), what waited on them answers now, and the broker is told (fetchers,
         coordinators, the controller)."""
+        self.generation += 1
         stopped = [tp for tp in lost if self.partitions.pop(tp, None) is not None]
         for tp in stopped:
             self.high_watermark_moved(tp)

@@ -402,9 +402,7 @@ def build_element(fields, version: int, flexible: bool) -> Callable[[dict], Enco
         "        raise StreamError('a file region in an element encoded on its own')",
         "    return _Encoded(buf)",
     ]
-    namespace = dict(src.consts)
-    exec(compile("\n".join(src.lines), f"<codegen element v{version}>", "exec"), namespace)  # noqa: S102
-    return namespace["encode"]
+    return _compiled(src, f"<codegen element v{version}>")["encode"]
 
 
 # ---------------------------------------------------------------------- entry points
@@ -430,6 +428,11 @@ def build(fields, version: int, flexible: bool) -> tuple[Callable, Callable]:
         "    out.write(buf)",
         "    return [(base + p, r) for p, r in regions] if regions else regions",
     ]
-    namespace = dict(src.consts)
-    exec(compile("\n".join(src.lines), f"<codegen v{version}>", "exec"), namespace)  # noqa: S102
+    namespace = _compiled(src, f"<codegen v{version}>")
     return namespace["decode"], namespace["encode"]
+
+
+def _compiled(src: _Source, label: str) -> dict:
+    namespace = dict(src.consts)
+    exec(compile("\n".join(src.lines), label, "exec"), namespace)  # noqa: S102
+    return namespace

@@ -160,5 +160,5 @@ class AdminOperations:
         current = authorizer.of_resource(*resource)
         wanted = (current | add) - remove
         if wanted != current:
-            metadata.set_acls([a for a in metadata.acls if a.resource != resource] + list(wanted))
+            metadata.set_resource_acls(resource, wanted)
             authorizer.replace(*resource, wanted)

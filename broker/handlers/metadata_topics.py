@@ -7,7 +7,8 @@ answer's encoder writes as it is), beside what it was made from, and made again 
 * the topic's metadata (``TopicMetadata``): the same object, with the same partition count and id;
 * where its partitions' states are read: in a cluster, the metadata cache's dict of the topic's partitions,
   which every UpdateMetadata naming the topic replaces (``MetadataCache.update``); on one broker, the replica
-  manager's ``generation``, which every change of a partition it holds moves.
+  manager's count of changes to the topic (``generations``), moved by each of its partitions made, led,
+  stopped, deleted or lost with its log dir.
 
 Invariant: a kept entry's bytes are those of what ``describe_topic`` would build now, at that version. Entries
 with an error are not kept, nor those with authorized operations (asked per principal).
@@ -32,7 +33,8 @@ class TopicAnswers:
         if meta is None:
             return describe(ctx, name, rows=True)
         cluster = broker.cluster
-        source = cluster.cache.partitions.get(name) if cluster is not None else broker.replica_manager.generation
+        source = cluster.cache.partitions.get(name) if cluster is not None else \
+            broker.replica_manager.generations.get(name, 0)
         key = (ctx.api_version, name)
         kept = self._kept.get(key)
         if kept is not None and kept[0] is meta and kept[1] == meta.partitions and kept[2] == meta.topic_id and \

@@ -102,9 +102,9 @@ class ReplicaManager:
         self.on_hosted = None   # called with (topic, partition) when this broker starts serving a replica
         # Set by the broker: called with (log dir, partitions lost) when a log dir fails
         self.on_log_dir_failure = None
-        # Moves at every change of a partition hosted here or of who leads it (one broker's Metadata answers,
-        # kept encoded per topic, read it: broker/handlers/metadata_topics.py)
-        self.generation = 0
+        # Each topic's count of changes to its partitions hosted here or to who leads them (one broker's Metadata
+        # answers, kept encoded per topic, read it: broker/handlers/metadata_topics.py)
+        self.generations: dict[str, int] = {}
         log_manager.on_dir_failure = self._log_dir_failed
 
     def now_ms(self) -> int:
@@ -117,7 +117,7 @@ class ReplicaManager:
         existing = self.partitions.get(tp)
         if existing is not None:
             return existing
-        self.generation += 1
+        self._changed(topic)
         try:
             partition_log = self.log_manager.get_or_create(topic, index, config, is_new)
         except KafkaStorageError as exc:
@@ -144,7 +144,7 @@ class ReplicaManager:
                                   config: LogConfig) -> ErrorCode:
         """Apply one partition of a LeaderAndIsr; an older leader epoch than ours changes nothing."""
         tp = (topic, index)
-        self.generation += 1
+        self._changed(topic)
         partition = self.partitions.get(tp)
         if partition is None:
             try:   # a replica in a failed log dir answers KAFKA_STORAGE_ERROR: the controller moves on
@@ -180,7 +180,7 @@ class ReplicaManager:
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
         """Stop serving a replica; with ``delete`` its log goes too (topic deletion)."""
         tp = (topic, index)
-        self.generation += 1
+        self._changed(topic)
         partition = self.partitions.get(tp)
         if partition is None:
             if delete:
@@ -192,6 +192,9 @@ class ReplicaManager:
         else:
             partition.leader_id = -1
         self.high_watermark_moved(tp)
+
+    def _changed(self, topic: str) -> None:
+        self.generations[topic] = self.generations.get(topic, 0) + 1
 
     def count_isr_change(self, before, after) -> None:
         """A led partition's committed ISR went from ``before`` to ``after``: a shrink or an expansion (metrics)."""
@@ -214,7 +217,9 @@ class ReplicaManager:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def remove_topic(self, topic: str) -> None:
-        self.generation += 1
+        # (its count goes with it: answers kept of the topic were of its TopicMetadata, which goes too, and one
+        # made again under the name is another)
+        self.generations.pop(topic, None)
         for tp in self.partitions.of_topic(topic):
             self.partitions.pop(tp)
             self.log_manager.delete(*tp)
@@ -439,7 +444,8 @@ class ReplicaManager:
         """A log dir failed with the logs of ``lost``: those partitions stop (produce and fetch answer
         KAFKA_STORAGE_ERROR), what waited on them answers now, and the broker is told (fetchers,
         coordinators, the controller)."""
-        self.generation += 1
+        for topic in {tp[0] for tp in lost}:
+            self._changed(topic)
         stopped = [tp for tp in lost if self.partitions.pop(tp, None) is not None]
         for tp in stopped:
             self.high_watermark_moved(tp)

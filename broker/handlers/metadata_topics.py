@@ -24,6 +24,7 @@ METADATA = 3
 class TopicAnswers:
     def __init__(self) -> None:
         self._kept: dict[tuple[int, str], tuple] = {}
+        self._prune_at = 64   # (twice what the last pruning kept: pruning stays O(1) per entry made)
 
     def entry(self, ctx, name: str, describe):
         """The topic's entry: kept bytes, or ``describe(ctx, name, rows=True)`` encoded at the request's version
@@ -44,7 +45,7 @@ class TopicAnswers:
         if topic["error_code"]:
             return topic
         encoded = element_encoder(METADATA, ctx.api_version, "topics")(topic)
-        if len(self._kept) >= 2 * len(broker.metadata.topics) + 64:
+        if len(self._kept) >= self._prune_at:
             self._prune(broker)
         self._kept[key] = (meta, meta.partitions, meta.topic_id, source, encoded)
         return encoded
@@ -53,3 +54,4 @@ class TopicAnswers:
         """Drop the entries of topics that went (or were made again), so that churn keeps nothing."""
         topics = broker.metadata.topics
         self._kept = {key: kept for key, kept in self._kept.items() if topics.get(key[1]) is kept[0]}
+        self._prune_at = max(64, 2 * len(self._kept))

@@ -180,7 +180,11 @@ class ReplicaManager:
     def stop_replica(self, topic: str, index: int, delete: bool) -> None:
         """Stop serving a replica; with ``delete`` its log goes too (topic deletion)."""
         tp = (topic, index)
-        self._changed(topic)
+        # (deleted, as in remove_topic, the topic's count goes: a replica moved off this broker leaves none behind)
+        if delete:
+            self.generations.pop(topic, None)
+        else:
+            self._changed(topic)
         partition = self.partitions.get(tp)
         if partition is None:
             if delete:

@@ -147,6 +147,24 @@ async def known_to(port: int, topic: str, partitions: int = 1, leading: bool = F
         await conn.close()
 
 
+def partitions_at(port: int, topic: str) -> list:
+    """The topic's partitions (Metadata v12) as the broker on ``port`` alone knows them: a client given a
+    cluster's bootstrap may turn to another broker (a paused one, and wait out its request timeout there)."""
+    import asyncio
+
+    from kbroker.client.connection import KafkaConnection
+
+    async def ask():
+        conn = await KafkaConnection.open("127.0.0.1", port)
+        try:
+            answer = await conn.request(3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                "include_topic_authorized_operations": False})
+        finally:
+            await conn.close()
+        return [p for t in answer.topics for p in t.partitions]
+    return asyncio.run(ask())
+
+
 def admin_call(bootstrap: str, call, timeout: float = 15.0, request_timeout_ms: int = 10000):
     """``call(admin)`` on a fresh admin client. A broker that has just stopped is still listed as live until
     the controller has seen its registration go (Kafka lists shutting-down brokers too), and kafka-python's

@@ -16,7 +16,7 @@ from kbroker.protocol import schema
 from kbroker.protocol import types as t
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.headers import decode_request_header, response_header
-from tests.cluster import Cluster, controller_of, create, describe, wait_until
+from tests.cluster import Cluster, controller_of, create, describe, partitions_at, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -33,20 +33,14 @@ def test_a_controller_that_shuts_down_leaves_every_broker_told_where_its_leaders
     wait_until(lambda: all(len(p["isr"]) == 3 for p in describe(cluster.bootstrap, topic_name).values()), 30, 0.2,
                "full ISRs")
 
-    async def leaders_on(port: int) -> dict[int, int]:
-        conn = await KafkaConnection.open("127.0.0.1", port)
-        try:
-            answer = await conn.request(3, 12, {"topics": [{"name": topic_name}], "allow_auto_topic_creation": False,
-                                                "include_topic_authorized_operations": False})
-        finally:
-            await conn.close()
-        return {p.partition_index: p.leader_id for t in answer.topics for p in t.partitions}
+    def leaders_on(port: int) -> dict[int, int]:
+        return {p.partition_index: p.leader_id for p in partitions_at(port, topic_name)}
 
-    assert controller in asyncio.run(leaders_on(others[0].port)).values()   # (replicas spread: it leads one)
+    assert controller in leaders_on(others[0].port).values()   # (replicas spread: it leads one)
     try:
         assert cluster.brokers[controller].stop() == 0
         for broker in others:
-            leaders = asyncio.run(leaders_on(broker.port))
+            leaders = leaders_on(broker.port)
             assert sorted(leaders) == [0, 1, 2] and controller not in leaders.values(), (broker.port, leaders)
     finally:
         cluster.brokers[controller].start()

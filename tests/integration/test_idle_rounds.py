@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from kbroker.client.connection import ConnectionClosed, KafkaConnection
 from kbroker.protocol.errors import ErrorCode
 from kbroker.protocol.records import build_batch
-from tests.cluster import Cluster, controller_of, create, describe, known_to, wait_until
+from tests.cluster import Cluster, controller_of, create, describe, known_to, partitions_at, wait_until
 from tests.integration.test_metrics import metrics_port, scrape, value
 
 pytestmark = pytest.mark.timeout(240)
@@ -313,15 +313,7 @@ def test_a_follower_whose_rounds_stop_leaves_the_isr_of_its_partitions_at_rest(t
         assert all(code == 0 for code in cluster.stop().values())
 
 
+
 def isrs(port: int, topic: str) -> set[tuple[int, ...]]:
-    """The ISRs of the topic's partitions as the broker on ``port`` knows them (asked of it alone: a client
-    given a cluster's bootstrap may turn to a paused broker and wait out its request timeout there)."""
-    async def ask():
-        conn = await KafkaConnection.open("127.0.0.1", port)
-        try:
-            answer = await conn.request(3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
-                                                "include_topic_authorized_operations": False})
-        finally:
-            await conn.close()
-        return {tuple(sorted(p.isr_nodes)) for t in answer.topics for p in t.partitions}
-    return asyncio.run(ask())
+    """The ISRs of the topic's partitions as the broker on ``port`` knows them."""
+    return {tuple(sorted(p.isr_nodes)) for p in partitions_at(port, topic)}

@@ -389,23 +389,6 @@ def _struct_encoder(src: _Source, fields, version: int, flexible: bool, position
 
 
 # ---------------------------------------------------------------------- entry points
-def build_element(fields, version: int, flexible: bool) -> Callable[[dict], Encoded]:
-    """encode(obj) -> Encoded: one struct of ``fields`` (an array's element) at one version, on its own."""
-    src = _Source()
-    enc = _struct_encoder(src, fields, version, flexible)
-    src.lines += [
-        "def encode(obj):",
-        "    buf = bytearray()",
-        "    regions = []",
-        f"    {enc}(obj, buf, regions)",
-        "    if regions:",
-        "        raise StreamError('a file region in an element encoded on its own')",
-        "    return _Encoded(buf)",
-    ]
-    return _compiled(src, f"<codegen element v{version}>")["encode"]
-
-
-# ---------------------------------------------------------------------- entry points
 def build(fields, version: int, flexible: bool) -> tuple[Callable, Callable]:
     """(decode(reader) -> Message, encode(obj, out) -> regions) for one message at one version."""
     src = _Source()
@@ -430,6 +413,22 @@ def build(fields, version: int, flexible: bool) -> tuple[Callable, Callable]:
     ]
     namespace = _compiled(src, f"<codegen v{version}>")
     return namespace["decode"], namespace["encode"]
+
+
+def build_element(fields, version: int, flexible: bool) -> Callable[[dict], Encoded]:
+    """encode(obj) -> Encoded: one struct of ``fields`` (an array's element) at one version, on its own."""
+    src = _Source()
+    enc = _struct_encoder(src, fields, version, flexible)
+    src.lines += [
+        "def encode(obj):",
+        "    buf = bytearray()",
+        "    regions = []",
+        f"    {enc}(obj, buf, regions)",
+        "    if regions:",
+        "        raise StreamError('a file region in an element encoded on its own')",
+        "    return _Encoded(buf)",
+    ]
+    return _compiled(src, f"<codegen element v{version}>")["encode"]
 
 
 def _compiled(src: _Source, label: str) -> dict:

@@ -28,12 +28,16 @@ class ReplicaState:
     ``rest``: the follower's fetch session while it holds this partition at rest (broker/partitions/session_rest.py).
     Each of that session's rounds is then a fetch at the leader's end, caught up, noted once for the session
     (its ``round_ms``) rather than on each of its partitions: the times here are the later of their own and
-    the session's last round (``fold`` writes them here)."""
+    the session's last round (``caught_up_since`` reads both; ``fold`` writes the round's here)."""
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1
     last_fetch_ms: int = 0
     rest: object = None
+
+    def caught_up_since(self, since_ms: int) -> bool:
+        rest = self.rest
+        return self.last_caught_up_ms >= since_ms or (rest is not None and rest.round_ms >= since_ms)
 
     def fold(self) -> None:
         """Write the session's rounds at rest into the times here."""
@@ -127,14 +131,9 @@ class Partition:
     def out_of_sync(self, now_ms: int, max_lag_ms: int) -> list[int]:
         """The ISR followers not caught up within ``max_lag_ms`` (one whose fetches of the partition are at rest
         in a session is caught up at that session's last round)."""
-        since, me, followers = now_ms - max_lag_ms, self.broker_id, self.followers
-        lagging = None
-        for r in self.isr:
-            if r != me:
-                state = followers.get(r, _UNKNOWN)
-                if state.last_caught_up_ms < since and (state.rest is None or state.rest.round_ms < since):
-                    lagging = [r] if lagging is None else lagging + [r]
-        return lagging or []
+        since = now_ms - max_lag_ms
+        return [r for r in self.isr
+                if r != self.broker_id and not self.followers.get(r, _UNKNOWN).caught_up_since(since)]
 
     def can_join_isr(self, replica_id: int) -> bool:
         """A follower rejoins once it has everything up to the HW and this leader epoch's first offset."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
+from confluent_kafka.admin import AdminClient
+
 from kbroker.client.connection import KafkaConnection
 from tests.cluster import create, describe, wait_until
 
@@ -38,7 +40,8 @@ async def answers(conn, names: list[str] | None = None) -> dict:
     return found
 
 
-async def test_a_topics_kept_entry_follows_its_partitions_its_deletion_and_its_making_again(conn, topic_name):
+async def test_a_topics_kept_entry_follows_its_partitions_its_deletion_and_its_making_again(conn, broker,
+                                                                                           topic_name):
     created = await conn.request(CREATE_TOPICS, 7, {"topics": [{"name": topic_name, "num_partitions": 3,
                                                                 "replication_factor": 1}], "timeout_ms": 5000})
     first_id = bytes(created.topics[0].topic_id)
@@ -51,6 +54,9 @@ async def test_a_topics_kept_entry_follows_its_partitions_its_deletion_and_its_m
     assert grown.results[0].error_code == 0
     for names in (None, [topic_name]):
         assert [p[1] for p in (await answers(conn, names))[12][topic_name][3]] == [0, 1, 2, 3, 4]
+    # (and as librdkafka's admin client reads it, from an answer for all topics)
+    listed = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).topics[topic_name]
+    assert sorted(listed.partitions) == [0, 1, 2, 3, 4]
     deleted = await conn.request(DELETE_TOPICS, 6, {"topics": [{"name": topic_name, "topic_id": bytes(16)}],
                                                     "timeout_ms": 5000})
     assert deleted.responses[0].error_code == 0

@@ -7,13 +7,8 @@ import socket
 import subprocess
 import time
 
+from kbroker.broker.cluster.zookeeper_server import free_port
 from tests.brokerproc import BrokerProcess
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, timeout: float = 30) -> None:

@@ -1,4 +1,4 @@
-"""A real kbroker process for tests: started on 127.0.0.1 port 0, killed or stopped like any server."""
+"""A real kbroker process for tests: started on a free 127.0.0.1 port, killed or stopped like any server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+
+from kbroker.broker.cluster.zookeeper_server import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +51,9 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        # A port picked below the ephemeral range, kept across restarts: a restarted broker binds it again, and
+        # one of the kernel's range could have become some outgoing connection's local port while it was down.
+        self.port = self.port or free_port()
         settings = {**(TEST_OVERRIDES if self.test_overrides else {}), "log.dirs": self.data_dir,
                     "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", **self.overrides}
         args = [sys.executable, "-m", "kbroker.broker.cli", "serve", "--log-level",

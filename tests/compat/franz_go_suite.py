@@ -18,11 +18,11 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 
+from kbroker.broker.cluster.zookeeper_server import free_port
 from tests.brokerproc import ROOT, BrokerProcess
 
 MODULE, VERSION = "github.com/twmb/franz-go", "v1.22.3"
@@ -54,12 +54,6 @@ def source() -> str:
     if done.returncode != 0:
         raise RuntimeError(f"go mod download failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     return json.loads(done.stdout)["Dir"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def broker_with_sasl(data_dir: str) -> tuple[BrokerProcess, str]:

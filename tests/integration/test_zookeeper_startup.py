@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import threading
 
 import pytest
 from kazoo.client import KazooClient
 
+from kbroker.broker.cluster import zookeeper_server
 from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
 from tests.brokerproc import BrokerProcess
 from tests.cluster import CLUSTER_OVERRIDES, brokers_listed, wait_until
@@ -121,6 +123,33 @@ def test_a_broker_refuses_the_data_of_another_cluster_or_broker(tmp_path):
     finally:
         broker.kill()
         first.stop()
+
+
+def test_a_zookeeper_whose_picked_port_is_taken_before_it_binds_starts_on_another(tmp_path, monkeypatch):
+    """The tests' ZooKeeper exited with 1 in CI: the port it was given became an outgoing connection's local
+    port while its JVM started. A port of the server's own picking is picked again; a port the caller named is
+    not (brokers restarted against it know it), and ZooKeeper's log says why it exited."""
+    with socket.create_server(("127.0.0.1", 0)) as listener, \
+            socket.create_connection(listener.getsockname()) as connection:
+        taken = connection.getsockname()[1]
+        picks = iter([taken])
+        monkeypatch.setattr(zookeeper_server, "free_port", lambda: next(picks, 0) or pick_free_port())
+        zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
+        try:
+            assert zookeeper.port not in (0, taken) and zookeeper.ruok()
+            log = open(tmp_path / "zookeeper" / "zookeeper.log", encoding="utf-8").read()
+            assert log.count("Address already in use") >= 1 and "Exiting JVM with code 1" in log
+        finally:
+            zookeeper.stop()
+
+        named = ZooKeeperServer(str(tmp_path / "named"), port=taken)
+        with pytest.raises(RuntimeError, match="zookeeper exited with 1"):
+            named.start()
+        assert named.port == taken
+        assert "Address already in use" in open(tmp_path / "named" / "zookeeper.log", encoding="utf-8").read()
+
+
+pick_free_port = zookeeper_server.free_port
 
 
 def cluster_id_in(zookeeper: ZooKeeperServer) -> str:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 
+from kbroker.broker.cluster.zookeeper_server import free_port
 from kbroker.client.maven import gather_once
 from tests.cluster import brokers_listed
 
@@ -119,12 +119,6 @@ def kafka_path(version: str = VERSION) -> str:
             os.chmod(path + ".tmp", 0o755)
             os.replace(path + ".tmp", path)
     return home
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def java(libs: str, main: str, *args: str, heap=HEAP) -> list[str]:

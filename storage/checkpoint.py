@@ -30,9 +30,36 @@ def _write_atomically(path: str, data: bytes, durable: bool) -> None:
 
 
 def write_checkpoint(path: str, offsets: dict[tuple[str, int], int]) -> None:
+    write_atomically(path, _text(offsets))
+
+
+def _text(offsets: dict[tuple[str, int], int]) -> bytes:
     lines = [str(VERSION), str(len(offsets))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    return ("\n".join(lines) + "\n").encode()
+
+
+class CheckpointFile:
+    """A checkpoint file written whole at every interval, as Kafka writes it: the write is also what finds a
+    failed log dir under partitions nothing else touches. Its text is made again only when its partitions or
+    their offsets changed since the last write: at 50,000 idle partitions, sorting and formatting the same
+    lines each minute was most of the broker's CPU.
+
+    Invariant: ``_text`` is the file's text for ``_partitions`` at ``_offsets`` (the same order), as last
+    written or attempted."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._partitions: list = []
+        self._offsets: list[int] = []
+        self._text = _text({})
+
+    def write(self, partitions: list[tuple[str, int]], offsets: list[int]) -> None:
+        # (Lists compared item by item, identity first: the same key tuples and, at rest, the same ints.)
+        if offsets != self._offsets or partitions != self._partitions:
+            self._text = _text(dict(zip(partitions, offsets)))
+            self._partitions, self._offsets = partitions, offsets
+        write_atomically(self.path, self._text)
 
 
 def read_checkpoint(path: str) -> dict[tuple[str, int], int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import os
 import random
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
                  clean_shutdown: bool = False, clock=time.time) -> None:
         self.directory = directory
+        self._parent_of, self._parent = None, ""   # (parent_dir's: the folder it was found for, and the log dir)
         self.topic = topic
         self.partition = partition
         self._config = config   # (not a change: a new log is tested as it joins the log manager's logs)
@@ -106,7 +108,11 @@ class Log(ProducerLogMixin, ReplicaLogMixin):
     @property
     def parent_dir(self) -> str:
         """The log dir (one of ``log.dirs``) this partition's folder is in."""
-        return os.path.dirname(self.directory)
+        # Kept while the folder is the same (a move assigns ``directory``): the periodic checkpoint asks it of
+        # every log. Interned: every log of a dir shares the one string.
+        if self._parent_of is not self.directory:
+            self._parent_of, self._parent = self.directory, sys.intern(os.path.dirname(self.directory))
+        return self._parent
 
     # ------------------------------------------------------------------ loading and recovery
     def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:

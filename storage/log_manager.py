@@ -31,7 +31,7 @@ import uuid
 import structlog
 
 from kbroker.storage import cleaner
-from kbroker.storage.checkpoint import read_checkpoint, write_checkpoint
+from kbroker.storage.checkpoint import CheckpointFile, read_checkpoint, write_checkpoint
 from kbroker.storage.log import Log, partition_dir_name
 from kbroker.storage.log_config import LONG_MAX, LogConfig
 from kbroker.storage.logs import Logs
@@ -65,6 +65,7 @@ class LogManager:
         self.on_dir_failure = None
         self.descriptor_failures = 0   # operations that failed for want of a descriptor (a metric)
         self._descriptor_warned = -10.0
+        self._checkpoints: dict[str, CheckpointFile] = {}   # path -> the file's text as last written
         for d in self.log_dirs:
             try:
                 os.makedirs(d, exist_ok=True)
@@ -313,12 +314,19 @@ class LogManager:
                 existing.delete()
 
     def checkpoint(self) -> None:
-        for d in self.online_dirs:
-            here = {tp: lg for tp, lg in self.logs.items() if lg.parent_dir == d}
+        """Write each online dir's three checkpoint files (recovery points, log start offsets, high watermarks)."""
+        by_dir: dict[str, tuple[list, list[Log]]] = {d: ([], []) for d in self.online_dirs}
+        for tp, lg in self.logs.items():
+            if (listed := by_dir.get(lg.parent_dir)) is not None:
+                listed[0].append(tp)
+                listed[1].append(lg)
+        for d, (partitions, here) in by_dir.items():
             try:
-                write_checkpoint(os.path.join(d, RECOVERY_POINT), {tp: lg.recovery_point for tp, lg in here.items()})
-                write_checkpoint(os.path.join(d, LOG_START), {tp: lg.log_start_offset for tp, lg in here.items()})
-                write_checkpoint(os.path.join(d, REPLICATION), {tp: lg.high_watermark for tp, lg in here.items()})
+                for name, offsets in ((RECOVERY_POINT, [lg.recovery_point for lg in here]),
+                                      (LOG_START, [lg.log_start_offset for lg in here]),
+                                      (REPLICATION, [lg.high_watermark for lg in here])):
+                    path = os.path.join(d, name)
+                    self._checkpoints.setdefault(path, CheckpointFile(path)).write(partitions, offsets)
             except OSError as exc:
                 self.report(d, exc)
 

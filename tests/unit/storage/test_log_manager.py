@@ -6,7 +6,8 @@ import os
 import pytest
 
 from kbroker.storage.log_config import LogConfig
-from kbroker.storage.log_manager import KafkaStorageError, LogManager
+from kbroker.storage.checkpoint import read_checkpoint
+from kbroker.storage.log_manager import RECOVERY_POINT, REPLICATION, KafkaStorageError, LogManager
 from tests.unit.storage.test_replica_log import lead, offsets, raw
 
 CONFIG = LogConfig(file_delete_delay_ms=0)
@@ -134,3 +135,36 @@ def test_the_passes_lists_follow_logs_coming_going_and_changing_config(tmp_path)
                                    if len(manager.online_dirs) > 1 else manager.online_dirs[0])
     moved = manager.promote_future(("t", 5), future)
     assert manager.logs.where("compacted", lambda lg: lg.config.compact) == [(("t", 5), moved)]
+
+
+def test_checkpoints_are_written_at_every_interval_and_follow_offsets_and_moves(tmp_path):
+    """Each checkpoint writes every file again (that write is what finds a failed dir under idle partitions),
+    its text made anew only when a partition or an offset changed; a log moved to another dir is listed there."""
+    lm = _manager(tmp_path)
+    a0 = lm.get_or_create("t", 0, CONFIG)
+    lm.get_or_create("t", 1, CONFIG)
+    lm.checkpoint()
+    a_hws, b_hws = (os.path.join(d, REPLICATION) for d in lm.log_dirs)
+    assert read_checkpoint(a_hws) == {("t", 0): 0} and read_checkpoint(b_hws) == {("t", 1): 0}
+    written = os.stat(a_hws).st_ino
+    lm.checkpoint()
+    assert os.stat(a_hws).st_ino != written and read_checkpoint(a_hws) == {("t", 0): 0}
+
+    lead(a0, [b"a", b"b"], 0)
+    a0.high_watermark = 2
+    lm.checkpoint()
+    assert read_checkpoint(a_hws) == {("t", 0): 2}
+    future = lm.create_future(("t", 0), lm.log_dirs[1])
+    _copy(a0, future)
+    lm.promote_future(("t", 0), future)
+    lm.checkpoint()
+    assert read_checkpoint(a_hws) == {} and read_checkpoint(b_hws) == {("t", 0): 2, ("t", 1): 0}
+    assert read_checkpoint(os.path.join(lm.log_dirs[1], RECOVERY_POINT)).keys() == {("t", 0), ("t", 1)}
+
+    failed = []
+    lm.on_dir_failure = lambda log_dir, lost: failed.append((log_dir, lost))
+    os.rename(lm.log_dirs[0], str(tmp_path / "gone"))
+    open(lm.log_dirs[0], "w").close()   # nothing changed in it since the last checkpoint, which still fails
+    lm.checkpoint()
+    assert failed == [(lm.log_dirs[0], [])] and lm.offline_dirs == {lm.log_dirs[0]}
+    lm.shutdown()

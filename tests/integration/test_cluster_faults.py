@@ -1,6 +1,7 @@
 """Faults and bad input in a cluster: controller kill -9, a divergent leader returning, a broker paused past its
-ZooKeeper session, ZooKeeper itself going away, a new leader paused as it is elected, a broker restarted while the
-controller is paused, and requests that carry stale epochs or a stranger's replica id."""
+ZooKeeper session (and one whose event loop was only held that long), ZooKeeper itself going away, a new leader
+paused as it is elected, a broker restarted while the controller is paused, and requests that carry stale epochs
+or a stranger's replica id."""
 
 from __future__ import annotations
 
@@ -432,3 +433,58 @@ def test_a_broker_that_restarts_while_the_controller_looks_away_is_handled_as_fa
                    f"broker {bounced} back in the ISR")
         assert [v for _, _, v in consume_all(cluster.bootstrap, topic_name, 1)] == [b"before", b"after"]
         replicas_converge(cluster, topic_name, cluster.brokers)
+
+
+def test_a_broker_whose_event_loop_is_held_past_its_session_keeps_its_leaderships(tmp_path, topic_name):
+    """An event loop held by one callback past the ZooKeeper session timeout is not a stopped process: kazoo's
+    thread kept the session, the controller moved nothing, and the broker goes on leading. A produce that
+    arrived while the loop was held is the first thing the broker reads after it, as after a pause, and is
+    taken, not fenced as a paused broker's would be (``ProcessClock`` tells the two apart). The loop is held
+    for real: an embedded broker's own loop runs pure Python for twice the session timeout."""
+    import threading
+
+    from kbroker.broker.cluster.zookeeper_server import ZooKeeperServer
+    from kbroker.broker.embedded import KBroker
+
+    zookeeper = ZooKeeperServer(str(tmp_path / "zookeeper")).start()
+    single = {"offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+              "transaction.state.log.min.isr": "1"}
+    broker = KBroker(str(tmp_path / "data"), {**CLUSTER_OVERRIDES, **single, "broker.id": "1",
+                                              "zookeeper.connect": f"{zookeeper.connect}/kbroker"})
+    client = KafkaZkClient(zookeeper.connect + "/kbroker", 6000)
+    try:
+        broker.start()
+        client.start()
+        create(broker.bootstrap_servers, topic_name, 1, 1)
+        wait_until(lambda: leader_of(broker.bootstrap_servers, topic_name, 0) == 1, 30, 0.1, "a leader")
+        registered = client.zk.get(client.path("/brokers/ids/1"))[1].czxid
+        holding = threading.Event()
+
+        async def hold_the_loop() -> None:
+            holding.set()
+            until = time.monotonic() + 2 * SESSION_TIMEOUT_S
+            while time.monotonic() < until:
+                sum(range(1000))
+
+        async def produce_while_held() -> ErrorCode:
+            conn = await KafkaConnection.open("127.0.0.1", broker.port, client_id="held")
+            try:
+                held = asyncio.get_running_loop().run_in_executor(None, broker.run_on_loop, hold_the_loop())
+                assert await asyncio.to_thread(holding.wait, 10)
+                answer = await conn.request(PRODUCE, 9, produce_body(topic_name, b"while held", acks=-1))
+                await held
+                return produce_error(answer)
+            finally:
+                await conn.close()
+
+        started = time.monotonic()
+        assert asyncio.run(produce_while_held()) == ErrorCode.NONE
+        assert time.monotonic() - started >= 2 * SESSION_TIMEOUT_S
+        assert client.zk.get(client.path("/brokers/ids/1"))[1].czxid == registered   # the same session's registration
+        assert asyncio.run(request(broker, PRODUCE, 9, produce_body(topic_name, b"after", acks=-1))) \
+            .responses[0].partition_responses[0].error_code == 0
+        assert [v for _, _, v in consume_all(broker.bootstrap_servers, topic_name, 1)] == [b"while held", b"after"]
+    finally:
+        client.stop()
+        broker.stop()
+        zookeeper.stop()

@@ -74,24 +74,28 @@ class ZooKeeperServer:
         if not os.path.exists(ZOOKEEPER_JAR):
             raise RuntimeError(f"{ZOOKEEPER_JAR} is missing: install Debian's zookeeper package (make apt)")
         os.makedirs(self.data_dir, exist_ok=True)
-        ours = not self.port
+        ours, attempts = not self.port, 0
         deadline = time.monotonic() + timeout
-        for attempt in range(1, ATTEMPTS + 1):
+        while True:
+            attempts += 1
             self.port = self.port or free_port()
             self._launch()
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    break
-                if self.ruok():
-                    return self
-                time.sleep(0.1)
-            else:
+            if self._answers_by(deadline):
+                return self
+            if self.proc.poll() is None:
                 self.stop()
                 raise RuntimeError(f"zookeeper did not answer on {self.connect} within {timeout}s")
-            if not ours or attempt == ATTEMPTS:
+            if not ours or attempts == ATTEMPTS:
                 raise RuntimeError(f"zookeeper exited with {self.proc.returncode}; see {self.data_dir}/zookeeper.log")
             self.port = 0
-        raise AssertionError("unreachable")
+
+    def _answers_by(self, deadline: float) -> bool:
+        """Whether the server answers ``ruok`` before ``deadline``; False as soon as its process exits."""
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if self.ruok():
+                return True
+            time.sleep(0.1)
+        return False
 
     def _launch(self) -> None:
         config = os.path.join(self.data_dir, "zoo.cfg")

@@ -313,7 +313,6 @@ def test_a_follower_whose_rounds_stop_leaves_the_isr_of_its_partitions_at_rest(t
         assert all(code == 0 for code in cluster.stop().values())
 
 
-
 def isrs(port: int, topic: str) -> set[tuple[int, ...]]:
     """The ISRs of the topic's partitions as the broker on ``port`` knows them."""
     return {tuple(sorted(p.isr_nodes)) for p in partitions_at(port, topic)}

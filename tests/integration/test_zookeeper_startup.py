@@ -21,6 +21,8 @@ from tests.cluster import CLUSTER_OVERRIDES, brokers_listed, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
+pick_free_port = zookeeper_server.free_port   # (the helper itself, kept before a test replaces it)
+
 
 class SilentFirstConnection:
     """A TCP stand-in for a ZooKeeper that has just opened its port: it holds the first connection open and
@@ -147,9 +149,6 @@ def test_a_zookeeper_whose_picked_port_is_taken_before_it_binds_starts_on_anothe
             named.start()
         assert named.port == taken
         assert "Address already in use" in open(tmp_path / "named" / "zookeeper.log", encoding="utf-8").read()
-
-
-pick_free_port = zookeeper_server.free_port
 
 
 def cluster_id_in(zookeeper: ZooKeeperServer) -> str:
